@@ -1,0 +1,115 @@
+/**
+ * The sandbox contract every provider implements. All methods are async: a sandbox may live on the
+ * host, in a container or in a remote VM, and no call on a request path may block the event loop.
+ *
+ * Error convention (the same for every implementation, unlike the Python reference whose remote
+ * sandboxes return `"Error: ..."` strings): file operations throw typed `SbxError` subclasses
+ * (`SandboxFileNotFoundError`, `SandboxPermissionError`, ...); `executeCommand` returns the merged
+ * output text and reports a non-zero exit status in that text, never as an exception.
+ */
+export interface ExecuteCommandOptions {
+  /** Per-call environment overlay (request-scoped secrets). Applies to this call only. */
+  env?: Readonly<Record<string, string>>;
+  /** Wall-clock limit in milliseconds. Implementations document their default. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ScopedExecuteCommandOptions extends ExecuteCommandOptions {
+  /** Command scope (e.g. a subagent lease owner). Commands in one scope share one ordered session. */
+  scopeId: string;
+}
+
+export interface ReadFileOptions {
+  /** 1-based, inclusive. */
+  startLine?: number;
+  /** 1-based, inclusive. */
+  endLine?: number;
+}
+
+export interface WriteFileOptions {
+  append?: boolean;
+}
+
+export interface ListDirOptions {
+  /** Default 2: children and grandchildren. */
+  maxDepth?: number;
+}
+
+export interface GlobOptions {
+  includeDirs?: boolean;
+  /** Default 200. */
+  maxResults?: number;
+}
+
+export interface GlobResult {
+  paths: string[];
+  truncated: boolean;
+}
+
+export interface GrepOptions {
+  /** Only search files whose path matches this glob. */
+  glob?: string;
+  literal?: boolean;
+  /** Default false: searches are case-insensitive unless asked otherwise. */
+  caseSensitive?: boolean;
+  /** Default 100. */
+  maxResults?: number;
+}
+
+export interface GrepMatch {
+  readonly path: string;
+  /** 1-based. */
+  readonly lineNumber: number;
+  /** Trailing CR/LF removed, cut to 200 characters (`197 + "..."`). */
+  readonly line: string;
+}
+
+export interface GrepResult {
+  matches: GrepMatch[];
+  truncated: boolean;
+}
+
+export abstract class Sandbox {
+  readonly id: string;
+
+  constructor(id: string) {
+    this.id = id;
+  }
+
+  /** Runs a shell command; returns stdout, stderr, exit-code and timeout notices as one text. */
+  abstract executeCommand(command: string, options?: ExecuteCommandOptions): Promise<string>;
+
+  /**
+   * Runs a command inside a command scope. The default passes through to `executeCommand`, so
+   * sandboxes without server-side shell sessions need not implement scopes.
+   */
+  executeCommandInScope(command: string, options: ScopedExecuteCommandOptions): Promise<string> {
+    const { scopeId: _scopeId, ...rest } = options;
+    return this.executeCommand(command, rest);
+  }
+
+  /** Releases whatever a scope holds. The default has nothing to release. */
+  async releaseCommandScope(_scopeId: string): Promise<void> {}
+
+  abstract readFile(path: string, options?: ReadFileOptions): Promise<string>;
+
+  /** Raw bytes of a file under `/mnt/user-data` (100 MiB cap). */
+  abstract downloadFile(path: string): Promise<Uint8Array>;
+
+  abstract writeFile(path: string, content: string, options?: WriteFileOptions): Promise<void>;
+
+  /** Binary write with no content rewriting (uploads, channel attachments). */
+  abstract updateFile(path: string, content: Uint8Array): Promise<void>;
+
+  /** Sorted absolute paths; directories end with `/`. A missing or non-directory root gives `[]`. */
+  abstract listDir(path: string, options?: ListDirOptions): Promise<string[]>;
+
+  abstract glob(path: string, pattern: string, options?: GlobOptions): Promise<GlobResult>;
+
+  /** Searches one text file, or a directory tree. */
+  abstract grep(path: string, pattern: string, options?: GrepOptions): Promise<GrepResult>;
+
+  /** Releases client resources (sockets, sessions). Idempotent. Does not destroy the sandbox. */
+  async close(): Promise<void> {}
+}
