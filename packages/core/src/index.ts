@@ -27,3 +27,29 @@ export type {
   SkillProjectionCategory,
   SyncAgentSkillsOptions,
 } from './sandbox-provider.js';
+
+// @section config
+
+// @section identity
+
+// @section provider-loading
+
+// @section acquire-serializer
+
+// @section lease-manager
+
+// @section warm-pool
+
+// @section ownership-store
+
+// @section capacity-store
+
+// @section env-policy
+
+// @section search
+
+// @section virtual-paths
+
+// @section tools
+
+// @section observability

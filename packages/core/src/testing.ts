@@ -1,1 +1,16 @@
-export {};
+// Public API of @sbx/core/testing: conformance suites and controllable fakes. Each block belongs to
+// one concept; add exports under the matching marker only.
+
+// @section require-service
+export { requireService, servicesRequired, serviceAddress } from './testing/require-service.js';
+export type { ServiceName, ServiceEnv } from './testing/require-service.js';
+
+// @section fakes (manual clock, pausable wrappers)
+
+// @section sandbox-contract
+
+// @section provider-contract
+
+// @section ownership-store-contract
+
+// @section capacity-store-contract
