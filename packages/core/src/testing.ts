@@ -8,8 +8,12 @@ export type { ServiceName, ServiceEnv } from './testing/require-service.js';
 // @section fakes (manual clock, pausable wrappers)
 
 // @section sandbox-contract
+export { describeSandboxContract } from './testing/sandbox-contract.js';
+export type { SandboxUnderTest, SandboxContractOptions } from './testing/sandbox-contract.js';
 
 // @section provider-contract
+export { describeProviderContract } from './testing/provider-contract.js';
+export type { ProviderUnderTest, ProviderContractOptions } from './testing/provider-contract.js';
 
 // @section ownership-store-contract
 

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSbxError } from '../errors.js';
+import type { SandboxProvider } from '../sandbox-provider.js';
+
+export interface ProviderUnderTest {
+  provider: SandboxProvider;
+  cleanup?: () => Promise<void>;
+}
+
+export interface ProviderContractOptions {
+  /** The provider supports `acquire()` without a thread (a generic/anonymous sandbox). Default true. */
+  anonymousAcquire?: boolean;
+}
+
+let unique = 0;
+const thread = (label: string) => `contract-${label}-${process.pid}-${++unique}`;
+
+/**
+ * Lifecycle behaviour every `SandboxProvider` must share. `make` is called once per suite; the
+ * suite uses distinct thread ids per test so providers need not be reset between tests.
+ */
+export function describeProviderContract(
+  name: string,
+  make: () => Promise<ProviderUnderTest>,
+  options: ProviderContractOptions = {},
+): void {
+  describe(`SandboxProvider contract: ${name}`, () => {
+    let put: ProviderUnderTest;
+    let provider: SandboxProvider;
+
+    beforeAll(async () => {
+      put = await make();
+      provider = put.provider;
+    });
+    afterAll(async () => {
+      await put?.provider.shutdown();
+      await put?.cleanup?.();
+    });
+
+    it('acquire returns an id whose sandbox get() returns synchronously', async () => {
+      const id = await provider.acquire({ userId: 'u1', threadId: thread('get') });
+      const sandbox = provider.get(id);
+      expect(sandbox).toBeDefined();
+      expect(sandbox).not.toBeInstanceOf(Promise);
+      expect(sandbox?.id).toBe(id);
+      expect(await sandbox?.executeCommand('echo provider-ok')).toContain('provider-ok');
+    });
+
+    it('the same user and thread get the same sandbox; other threads and users do not', async () => {
+      const t = thread('same');
+      const a = await provider.acquire({ userId: 'u1', threadId: t });
+      const b = await provider.acquire({ userId: 'u1', threadId: t });
+      const otherThread = await provider.acquire({ userId: 'u1', threadId: thread('other') });
+      const otherUser = await provider.acquire({ userId: 'u2', threadId: t });
+      expect(b).toBe(a);
+      expect(otherThread).not.toBe(a);
+      expect(otherUser).not.toBe(a);
+    });
+
+    it('concurrent acquires for one thread converge on one sandbox', async () => {
+      const t = thread('race');
+      const ids = await Promise.all(
+        Array.from({ length: 8 }, () => provider.acquire({ userId: 'u1', threadId: t })),
+      );
+      expect(new Set(ids).size).toBe(1);
+    });
+
+    it('get() of an unknown id is undefined', () => {
+      expect(provider.get('sbx-contract-unknown-id')).toBeUndefined();
+    });
+
+    it('a released sandbox can be acquired again for the next turn', async () => {
+      const t = thread('turns');
+      const first = await provider.acquire({ userId: 'u1', threadId: t });
+      await provider.release(first);
+      const second = await provider.acquire({ userId: 'u1', threadId: t });
+      expect(await provider.get(second)?.executeCommand('echo next-turn')).toContain('next-turn');
+    });
+
+    it('files written in one turn are visible in the next turn of the same thread', async () => {
+      const t = thread('persist');
+      const first = await provider.acquire({ userId: 'u1', threadId: t });
+      await provider.get(first)?.writeFile('/mnt/user-data/workspace/keep.txt', 'kept\n');
+      await provider.release(first);
+      const second = await provider.acquire({ userId: 'u1', threadId: t });
+      expect(await provider.get(second)?.readFile('/mnt/user-data/workspace/keep.txt')).toBe(
+        'kept\n',
+      );
+    });
+
+    it('threads do not see each other’s user data', async () => {
+      const a = await provider.acquire({ userId: 'u1', threadId: thread('iso-a') });
+      const b = await provider.acquire({ userId: 'u1', threadId: thread('iso-b') });
+      await provider.get(a)?.writeFile('/mnt/user-data/workspace/secret.txt', 'a-only\n');
+      let seen: unknown;
+      try {
+        seen = await provider.get(b)?.readFile('/mnt/user-data/workspace/secret.txt');
+      } catch (err) {
+        seen = err;
+      }
+      expect(seen).not.toBe('a-only\n');
+    });
+
+    it('fails closed before acquisition for an explicit skill policy it cannot enforce', () => {
+      if (provider.supportsAgentSkillIsolation) return;
+      let err: unknown;
+      try {
+        provider.admit({
+          userId: 'u1',
+          threadId: thread('policy'),
+          skillPolicy: { allowedSkills: [] },
+        });
+      } catch (e) {
+        err = e;
+      }
+      expect(isSbxError(err) && err.code).toBe('SANDBOX_RUNTIME');
+      expect(String((err as Error).message)).toContain(
+        'cannot enforce per-Agent skill filesystem isolation',
+      );
+    });
+
+    if (options.anonymousAcquire ?? true) {
+      it('acquire without a thread returns a usable sandbox', async () => {
+        const id = await provider.acquire();
+        expect(await provider.get(id)?.executeCommand('echo anon')).toContain('anon');
+      });
+    }
+  });
+}
