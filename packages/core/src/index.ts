@@ -53,3 +53,4 @@ export type {
 // @section tools
 
 // @section observability
+export * from './logger.js';
