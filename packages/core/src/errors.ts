@@ -312,3 +312,15 @@ export class AbortedError extends SbxError {
     super(message, options);
   }
 }
+
+/**
+ * The deployment-wide capacity ledger could not answer (unreachable, script error, configuration
+ * mismatch between gateways, unexpected reply). Callers creating sandboxes treat it as "no capacity"
+ * (fail closed).
+ */
+export class CapacityBackendError extends SbxError {
+  static override readonly CODE = 'CAPACITY_BACKEND';
+  constructor(message: string, options: SbxErrorOptions = {}) {
+    super(message, options);
+  }
+}
