@@ -2,6 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { SandboxAuthorizationError } from '@sbx/core';
 import type { Logger } from '@sbx/core';
 import type { AuthorizationConfig } from './authorization-config.js';
+import { readAuthorizationConfig } from './config-source.js';
+import type { AuthorizationConfigSource } from './config-source.js';
 import { isAuthorizationDecision } from './authorization-provider.js';
 import type { AuthorizationDecision, AuthorizationProvider } from './authorization-provider.js';
 import { withDefaultRole } from './principal.js';
@@ -11,18 +13,6 @@ import type { ModuleImporter } from './provider-loader.js';
 import { describeError, requiredWarningsLogger } from './required-warnings-logger.js';
 
 type MaybePromise<T> = T | Promise<T>;
-
-/**
- * Where the gate reads the authorization config. A function is called on every decision, so a
- * hot-reloaded config applies to the next call. `undefined`/`null` means "no config": the gate is a
- * no-op. A function that throws is a gate error handled as fail-closed (the `fail_closed` setting
- * itself is unknown then, and its default is true).
- */
-export type AuthorizationConfigSource =
-  | AuthorizationConfig
-  | null
-  | undefined
-  | (() => MaybePromise<AuthorizationConfig | null | undefined>);
 
 export interface SandboxGateOptions {
   config: AuthorizationConfigSource;
@@ -51,12 +41,6 @@ export const SANDBOX_EXECUTE_ACTION = 'execute';
 export const SANDBOX_TARGET = '*';
 
 const DISABLED: SandboxGateOutcome = Object.freeze({ status: 'disabled' });
-
-async function readConfig(
-  source: AuthorizationConfigSource,
-): Promise<AuthorizationConfig | null | undefined> {
-  return typeof source === 'function' ? source() : source;
-}
 
 class MalformedDecisionError extends Error {
   constructor(value: unknown) {
@@ -135,7 +119,7 @@ async function decide(
 
   let config: AuthorizationConfig | null | undefined;
   try {
-    config = await readConfig(options.config);
+    config = await readAuthorizationConfig(options.config);
   } catch (err) {
     logger.warn('Sandbox authorization config could not be read; denying sandbox execution', {
       error: describeError(err),
