@@ -324,3 +324,11 @@ export class CapacityBackendError extends SbxError {
     super(message, options);
   }
 }
+
+/** Host shell execution was requested from a host-backed sandbox whose configuration forbids it. */
+export class HostBashDisabledError extends SbxError {
+  static override readonly CODE = 'HOST_BASH_DISABLED';
+  constructor(message: string, options: SbxErrorOptions = {}) {
+    super(message, options);
+  }
+}
