@@ -16,5 +16,12 @@ export { describeProviderContract } from './testing/provider-contract.js';
 export type { ProviderUnderTest, ProviderContractOptions } from './testing/provider-contract.js';
 
 // @section ownership-store-contract
+export { describeOwnershipStoreContract } from './testing/ownership-store-contract.js';
+export type {
+  OwnershipStoreHarness,
+  OwnershipStoreContractOptions,
+} from './testing/ownership-store-contract.js';
 
 // @section capacity-store-contract
+export { describeCapacityStoreContract } from './testing/capacity-store-contract.js';
+export type { CapacityStoreHarness } from './testing/capacity-store-contract.js';
