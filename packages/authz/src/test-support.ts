@@ -1,5 +1,6 @@
 // Test helpers shared by this package's tests. Not exported from the package.
-import type { Logger } from '@sbx/core';
+import { Sandbox, SandboxFileNotFoundError, SandboxProvider } from '@sbx/core';
+import type { AcquireOptions, GlobResult, GrepResult, Logger, WriteFileOptions } from '@sbx/core';
 import type { AuthorizationConfig } from './authorization-config.js';
 import type {
   AuthorizationDecision,
@@ -107,4 +108,72 @@ export function failingProvider(error = new Error('policy backend down')): Autho
   return {
     authorize: () => Promise.reject(error),
   };
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** A sandbox whose filesystem is a map; `executeCommand` echoes the command it was given. */
+export class MemorySandbox extends Sandbox {
+  readonly files = new Map<string, string>();
+  /** Every sandbox operation, in order (`read:/path`, `write:/path`, `exec:cmd`, ...). */
+  readonly operations: string[] = [];
+
+  async executeCommand(command: string): Promise<string> {
+    this.operations.push(`exec:${command}`);
+    return `ran: ${command}`;
+  }
+  async readFile(path: string): Promise<string> {
+    this.operations.push(`read:${path}`);
+    const content = this.files.get(path);
+    if (content === undefined) {
+      throw new SandboxFileNotFoundError(`File not found: ${path}`, { path, operation: 'read' });
+    }
+    return content;
+  }
+  async downloadFile(path: string): Promise<Uint8Array> {
+    return encoder.encode(await this.readFile(path));
+  }
+  async writeFile(path: string, content: string, options: WriteFileOptions = {}): Promise<void> {
+    this.operations.push(`write:${path}`);
+    this.files.set(path, (options.append ? (this.files.get(path) ?? '') : '') + content);
+  }
+  async updateFile(path: string, content: Uint8Array): Promise<void> {
+    this.operations.push(`update:${path}`);
+    this.files.set(path, decoder.decode(content));
+  }
+  async listDir(path: string): Promise<string[]> {
+    this.operations.push(`ls:${path}`);
+    return [...this.files.keys()].filter((f) => f.startsWith(`${path}/`)).sort();
+  }
+  async glob(): Promise<GlobResult> {
+    return { paths: [], truncated: false };
+  }
+  async grep(): Promise<GrepResult> {
+    return { matches: [], truncated: false };
+  }
+}
+
+/**
+ * One sandbox per thread, kept until `release` is called (then `get` no longer finds it, like a
+ * provider that parked it). Records acquisitions and releases.
+ */
+export class MemoryProvider extends SandboxProvider {
+  readonly sandboxes = new Map<string, MemorySandbox>();
+  readonly acquired: AcquireOptions[] = [];
+  readonly released: string[] = [];
+
+  async acquire(options: AcquireOptions = {}): Promise<string> {
+    this.acquired.push(options);
+    const id = `mem-${options.threadId ?? 'anon'}-${this.acquired.length}`;
+    this.sandboxes.set(id, new MemorySandbox(id));
+    return id;
+  }
+  get(sandboxId: string): MemorySandbox | undefined {
+    return this.sandboxes.get(sandboxId);
+  }
+  async release(sandboxId: string): Promise<void> {
+    this.released.push(sandboxId);
+    this.sandboxes.delete(sandboxId);
+  }
 }
