@@ -180,7 +180,7 @@ describe('resolveAuthorizationProvider', () => {
       resolveAuthorizationProvider(enabled({ config: { roles: { user: { tool: {} } } } })),
     );
     expect(err.message).toContain(`'${BUILTIN_RBAC_PROVIDER_USE}'`);
-    expect(err.message).toContain('roles.user.tool');
+    expect(err.message).toContain('authorization.provider.config.roles.user.tool: ');
     expect(err.cause).toBeInstanceOf(ConfigError);
   });
 

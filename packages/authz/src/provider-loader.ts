@@ -39,6 +39,19 @@ function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+/** A provider's config error, with key paths as the user wrote them in the YAML file. */
+function constructionProblem(err: unknown): string {
+  if (!(err instanceof ConfigError) || err.issues.length === 0) return errorText(err);
+  return err.issues
+    .map((i) => {
+      const path = i.path
+        ? `authorization.provider.config.${i.path}`
+        : 'authorization.provider.config';
+      return `${path}: ${i.message}`;
+    })
+    .join('; ');
+}
+
 function noProvider(): ConfigError {
   return new ConfigError(
     [
@@ -128,7 +141,7 @@ export function constructAuthorizationProvider(
   } catch (err) {
     throw new ProviderLoadError(
       use,
-      `Failed to construct authorization provider '${use}': ${errorText(err)}`,
+      `Failed to construct authorization provider '${use}': ${constructionProblem(err)}`,
       { cause: err },
     );
   }
