@@ -31,6 +31,16 @@ export type {
 // @section config
 
 // @section identity
+export {
+  DEFAULT_USER_ID,
+  SandboxScopeKinds,
+  deriveSandboxScopeToken,
+  identityScopesFor,
+  isValidSandboxId,
+  resolveEffectiveUserId,
+  sandboxScopeTokenKind,
+} from './identity.js';
+export type { SandboxScope, SandboxScopeTokenInput } from './identity.js';
 
 // @section provider-loading
 
