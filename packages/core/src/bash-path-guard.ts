@@ -94,7 +94,9 @@ const ROOT_PATH_COMMANDS = new Set([
 const SEPARATORS = new Set([';', '&&', '||', '|', '|&', '&', '(', ')']);
 const REDIRECTIONS = new Set(['<', '>', '<<', '>>', '<<<', '<>', '>&', '<&', '&>', '&>>', '>|']);
 
-const ABSOLUTE_PATH = /(?<![:\p{L}\p{N}_])(?<!:\/)\/[^\s"'`;&|<>()]+/gu;
+// A `/` after a word character, `:` or `.` continues a relative path or URL (`src/lib`, `./lib`,
+// `http://`), it does not start an absolute one.
+const ABSOLUTE_PATH = /(?<![:.\p{L}\p{N}_])(?<!:\/)\/[^\s"'`;&|<>()]+/gu;
 const FILE_URL = /\bfile:\/\/\S+/i;
 const URL_WITH_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
 const URL_IN_COMMAND = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'`;&|<>()]+/gi;

@@ -120,6 +120,76 @@ export type { CreateCapacityStoreOptions } from './capacity-store-factory.js';
 // @section search
 
 // @section virtual-paths
+export {
+  VIRTUAL_PATH_PREFIX,
+  VIRTUAL_WORKSPACE_PATH,
+  VIRTUAL_UPLOADS_PATH,
+  VIRTUAL_OUTPUTS_PATH,
+  VIRTUAL_ACP_WORKSPACE_PATH,
+  DEFAULT_SKILLS_CONTAINER_PATH,
+  SKILL_CATEGORIES,
+  USER_DATA_SUBDIRS,
+  isUnderVirtualPrefix,
+  normalizeVirtualRoot,
+  hasTraversalSegment,
+} from './virtual-paths.js';
+export type { SkillCategory, UserDataSubdir, ThreadDataPaths } from './virtual-paths.js';
+export {
+  assertSafePathSegment,
+  userDir,
+  threadLayout,
+  sharedSkillsViewPath,
+} from './virtual-paths-layout.js';
+export type { ThreadLayout } from './virtual-paths-layout.js';
+export {
+  threadVirtualToHostMappings,
+  threadHostToVirtualMappings,
+  replaceVirtualPath,
+  replaceVirtualPathsInCommand,
+} from './virtual-paths-thread.js';
+export type { ThreadPathCorrespondence } from './virtual-paths-thread.js';
+export {
+  PathMappingTable,
+  pathMapping,
+  PATH_TRAVERSAL_MESSAGE,
+  PATH_ESCAPES_MOUNT_MESSAGE,
+  READ_ONLY_FILE_SYSTEM_MESSAGE,
+} from './path-mapping.js';
+export type { PathMapping, ResolvedPath, PathAccess } from './path-mapping.js';
+export { realpathLenient, isInsideRoot } from './path-mapping-realpath.js';
+export { findContainerPaths, translateContainerPaths } from './path-mapping-translate.js';
+export type { TranslationMode, ContainerPathOccurrence } from './path-mapping-translate.js';
+export {
+  buildOutputMaskPattern,
+  scanPathOccurrences,
+  HostPathMasker,
+  resolveHostRoot,
+  resolvedRootCacheSize,
+  maskLocalPathsInOutput,
+} from './path-masking.js';
+export type { MaskSource, MaskOptions, LocalMaskOptions } from './path-masking.js';
+export {
+  THREAD_DATA_UNAVAILABLE_MESSAGE,
+  NO_ALLOWED_DIRECTORIES_MESSAGE,
+  isSkillsPath,
+  isAcpWorkspacePath,
+  customMountFor,
+  rejectPathTraversal,
+  validateLocalToolPath,
+  resolveAndValidateUserDataPath,
+  existingMounts,
+} from './path-validation.js';
+export type { VirtualRootsOptions, LocalToolPathOptions } from './path-validation.js';
+export { validateLocalBashCommandPaths, mcpFilesystemRoots } from './bash-path-guard.js';
+export type { BashPathGuardOptions, McpServerArgs } from './bash-path-guard.js';
+export {
+  LOCAL_HOST_BASH_DISABLED_MESSAGE,
+  LOCAL_BASH_SUBAGENT_DISABLED_MESSAGE,
+  isLocalProviderSpecifier,
+  usesLocalSandboxProvider,
+  isHostBashAllowed,
+} from './host-bash.js';
+export type { HostBashConfig } from './host-bash.js';
 
 // @section tools
 
