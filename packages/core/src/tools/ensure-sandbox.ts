@@ -1,0 +1,95 @@
+import { SandboxNotFoundError, SandboxRuntimeError } from '../errors.js';
+import { silentLogger } from '../logger.js';
+import type { Sandbox } from '../sandbox.js';
+import type { SandboxAcquireRequest, ToolContext } from './tool-context.js';
+import { authorizeSandboxUse } from './tool-invocation.js';
+
+/**
+ * The single entry through which every sandbox-backed tool reaches its sandbox: lazily acquires the
+ * thread's sandbox on first use and revalidates a persisted id on every later use.
+ *
+ * Order matters:
+ * 1. Authorization runs before reusing a persisted id as well as before any acquisition. An id that
+ *    survived in a checkpoint or warm pool confers no standing permission, because configuration and
+ *    roles change while the sandbox stays alive.
+ * 2. A persisted id is reused only if the provider still knows it (`get` is an in-memory lookup);
+ *    otherwise the sandbox was released meanwhile and the call falls through to acquisition.
+ * 3. Acquisition goes through the context's strategy, else the lease manager when the run has a
+ *    lease owner, else the provider directly (after its `admit` hook).
+ * 4. A sandbox the provider cannot find right after acquiring it is rolled back (released) before
+ *    the error is raised, so the failed call leaves no hold behind.
+ */
+export async function ensureSandboxInitialized(
+  context: ToolContext | null | undefined,
+): Promise<Sandbox> {
+  if (!context) throw new SandboxRuntimeError('Tool runtime not available');
+  if (!context.state) throw new SandboxRuntimeError('Tool runtime state not available');
+
+  await authorizeSandboxUse(context);
+
+  const threadId = context.threadId;
+  const request: SandboxAcquireRequest | undefined = threadId
+    ? {
+        threadId,
+        ...(context.userId !== undefined ? { userId: context.userId } : {}),
+        ...(context.signal ? { signal: context.signal } : {}),
+      }
+    : undefined;
+
+  const persisted = context.state.sandboxId;
+  if (persisted) {
+    let reusedId = persisted;
+    const manager = context.leaseManager;
+    if (request && context.leaseOwnerId && manager?.reuseOrAcquire && !context.acquireSandbox) {
+      // Binds this run's owner to the persisted sandbox (or a replacement) in one transition, so
+      // the last holder of another run cannot park it between the liveness check and the use.
+      reusedId = await manager.reuseOrAcquire(context.leaseOwnerId, persisted, request);
+      context.state.sandboxId = reusedId;
+    }
+    const sandbox = context.provider.get(reusedId);
+    if (sandbox) return sandbox;
+  }
+
+  if (!request) throw new SandboxRuntimeError('Thread ID not available in runtime context');
+
+  const sandboxId = await acquire(context, request);
+  const sandbox = context.provider.get(sandboxId);
+  if (!sandbox) {
+    await rollback(context, sandboxId);
+    throw new SandboxNotFoundError('Sandbox not found after acquisition', sandboxId);
+  }
+  // Persisted only once the sandbox is known to exist, so a failed acquisition leaves no stale id.
+  context.state.sandboxId = sandboxId;
+  return sandbox;
+}
+
+function acquire(context: ToolContext, request: SandboxAcquireRequest): Promise<string> {
+  if (context.acquireSandbox) return context.acquireSandbox(context, request);
+  if (context.leaseOwnerId && context.leaseManager) {
+    return context.leaseManager.acquire(context.leaseOwnerId, request);
+  }
+  const options = {
+    threadId: request.threadId,
+    ...(request.userId !== undefined ? { userId: request.userId } : {}),
+    ...(request.signal ? { signal: request.signal } : {}),
+  };
+  context.provider.admit(options);
+  return context.provider.acquire(options);
+}
+
+async function rollback(context: ToolContext, sandboxId: string): Promise<void> {
+  const logger = context.logger ?? silentLogger;
+  try {
+    if (context.leaseOwnerId && context.leaseManager && !context.acquireSandbox) {
+      await context.leaseManager.release(context.leaseOwnerId);
+    } else {
+      await context.provider.release(sandboxId);
+    }
+  } catch (err) {
+    // The lookup miss is the error the caller must see; a failed rollback is only reported.
+    logger.warn('Rolling back a sandbox that vanished after acquisition failed', {
+      sandboxId,
+      error: err instanceof Error ? err.message : String(err),
+    });
+  }
+}

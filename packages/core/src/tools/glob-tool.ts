@@ -1,0 +1,61 @@
+import { isSbxError } from '../errors.js';
+import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
+import { GLOB_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
+import type { ToolContext } from './tool-context.js';
+import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from './tool-errors.js';
+import { runToolInvocation } from './tool-invocation.js';
+import { sandboxForTool } from './tool-sandbox.js';
+import { parseToolInput, type GlobInput } from './tool-schemas.js';
+
+export const GLOB_TRUNCATED_NOTICE =
+  'Results truncated. Narrow the path or pattern to see fewer matches.';
+
+export function formatGlobResult(
+  root: string,
+  paths: readonly string[],
+  truncated: boolean,
+): string {
+  if (paths.length === 0) return `No files matched under ${root}`;
+  const lines = [
+    `Found ${paths.length} paths under ${root}${truncated ? ` (showing first ${paths.length})` : ''}`,
+    ...paths.map((p, i) => `${i + 1}. ${p}`),
+  ];
+  if (truncated) lines.push(GLOB_TRUNCATED_NOTICE);
+  return lines.join('\n');
+}
+
+/** `glob`: paths below a directory matching a pattern, bounded by the effective result limit. */
+export function globTool(context: ToolContext, input: GlobInput): Promise<string> {
+  return runToolInvocation(context, async () => {
+    const parsed = parseToolInput('glob', input);
+    if (!parsed.ok) return parsed.error;
+    const args = parsed.value;
+    const config = resolveToolConfig(context.config);
+    const acquired = await sandboxForTool(context);
+    if (!acquired.ok) return acquired.error;
+    const sandbox = acquired.sandbox;
+    const refusal = await fileToolPathRefusal(context, sandbox, args.path, 'read');
+    if (refusal) return maskHostPaths(context, sandbox, refusal);
+    let result: string;
+    try {
+      const maxResults = effectiveResultLimit(
+        args.max_results,
+        config.globMaxResults,
+        GLOB_RESULT_LIMIT,
+      );
+      const found = await sandbox.glob(args.path, args.pattern, {
+        includeDirs: args.include_dirs,
+        maxResults,
+      });
+      result = formatGlobResult(args.path, found.paths, found.truncated);
+    } catch (err) {
+      if (isNotFoundError(err)) result = `Error: Directory not found: ${args.path}`;
+      else if (fileErrorKind(err) === 'ENOTDIR') {
+        result = `Error: Path is not a directory: ${args.path}`;
+      } else if (isPermissionError(err)) result = `Error: Permission denied: ${args.path}`;
+      else if (isSbxError(err)) result = `Error: ${err.message}`;
+      else result = `Error: Unexpected error searching paths: ${describeError(err)}`;
+    }
+    return maskHostPaths(context, sandbox, result);
+  });
+}

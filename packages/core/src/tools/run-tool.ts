@@ -1,0 +1,45 @@
+import { bashTool } from './bash-tool.js';
+import { globTool } from './glob-tool.js';
+import { grepTool } from './grep-tool.js';
+import { maskHostPaths } from './local-sandbox-guard.js';
+import { lsTool } from './ls-tool.js';
+import { readFileTool } from './read-file-tool.js';
+import { strReplaceTool } from './str-replace-tool.js';
+import type { ToolContext } from './tool-context.js';
+import { describeError } from './tool-errors.js';
+import { TOOL_NAMES, isToolName, type ToolInputs, type ToolName } from './tool-schemas.js';
+import { writeFileTool } from './write-file-tool.js';
+
+type ToolFunction<K extends ToolName> = (
+  context: ToolContext,
+  input: ToolInputs[K],
+) => Promise<string>;
+
+export const TOOL_FUNCTIONS: { readonly [K in ToolName]: ToolFunction<K> } = {
+  bash: bashTool,
+  ls: lsTool,
+  glob: globTool,
+  grep: grepTool,
+  read_file: readFileTool,
+  write_file: writeFileTool,
+  str_replace: strReplaceTool,
+};
+
+/**
+ * Runs one tool call as the model issued it: `name` and raw `input` straight from the model.
+ * Always resolves to the tool's result text; nothing is thrown to the agent loop (an unknown tool,
+ * invalid arguments and every failure become `Error: ...` results).
+ */
+export async function runTool(name: string, input: unknown, context: ToolContext): Promise<string> {
+  if (!isToolName(name)) {
+    return `Error: Unknown tool '${name}'. Available tools: ${TOOL_NAMES.join(', ')}`;
+  }
+  const fn = TOOL_FUNCTIONS[name] as (context: ToolContext, input: unknown) => Promise<string>;
+  try {
+    return await fn(context, input);
+  } catch (err) {
+    // Each tool handles its own failures; this only guards the "never throws" promise.
+    const detail = await maskHostPaths(context, undefined, describeError(err));
+    return `Error: Unexpected error running ${name}: ${detail}`;
+  }
+}

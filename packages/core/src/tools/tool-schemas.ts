@@ -1,0 +1,166 @@
+import { z } from 'zod';
+
+/**
+ * Model-facing input schemas of the seven sandbox tools. Field names are the wire contract with the
+ * model (snake_case). Every tool takes an optional `description`: a short human-readable progress
+ * label for UIs. Execution never depends on it.
+ */
+const description = z
+  .string()
+  .default('')
+  .describe(
+    'Short human-readable label of what this call does, shown to the user as progress. Optional; it does not affect execution.',
+  );
+
+const nonBlank = (what: string) =>
+  z.string().refine((value) => value.trim().length > 0, { message: `${what} must not be empty` });
+
+const virtualPath = (what: string) =>
+  nonBlank('path').describe(
+    `Absolute virtual path of the ${what}, e.g. /mnt/user-data/workspace/notes.md.`,
+  );
+
+export const bashInputSchema = z.object({
+  description,
+  command: nonBlank('command').describe(
+    'The shell command to run. It starts in /mnt/user-data/workspace. Start long-lived processes (servers, watchers) in the background with output redirected to a file.',
+  ),
+});
+
+export const lsInputSchema = z.object({
+  description,
+  path: virtualPath('directory to list'),
+});
+
+export const globInputSchema = z.object({
+  description,
+  pattern: nonBlank('pattern').describe(
+    'Glob pattern relative to `path`, matched segment by segment from the right: `*.py` finds Python files at any depth, `src/*.ts` finds .ts files directly inside any `src` directory.',
+  ),
+  path: virtualPath('directory to search below'),
+  include_dirs: z
+    .boolean()
+    .default(false)
+    .describe('Also return matching directories, not only files.'),
+  max_results: z
+    .number()
+    .int()
+    .default(200)
+    .describe('Maximum number of paths to return (at most 1000; the operator may cap it lower).'),
+});
+
+export const grepInputSchema = z.object({
+  description,
+  pattern: nonBlank('pattern').describe(
+    'Regular expression searched line by line (case-insensitive unless case_sensitive is true).',
+  ),
+  path: virtualPath('file to search, or directory to search recursively'),
+  glob: z
+    .string()
+    .nullish()
+    .describe('Only search files whose path matches this glob pattern, e.g. `*.py`.'),
+  literal: z
+    .boolean()
+    .default(false)
+    .describe('Treat `pattern` as plain text instead of a regular expression.'),
+  case_sensitive: z.boolean().default(false).describe('Match letter case exactly.'),
+  max_results: z
+    .number()
+    .int()
+    .default(100)
+    .describe(
+      'Maximum number of matching lines to return (at most 500; the operator may cap it lower).',
+    ),
+});
+
+export const readFileInputSchema = z.object({
+  description,
+  path: virtualPath('file to read'),
+  start_line: z
+    .number()
+    .int()
+    .nullish()
+    .describe('First line to read, 1-based and inclusive. Omit to start at the beginning.'),
+  end_line: z
+    .number()
+    .int()
+    .nullish()
+    .describe('Last line to read, 1-based and inclusive. Omit to read to the end.'),
+});
+
+export const writeFileInputSchema = z.object({
+  description,
+  path: virtualPath('file to write'),
+  content: z.string().describe('The text to write.'),
+  append: z
+    .boolean()
+    .default(false)
+    .describe(
+      'Add `content` at the end of the file instead of replacing the file. Creates the file if it is missing.',
+    ),
+});
+
+export const strReplaceInputSchema = z.object({
+  description,
+  path: virtualPath('file to edit'),
+  old_str: z
+    .string()
+    .describe(
+      'The exact text to replace, including whitespace and indentation. It must occur exactly once unless replace_all is true.',
+    ),
+  new_str: z.string().describe('The replacement text.'),
+  replace_all: z
+    .boolean()
+    .default(false)
+    .describe('Replace every occurrence of `old_str` instead of requiring a unique match.'),
+});
+
+export type BashInput = z.input<typeof bashInputSchema>;
+export type LsInput = z.input<typeof lsInputSchema>;
+export type GlobInput = z.input<typeof globInputSchema>;
+export type GrepInput = z.input<typeof grepInputSchema>;
+export type ReadFileInput = z.input<typeof readFileInputSchema>;
+export type WriteFileInput = z.input<typeof writeFileInputSchema>;
+export type StrReplaceInput = z.input<typeof strReplaceInputSchema>;
+
+export const TOOL_INPUT_SCHEMAS = {
+  bash: bashInputSchema,
+  ls: lsInputSchema,
+  glob: globInputSchema,
+  grep: grepInputSchema,
+  read_file: readFileInputSchema,
+  write_file: writeFileInputSchema,
+  str_replace: strReplaceInputSchema,
+} as const;
+
+export type ToolName = keyof typeof TOOL_INPUT_SCHEMAS;
+
+export const TOOL_NAMES = Object.keys(TOOL_INPUT_SCHEMAS) as readonly ToolName[];
+
+export type ToolInputs = { [K in ToolName]: z.input<(typeof TOOL_INPUT_SCHEMAS)[K]> };
+export type ParsedToolInputs = { [K in ToolName]: z.output<(typeof TOOL_INPUT_SCHEMAS)[K]> };
+
+export function isToolName(value: unknown): value is ToolName {
+  return typeof value === 'string' && Object.hasOwn(TOOL_INPUT_SCHEMAS, value);
+}
+
+/**
+ * Validates a tool call's arguments. On failure returns the model-facing error text naming every
+ * bad field, so the model can correct the call.
+ */
+export function parseToolInput<K extends ToolName>(
+  name: K,
+  input: unknown,
+): { ok: true; value: ParsedToolInputs[K] } | { ok: false; error: string } {
+  const result = TOOL_INPUT_SCHEMAS[name].safeParse(input ?? {}, { reportInput: true });
+  if (result.success) return { ok: true, value: result.data as ParsedToolInputs[K] };
+  const problems = result.error.issues.map((issue) => {
+    const field = issue.path.map(String).join('.');
+    const message =
+      issue.code === 'invalid_type' && issue.input === undefined
+        ? 'required'
+        : issue.message.replace(/^Invalid input: /, '');
+    return field ? `${field}: ${message}` : message;
+  });
+  return { ok: false, error: `Error: Invalid arguments for ${name}: ${problems.join('; ')}` };
+}

@@ -1,0 +1,95 @@
+import { Buffer } from 'node:buffer';
+import type { Sandbox } from '../sandbox.js';
+import { fileOperationLock } from './file-operation-lock.js';
+import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
+import { checkReadBeforeWrite, normalizeToolPath, refreshFileMark } from './read-before-write.js';
+import { effectiveWriteFileMaxBytes, resolveToolConfig } from './tool-config.js';
+import type { ToolContext } from './tool-context.js';
+import {
+  describeError,
+  fileErrorKind,
+  isAuthorizationDenial,
+  isPermissionError,
+} from './tool-errors.js';
+import { runToolInvocation } from './tool-invocation.js';
+import { parseToolInput, type WriteFileInput } from './tool-schemas.js';
+import { truncateMiddle } from './truncation.js';
+import { ensureSandboxInitialized } from './ensure-sandbox.js';
+
+export const WRITE_FILE_ERROR_MAX_CHARS = 2000;
+
+function writeErrorMarker(skipped: number): string {
+  return `\n... [write_file error truncated: ${skipped} chars skipped] ...\n`;
+}
+
+export function writeFileTooLargeMessage(bytes: number, limit: number): string {
+  return (
+    `Error: write_file content (${bytes} bytes) exceeds the ${limit}-byte single-call limit. ` +
+    `Write the file in parts: the first part with this tool, then the rest with append=True, ` +
+    `or change an existing file with str_replace.`
+  );
+}
+
+async function failureResult(
+  context: ToolContext,
+  sandbox: Sandbox | undefined,
+  path: string,
+  err: unknown,
+): Promise<string> {
+  if (isAuthorizationDenial(err)) {
+    return `Error: ${await maskHostPaths(context, sandbox, (err as Error).message)}`;
+  }
+  if (isPermissionError(err)) return `Error: Permission denied writing to file: ${path}`;
+  if (fileErrorKind(err) === 'EISDIR') return `Error: Path is a directory, not a file: ${path}`;
+  // Low-level write errors can be long (paths, errno details); keep head and tail, bounded.
+  const text = `Error: Failed to write file '${path}': ${await maskHostPaths(context, sandbox, describeError(err))}`;
+  return truncateMiddle(text, WRITE_FILE_ERROR_MAX_CHARS, writeErrorMarker);
+}
+
+/**
+ * `write_file`: creates, overwrites or appends to a file. A non-append write is bounded per call so
+ * one huge tool argument cannot be the only copy of a large file. With read-before-write enabled an
+ * existing file must have been read (in its current version) first.
+ */
+export function writeFileTool(context: ToolContext, input: WriteFileInput): Promise<string> {
+  return runToolInvocation(context, async () => {
+    const parsed = parseToolInput('write_file', input);
+    if (!parsed.ok) return parsed.error;
+    const { path, content, append } = parsed.value;
+    const config = resolveToolConfig(context.config);
+    if (!append) {
+      const limit = effectiveWriteFileMaxBytes(config);
+      const bytes = Buffer.byteLength(content, 'utf8');
+      if (limit > 0 && bytes > limit) return writeFileTooLargeMessage(bytes, limit);
+    }
+
+    let sandbox: Sandbox | undefined;
+    try {
+      sandbox = await ensureSandboxInitialized(context);
+    } catch (err) {
+      return failureResult(context, undefined, path, err);
+    }
+    const target = sandbox;
+    const refusal = await fileToolPathRefusal(context, target, path, 'write');
+    if (refusal) return maskHostPaths(context, target, refusal);
+
+    try {
+      return await fileOperationLock.runExclusive(target.id, normalizeToolPath(path), async () => {
+        if (config.readBeforeWrite.enabled) {
+          const blocked = await checkReadBeforeWrite({
+            context,
+            sandbox: target,
+            path,
+            toolName: 'write_file',
+          });
+          if (blocked) return blocked;
+        }
+        await target.writeFile(path, content, { append });
+        if (config.readBeforeWrite.enabled) await refreshFileMark(context, target, path);
+        return 'OK';
+      });
+    } catch (err) {
+      return failureResult(context, target, path, err);
+    }
+  });
+}
