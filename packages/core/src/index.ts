@@ -29,6 +29,53 @@ export type {
 } from './sandbox-provider.js';
 
 // @section config
+export {
+  OVERFLOW_POLICIES,
+  OWNERSHIP_TYPES,
+  PROVIDER_BLOCK_KEYS,
+  isHostBashAllowed,
+} from './config.js';
+export type {
+  OpenConfigBlock,
+  OverflowPolicy,
+  OwnershipConfig,
+  OwnershipType,
+  ProviderBlockKey,
+  ReadBeforeWriteConfig,
+  SandboxConfig,
+  SkillsConfig,
+  ToolLimitConfig,
+  ToolsConfig,
+  VolumeMountConfig,
+  WarmPoolConfig,
+} from './config.js';
+export {
+  DEFAULT_BASE_DIR,
+  DEFAULT_OWNERSHIP_KEY_PREFIX,
+  DEFAULT_SKILLS_ROOT,
+  RESERVED_CONTAINER_PATHS,
+  createSandboxConfigSchema,
+  sandboxConfigSchema,
+  sandboxSectionInputSchema,
+} from './config-schema.js';
+export type { SandboxConfigInput, SandboxSchemaContext } from './config-schema.js';
+export { REFERENCE_FLAT_PROVIDER_KEYS, providerBlockFor, translateReferenceUse } from './config-input.js';
+export { loadSandboxConfig, parseSandboxConfig, parseSandboxConfigYaml } from './config-loader.js';
+export type { ParseSandboxConfigOptions, SandboxConfigSource } from './config-loader.js';
+export {
+  DEFAULT_OWNERSHIP_REDIS_URL,
+  REFERENCE_OWNERSHIP_REDIS_URL_ENV,
+  REFERENCE_STREAM_BRIDGE_REDIS_URL_ENV,
+  SBX_OWNERSHIP_REDIS_URL_ENV,
+  resolveOwnershipConfig,
+} from './config-ownership.js';
+export type {
+  OwnershipSource,
+  ResolveOwnershipOptions,
+  ResolvedOwnershipConfig,
+} from './config-ownership.js';
+export { listSandboxConfigKeys, sandboxConfigJsonSchema } from './config-reference.js';
+export type { ConfigKeyInfo } from './config-reference.js';
 
 // @section identity
 export {
@@ -192,6 +239,123 @@ export {
 export type { HostBashConfig } from './host-bash.js';
 
 // @section tools
+export { getToolDefinitions } from './tools/tool-definitions.js';
+export type { ToolDefinition, ToolDefinitionOptions, JsonSchema } from './tools/tool-definitions.js';
+export {
+  TOOL_DESCRIPTIONS,
+  BASH_TOOL_DESCRIPTION,
+  LS_TOOL_DESCRIPTION,
+  GLOB_TOOL_DESCRIPTION,
+  GREP_TOOL_DESCRIPTION,
+  READ_FILE_TOOL_DESCRIPTION,
+  WRITE_FILE_TOOL_DESCRIPTION,
+  STR_REPLACE_TOOL_DESCRIPTION,
+} from './tools/tool-descriptions.js';
+export {
+  TOOL_INPUT_SCHEMAS,
+  TOOL_NAMES,
+  bashInputSchema,
+  lsInputSchema,
+  globInputSchema,
+  grepInputSchema,
+  readFileInputSchema,
+  writeFileInputSchema,
+  strReplaceInputSchema,
+  isToolName,
+  parseToolInput,
+} from './tools/tool-schemas.js';
+export type {
+  ToolName,
+  ToolInputs,
+  ParsedToolInputs,
+  BashInput,
+  LsInput,
+  GlobInput,
+  GrepInput,
+  ReadFileInput,
+  WriteFileInput,
+  StrReplaceInput,
+} from './tools/tool-schemas.js';
+export { runTool, TOOL_FUNCTIONS } from './tools/run-tool.js';
+export { bashTool, withWorkspaceCwd } from './tools/bash-tool.js';
+export { lsTool } from './tools/ls-tool.js';
+export { globTool, formatGlobResult, GLOB_TRUNCATED_NOTICE } from './tools/glob-tool.js';
+export { grepTool, formatGrepResult, GREP_TRUNCATED_NOTICE } from './tools/grep-tool.js';
+export { readFileTool, binaryFileMessage } from './tools/read-file-tool.js';
+export {
+  writeFileTool,
+  writeFileTooLargeMessage,
+  WRITE_FILE_ERROR_MAX_CHARS,
+} from './tools/write-file-tool.js';
+export {
+  strReplaceTool,
+  stringNotFoundMessage,
+  ambiguousStringMessage,
+} from './tools/str-replace-tool.js';
+export { createToolContext } from './tools/create-tool-context.js';
+export type { CreateToolContextOptions } from './tools/create-tool-context.js';
+export type {
+  ToolContext,
+  ToolState,
+  ToolLeaseManager,
+  ToolEnvSource,
+  SandboxAcquireRequest,
+  SandboxAcquireStrategy,
+  SandboxAuthorizer,
+  LocalToolEnvironment,
+} from './tools/tool-context.js';
+export {
+  resolveToolConfig,
+  effectiveResultLimit,
+  effectiveWriteFileMaxBytes,
+  GLOB_RESULT_LIMIT,
+  GREP_RESULT_LIMIT,
+  DEFAULT_BASH_OUTPUT_MAX_CHARS,
+  DEFAULT_READ_FILE_OUTPUT_MAX_CHARS,
+  DEFAULT_LS_OUTPUT_MAX_CHARS,
+  DEFAULT_BASH_COMMAND_TIMEOUT_SECONDS,
+  DEFAULT_WRITE_FILE_MAX_BYTES,
+  WRITE_FILE_MAX_BYTES_ENV,
+} from './tools/tool-config.js';
+export type { ToolConfig, ToolConfigInput } from './tools/tool-config.js';
+export { ToolSession } from './tools/tool-session.js';
+export type { ToolSessionSnapshot } from './tools/tool-session.js';
+export {
+  runToolInvocation,
+  currentToolInvocation,
+  authorizeSandboxUse,
+} from './tools/tool-invocation.js';
+export type { ToolInvocation } from './tools/tool-invocation.js';
+export { ensureSandboxInitialized } from './tools/ensure-sandbox.js';
+export {
+  checkReadBeforeWrite,
+  recordFileContent,
+  refreshFileMark,
+  readBeforeWriteBlockedMessage,
+  normalizeToolPath,
+  toolSessionOf,
+  sha256Hex,
+} from './tools/read-before-write.js';
+export type { ReadBeforeWriteCheck } from './tools/read-before-write.js';
+export { FileOperationLock, fileOperationLock } from './tools/file-operation-lock.js';
+export {
+  isLocalSandbox,
+  isLocalSandboxId,
+  localToolEnvironment,
+  maskHostPaths,
+  guardFileToolPath,
+  prepareLocalBashCommand,
+} from './tools/local-sandbox-guard.js';
+export type { LocalToolEnvironmentSource } from './tools/local-sandbox-guard.js';
+export {
+  truncateMiddle,
+  truncateHead,
+  truncateBashOutput,
+  truncateReadFileOutput,
+  truncateLsOutput,
+  READ_FILE_TRUNCATION_HINT,
+  LS_TRUNCATION_HINT,
+} from './tools/truncation.js';
 
 // @section observability
 export * from './logger.js';

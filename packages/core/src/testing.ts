@@ -6,6 +6,16 @@ export { requireService, servicesRequired, serviceAddress } from './testing/requ
 export type { ServiceName, ServiceEnv } from './testing/require-service.js';
 
 // @section fakes (manual clock, pausable wrappers)
+export { MemorySandbox } from './testing/memory-sandbox.js';
+export type {
+  MemorySandboxOptions,
+  MemorySandboxOperation,
+  MemorySandboxCall,
+  MemoryCommandRecord,
+  MemoryCommandHandler,
+} from './testing/memory-sandbox.js';
+export { MemorySandboxProvider } from './testing/memory-sandbox-provider.js';
+export type { MemorySandboxProviderOptions } from './testing/memory-sandbox-provider.js';
 
 // @section sandbox-contract
 export { describeSandboxContract } from './testing/sandbox-contract.js';
