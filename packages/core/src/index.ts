@@ -240,7 +240,11 @@ export type { HostBashConfig } from './host-bash.js';
 
 // @section tools
 export { getToolDefinitions } from './tools/tool-definitions.js';
-export type { ToolDefinition, ToolDefinitionOptions, JsonSchema } from './tools/tool-definitions.js';
+export type {
+  ToolDefinition,
+  ToolDefinitionOptions,
+  JsonSchema,
+} from './tools/tool-definitions.js';
 export {
   TOOL_DESCRIPTIONS,
   BASH_TOOL_DESCRIPTION,
