@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   LOCAL_HOST_BASH_DISABLED_MESSAGE,
-  isHostBashAllowed,
+  allowsHostBash,
   isLocalProviderSpecifier,
   usesLocalSandboxProvider,
 } from './host-bash.js';
@@ -17,17 +17,17 @@ describe('host bash gate', () => {
   });
 
   it('no sandbox section → false; non-local provider → true; local → allowHostBash (default false)', () => {
-    expect(isHostBashAllowed(undefined)).toBe(false);
-    expect(isHostBashAllowed(null)).toBe(false);
-    expect(isHostBashAllowed({ use: '@sbx/aio' })).toBe(true);
-    expect(isHostBashAllowed({ use: '@sbx/aio', allowHostBash: false })).toBe(true);
-    expect(isHostBashAllowed({ use: '@sbx/local' })).toBe(false);
-    expect(isHostBashAllowed({ use: '@sbx/local', allowHostBash: true })).toBe(true);
+    expect(allowsHostBash(undefined)).toBe(false);
+    expect(allowsHostBash(null)).toBe(false);
+    expect(allowsHostBash({ use: '@sbx/aio' })).toBe(true);
+    expect(allowsHostBash({ use: '@sbx/aio', allowHostBash: false })).toBe(true);
+    expect(allowsHostBash({ use: '@sbx/local' })).toBe(false);
+    expect(allowsHostBash({ use: '@sbx/local', allowHostBash: true })).toBe(true);
   });
 
   it('fails closed when `use` is missing', () => {
     expect(usesLocalSandboxProvider({})).toBe(true);
-    expect(isHostBashAllowed({})).toBe(false);
+    expect(allowsHostBash({})).toBe(false);
   });
 
   it('§10.5.65 the disabled message names the reason', () => {

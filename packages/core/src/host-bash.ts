@@ -46,7 +46,7 @@ export function usesLocalSandboxProvider(config: HostBashConfig): boolean {
  * non-local provider → `true` (its shell is isolated); the local provider (or no `use`) →
  * `allowHostBash` (default `false`).
  */
-export function isHostBashAllowed(config: HostBashConfig | null | undefined): boolean {
+export function allowsHostBash(config: HostBashConfig | null | undefined): boolean {
   if (!config) return false;
   if (!usesLocalSandboxProvider(config)) return true;
   return config.allowHostBash === true;

@@ -234,7 +234,7 @@ export {
   LOCAL_BASH_SUBAGENT_DISABLED_MESSAGE,
   isLocalProviderSpecifier,
   usesLocalSandboxProvider,
-  isHostBashAllowed,
+  allowsHostBash,
 } from './host-bash.js';
 export type { HostBashConfig } from './host-bash.js';
 
