@@ -1,0 +1,43 @@
+/** Default wall clock of one host command when neither the call nor the config sets one. */
+export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 600;
+
+/** `1`, `600`, `1.5`: integral values without decimals, others in their shortest form. */
+export function formatSeconds(seconds: number): string {
+  const amount = Number.isInteger(seconds) ? String(seconds) : String(Number(seconds));
+  return `${amount} ${seconds === 1 ? 'second' : 'seconds'}`;
+}
+
+/** What the agent reads after its command was killed for running too long. */
+export function timeoutNotice(seconds: number): string {
+  return (
+    `Command timed out after ${formatSeconds(seconds)} and was terminated. ` +
+    'Commands that keep running, such as servers or watchers, block the turn until they are ' +
+    'killed: start them in the background with their output redirected, e.g. ' +
+    '`your-command > /mnt/user-data/workspace/server.log 2>&1 &`, then check the log.'
+  );
+}
+
+export interface CommandOutcome {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  timedOut: boolean;
+  timeoutSeconds: number;
+}
+
+/**
+ * The one text a command returns: stdout; then stderr (under a `Std Error:` header only when there
+ * is stdout); then the timeout notice, or else a non-zero exit code (always on its own line, even
+ * after empty output); `(no output)` when all of that is empty.
+ */
+export function assembleCommandOutput(outcome: CommandOutcome): string {
+  let output = outcome.stdout;
+  if (outcome.stderr) output = output ? `${output}\nStd Error:\n${outcome.stderr}` : outcome.stderr;
+  if (outcome.timedOut) {
+    const notice = timeoutNotice(outcome.timeoutSeconds);
+    output = output ? `${output}\n${notice}` : notice;
+  } else if (outcome.exitCode !== 0) {
+    output = `${output}\nExit Code: ${outcome.exitCode}`;
+  }
+  return output || '(no output)';
+}
