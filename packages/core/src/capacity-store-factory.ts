@@ -1,47 +1,38 @@
 import { assertCapacityHardLimit } from './capacity-store.js';
 import type { CapacityStore } from './capacity-store.js';
+import { resolveOwnershipConfig } from './config-ownership.js';
+import type { ResolvedOwnershipConfig } from './config-ownership.js';
 import type { Logger } from './logger.js';
-import {
-  DEFAULT_OWNERSHIP_REDIS_URL,
-  loadOwnershipRedisModule,
-  resolveOwnershipStoreOptions,
-} from './ownership-store-factory.js';
-import type {
-  OwnershipEnv,
-  OwnershipOptions,
-  OwnershipRedisModule,
-} from './ownership-store-factory.js';
+import { loadOwnershipRedisModule, redisUrlOf } from './ownership-store-factory.js';
+import type { OwnershipStoreFactoryOptions } from './ownership-store-factory.js';
 
-export interface CreateCapacityStoreOptions {
+export interface CreateCapacityStoreOptions extends OwnershipStoreFactoryOptions {
   /** The provider's limit: `replicas`, plus `burstLimit` under the `burst` policy. At least 1. */
   hardLimit: number;
-  env?: OwnershipEnv;
   logger?: Logger;
-  loadRedisModule?: () => Promise<OwnershipRedisModule>;
 }
 
 /**
- * The deployment-wide capacity ledger for the configured ownership backend, or `undefined` when
- * ownership is `memory`: then gateways cannot see each other anyway and the limit is enforced per
- * process by the provider alone. Resolution (type, URL, key prefix) is the ownership store's, so the
- * ledger always lives beside the leases (`<keyPrefix>:e2b-capacity`).
+ * The deployment-wide capacity ledger for the resolved ownership backend, or `undefined` when
+ * ownership is `memory`: gateways cannot see each other then, and the provider enforces the limit
+ * per process alone. The ledger always lives beside the leases (`<keyPrefix>:e2b-capacity`, same
+ * URL), so one `sandbox.ownership` section configures both.
  */
 export async function createCapacityStore(
-  config: OwnershipOptions | undefined,
+  ownership: ResolvedOwnershipConfig | undefined,
   options: CreateCapacityStoreOptions,
 ): Promise<CapacityStore | undefined> {
   assertCapacityHardLimit(options.hardLimit);
-  const resolved = resolveOwnershipStoreOptions(config, options.env ?? process.env);
+  const resolved = ownership ?? resolveOwnershipConfig(undefined, options.env ?? process.env);
   if (resolved.type === 'memory') return undefined;
-  const mod = await (
+  const load =
     options.loadRedisModule ??
-    (() => loadOwnershipRedisModule('sbx capacity ledger (ownership type: redis)'))
-  )();
-  return mod.createRedisCapacityStore({
-    url: resolved.redisUrl ?? DEFAULT_OWNERSHIP_REDIS_URL,
+    (() => loadOwnershipRedisModule('sbx capacity ledger (ownership type: redis)'));
+  return (await load()).createRedisCapacityStore({
+    url: redisUrlOf(resolved),
     hardLimit: options.hardLimit,
     keyPrefix: resolved.keyPrefix,
-    compat: resolved.compat,
+    compat: options.compat,
     logger: options.logger,
   });
 }

@@ -59,7 +59,11 @@ export {
   sandboxSectionInputSchema,
 } from './config-schema.js';
 export type { SandboxConfigInput, SandboxSchemaContext } from './config-schema.js';
-export { REFERENCE_FLAT_PROVIDER_KEYS, providerBlockFor, translateReferenceUse } from './config-input.js';
+export {
+  REFERENCE_FLAT_PROVIDER_KEYS,
+  providerBlockFor,
+  translateReferenceUse,
+} from './config-input.js';
 export { loadSandboxConfig, parseSandboxConfig, parseSandboxConfigYaml } from './config-loader.js';
 export type { ParseSandboxConfigOptions, SandboxConfigSource } from './config-loader.js';
 export {
@@ -120,19 +124,13 @@ export { MemoryOwnershipStore, MemoryLeaseTable } from './memory-ownership-store
 export type { MemoryOwnershipStoreOptions } from './memory-ownership-store.js';
 export {
   createOwnershipStore,
-  resolveOwnershipStoreOptions,
   loadOwnershipRedisModule,
-  SBX_OWNERSHIP_REDIS_URL_ENV,
-  REFERENCE_OWNERSHIP_REDIS_URL_ENVS,
-  DEFAULT_OWNERSHIP_REDIS_URL,
+  redisUrlOf,
   OWNERSHIP_REDIS_PACKAGE,
 } from './ownership-store-factory.js';
 export type {
-  OwnershipOptions,
-  OwnershipStoreType,
-  ResolvedOwnershipOptions,
-  OwnershipEnv,
   OwnershipRedisModule,
+  OwnershipStoreFactoryOptions,
   CreateOwnershipStoreOptions,
 } from './ownership-store-factory.js';
 
@@ -152,11 +150,7 @@ export {
   assertCapacityToken,
   assertCapacitySandboxId,
 } from './capacity-store.js';
-export type {
-  CapacityStore,
-  CapacityInventory,
-  CapacityInventoryEntry,
-} from './capacity-store.js';
+export type { CapacityStore, CapacityInventory, CapacityInventoryEntry } from './capacity-store.js';
 export { MemoryCapacityStore, MemoryCapacityLedger } from './memory-capacity-store.js';
 export type { MemoryCapacityStoreOptions } from './memory-capacity-store.js';
 export { createCapacityStore } from './capacity-store-factory.js';
