@@ -1,0 +1,50 @@
+import path from 'node:path';
+import { compileGlob } from './glob-match.js';
+import type { GlobResult } from './sandbox.js';
+import { DEFAULT_GLOB_MAX_RESULTS } from './search-limits.js';
+import type { LocalSearchOptions } from './search-walk.js';
+import {
+  notADirectoryError,
+  requireCount,
+  resolveSearchRoot,
+  throwIfAborted,
+  walkSearchTree,
+} from './search-walk.js';
+
+export interface FindGlobOptions extends LocalSearchOptions {
+  /** Also report matching directories. Default false. */
+  includeDirs?: boolean;
+  /** Default 200. */
+  maxResults?: number;
+}
+
+/**
+ * Paths below the directory `root` whose root-relative path matches `pattern` (see
+ * `compileGlob`), in `compareRelativePaths` order, as absolute host paths under `root` as given
+ * (the caller maps them to virtual paths). Ignored names are skipped and never descended;
+ * symbolic links are neither reported nor followed.
+ *
+ * `truncated` is true exactly when more than `maxResults` paths match: the walk looks for one
+ * match past the limit and stops there. A missing root throws `SandboxFileNotFoundError`, a root
+ * that is not a directory `SandboxFileError` with kind `ENOTDIR`, a bad pattern
+ * `InvalidArgumentError` before any I/O.
+ */
+export async function findGlobMatches(
+  root: string,
+  pattern: string,
+  options: FindGlobOptions = {},
+): Promise<GlobResult> {
+  const matches = compileGlob(pattern);
+  const maxResults = requireCount('maxResults', options.maxResults ?? DEFAULT_GLOB_MAX_RESULTS, 1);
+  throwIfAborted(options.signal);
+  const searchRoot = await resolveSearchRoot(root, 'glob', options.displayPath);
+  if (!searchRoot.stats.isDirectory()) throw notADirectoryError(searchRoot.shown, 'glob');
+  const paths: string[] = [];
+  for await (const entry of walkSearchTree(searchRoot, 'glob', options)) {
+    if (entry.isDirectory && !options.includeDirs) continue;
+    if (!matches(entry.relativePath)) continue;
+    paths.push(path.join(searchRoot.outputRoot, entry.relativePath));
+    if (paths.length > maxResults) return { paths: paths.slice(0, maxResults), truncated: true };
+  }
+  return { paths, truncated: false };
+}

@@ -1,0 +1,185 @@
+import type { Dirent, Stats } from 'node:fs';
+import { readdir, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  AbortedError,
+  InvalidArgumentError,
+  SandboxFileError,
+  SandboxFileNotFoundError,
+  SandboxPermissionError,
+} from './errors.js';
+import type { Logger } from './logger.js';
+import { silentLogger } from './logger.js';
+import { shouldIgnoreName } from './search-ignore.js';
+import { compareNames } from './search-order.js';
+
+/** Options every local search walker accepts. */
+export interface LocalSearchOptions {
+  signal?: AbortSignal;
+  /** Receives a debug line for every directory or file skipped because it could not be read. */
+  logger?: Logger;
+  /**
+   * The path to name in error messages instead of the host path, e.g. the caller's virtual path,
+   * so a failure never shows an agent where its sandbox lives on the host.
+   */
+  displayPath?: string;
+}
+
+export function errnoCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err
+    ? String((err as { code: unknown }).code)
+    : undefined;
+}
+
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
+}
+
+export function requireCount(name: string, value: number, min: number): number {
+  if (!Number.isSafeInteger(value) || value < min) {
+    throw new InvalidArgumentError(`${name} must be an integer of at least ${min}, got ${value}`);
+  }
+  return value;
+}
+
+/** Maps an errno failure on the search root to the typed error the contract promises. */
+export function searchRootError(err: unknown, shown: string, operation: string): Error {
+  const code = errnoCode(err);
+  const options = { cause: err };
+  if (code === 'ENOENT') {
+    return new SandboxFileNotFoundError(
+      `No such file or directory: ${shown}`,
+      { path: shown, operation, kind: 'ENOENT' },
+      options,
+    );
+  }
+  if (code === 'ENOTDIR') {
+    return new SandboxFileNotFoundError(
+      `No such file or directory: ${shown}`,
+      { path: shown, operation, kind: 'ENOTDIR' },
+      options,
+    );
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return new SandboxPermissionError(
+      `Permission denied: ${shown}`,
+      { path: shown, operation },
+      options,
+    );
+  }
+  return new SandboxFileError(
+    `Cannot search ${shown}: ${code ?? (err instanceof Error ? err.message : String(err))}`,
+    { path: shown, operation, kind: 'EIO' },
+    options,
+  );
+}
+
+export function notADirectoryError(shown: string, operation: string): SandboxFileError {
+  return new SandboxFileError(`Not a directory: ${shown}`, {
+    path: shown,
+    operation,
+    kind: 'ENOTDIR',
+  });
+}
+
+export interface SearchRoot {
+  /** The root as the caller named it, made absolute: results are reported under this path. */
+  outputRoot: string;
+  /** The canonical root the walk reads from. */
+  realRoot: string;
+  stats: Stats;
+  shown: string;
+}
+
+/**
+ * Resolves the search root once. Results are reported under the root *as named* (not under its
+ * canonical path) so a caller that maps host paths to virtual ones can use the prefix it passed
+ * in; nothing below the root is followed through a symbolic link, so both spellings name the same
+ * files.
+ */
+export async function resolveSearchRoot(
+  root: string,
+  operation: string,
+  displayPath: string | undefined,
+): Promise<SearchRoot> {
+  const outputRoot = path.resolve(root);
+  const shown = displayPath ?? root;
+  try {
+    const realRoot = await realpath(outputRoot);
+    return { outputRoot, realRoot, stats: await stat(realRoot), shown };
+  } catch (err) {
+    throw searchRootError(err, shown, operation);
+  }
+}
+
+export interface WalkEntry {
+  name: string;
+  /** `/`-separated, relative to the root. */
+  relativePath: string;
+  /** Where to read it: under the canonical root. */
+  realPath: string;
+  isDirectory: boolean;
+}
+
+const caseInsensitiveNames = process.platform === 'win32';
+
+async function listSorted(dir: string): Promise<Dirent[]> {
+  const entries = await readdir(dir, { withFileTypes: true });
+  return entries.sort((a, b) => compareNames(a.name, b.name));
+}
+
+interface Frame {
+  realPath: string;
+  relativePath: string;
+  entries: Dirent[];
+  next: number;
+}
+
+/**
+ * Depth-first walk with sorted listings, yielding regular files and directories in the order of
+ * `compareRelativePaths`. Ignored names are neither yielded nor descended; symbolic links and
+ * special files (FIFOs, sockets, devices) are never yielded or followed, so the walk cannot leave
+ * the root and never blocks opening a FIFO. Entry types come from the directory listing itself:
+ * no `stat` per entry. An unreadable root throws; an unreadable subdirectory is logged and skipped.
+ * The consumer may stop early (`break`); no further directory is read after that.
+ */
+export async function* walkSearchTree(
+  root: SearchRoot,
+  operation: string,
+  options: LocalSearchOptions,
+): AsyncGenerator<WalkEntry, void, undefined> {
+  const logger = options.logger ?? silentLogger;
+  let rootEntries: Dirent[];
+  try {
+    rootEntries = await listSorted(root.realRoot);
+  } catch (err) {
+    throw searchRootError(err, root.shown, operation);
+  }
+  const stack: Frame[] = [
+    { realPath: root.realRoot, relativePath: '', entries: rootEntries, next: 0 },
+  ];
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]!;
+    const entry = frame.entries[frame.next++];
+    if (entry === undefined) {
+      stack.pop();
+      continue;
+    }
+    const isDirectory = entry.isDirectory();
+    if (!isDirectory && !entry.isFile()) continue;
+    if (shouldIgnoreName(entry.name, { caseInsensitive: caseInsensitiveNames })) continue;
+    const relativePath = frame.relativePath ? `${frame.relativePath}/${entry.name}` : entry.name;
+    const realPath = path.join(frame.realPath, entry.name);
+    yield { name: entry.name, relativePath, realPath, isDirectory };
+    if (!isDirectory) continue;
+    throwIfAborted(options.signal);
+    try {
+      stack.push({ realPath, relativePath, entries: await listSorted(realPath), next: 0 });
+    } catch (err) {
+      logger.debug('search skipped an unreadable directory', {
+        path: realPath,
+        code: errnoCode(err),
+      });
+    }
+  }
+}
