@@ -187,7 +187,6 @@ describe('SandboxLeaseManager (property)', () => {
           const violations: string[] = [];
           // Per thread: the operations the model says will reach provider.acquire, in order.
           const expectedAcquires = new Map<string, { op: Op; controller?: AbortController }[]>();
-          let manager: SandboxLeaseManager | undefined;
 
           const provider = new FakeSandboxProvider({
             idPrefix: 'fake',
@@ -201,13 +200,14 @@ describe('SandboxLeaseManager (property)', () => {
               if (call.method === 'release') {
                 const id = call.args[0] as string;
                 // L2: a park only ever happens with nobody holding the sandbox.
-                const holders = manager?.holdersOf(id) ?? [];
+                const holders = manager.holdersOf(id);
                 if (holders.length > 0) violations.push(`park of ${id} while held by ${holders}`);
               }
               await s.schedule(Promise.resolve(), call.method);
             },
           });
-          manager = new SandboxLeaseManager(provider);
+          // Declared after the provider; the intercept only reads it once calls start.
+          const manager = new SandboxLeaseManager(provider);
           const model = new Model();
 
           const checkL1 = (): void => {
@@ -251,7 +251,7 @@ describe('SandboxLeaseManager (property)', () => {
             const running = batch.ops.map((op) => {
               const identity = { userId: USER, threadId: OWNERS[op.owner] };
               const signal = controllers.get(op)?.signal;
-              const m = manager as SandboxLeaseManager;
+              const m = manager;
               switch (op.kind) {
                 case 'acquire':
                   return outcomeOf(m.acquire(op.owner, { ...identity, releaseOnLast: op.normal }));
