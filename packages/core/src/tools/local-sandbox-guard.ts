@@ -99,7 +99,9 @@ export async function fileToolPathRefusal(
     await guardFileToolPath(context, sandbox, path, access);
     return undefined;
   } catch (err) {
-    if (isSbxError(err)) return `Error: ${err.message}`;
+    // The validator's sentence already names the path and the allowed roots; the rendered
+    // details would only repeat the path.
+    if (isSbxError(err)) return `Error: ${err.baseMessage}`;
     return `Error: Unexpected error validating path: ${describeError(err)}`;
   }
 }
