@@ -1,1 +1,32 @@
-export {};
+// Public API of @sbx/local.
+import { LocalSandboxProvider } from './local-sandbox-provider.js';
+
+export { LocalSandbox, MAX_DOWNLOAD_BYTES } from './local-sandbox.js';
+export type { LocalSandboxOptions } from './local-sandbox.js';
+export {
+  LocalSandboxProvider,
+  createLocalProvider,
+  GENERIC_LOCAL_SANDBOX_ID,
+  DEFAULT_MAX_CACHED_THREAD_SANDBOXES,
+  SBX_HOME_ENV,
+  DEFAULT_BASE_DIR_NAME,
+} from './local-sandbox-provider.js';
+export type {
+  LocalProviderOptions,
+  LocalProviderConfig,
+  LocalMountConfig,
+} from './local-sandbox-provider.js';
+export { runPosixCommand } from './posix-runner.js';
+export type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
+export { findShell, POSIX_SHELL_CANDIDATES } from './shell.js';
+export {
+  assembleCommandOutput,
+  timeoutNotice,
+  formatSeconds,
+  DEFAULT_COMMAND_TIMEOUT_SECONDS,
+} from './command-output.js';
+export type { CommandOutcome } from './command-output.js';
+export { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
+
+/** `use: "@sbx/local"` loads this: the provider class. */
+export default LocalSandboxProvider;

@@ -1,0 +1,320 @@
+import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { InvalidArgumentError, SandboxPermissionError, SandboxRuntimeError } from '@sbx/core';
+import type { Logger } from '@sbx/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import defaultExport, { LocalSandboxProvider, createLocalProvider } from './index.js';
+
+function recordingLogger(): Logger & { lines: string[] } {
+  const lines: string[] = [];
+  const push = (level: string) => (msg: string) => {
+    lines.push(`${level}: ${msg}`);
+  };
+  return {
+    lines,
+    debug: push('debug'),
+    info: push('info'),
+    warn: push('warn'),
+    error: push('error'),
+  };
+}
+
+describe('LocalSandboxProvider', () => {
+  let base: string;
+  let extra: string;
+  beforeAll(async () => {
+    base = await realpath(await mkdtemp(path.join(os.tmpdir(), 'sbx-provider-')));
+    extra = path.join(base, 'extra-mount');
+    await mkdir(extra, { recursive: true });
+    await writeFile(path.join(extra, 'code.py'), 'print(1)\n');
+  });
+  afterAll(async () => {
+    await rm(base, { recursive: true, force: true });
+  });
+  const provider = (opts: ConstructorParameters<typeof LocalSandboxProvider>[0] = {}) =>
+    new LocalSandboxProvider({
+      baseDir: base,
+      allowHostBash: true,
+      logger: recordingLogger(),
+      ...opts,
+    });
+
+  it('exports the class as default and a factory', () => {
+    expect(defaultExport).toBe(LocalSandboxProvider);
+    expect(createLocalProvider({ baseDir: base })).toBeInstanceOf(LocalSandboxProvider);
+  });
+
+  it('§10.8.90 ids: local:<user>:<thread>, default user, and the generic `local`', async () => {
+    const p = provider();
+    expect(await p.acquire({ threadId: 'alpha', userId: 'default' })).toBe('local:default:alpha');
+    expect(await p.acquire({ threadId: 'alpha' })).toBe('local:default:alpha');
+    expect(await p.acquire({ threadId: 'alpha', userId: 'alice' })).toBe('local:alice:alpha');
+    expect(await p.acquire()).toBe('local');
+    expect(await p.acquire({})).toBe('local');
+    expect(p.get('local')?.id).toBe('local');
+  });
+
+  it('creates the thread directories and skills views on acquire', async () => {
+    const p = provider();
+    await p.acquire({ threadId: 'dirs', userId: 'bob' });
+    const l = p.threadLayout('bob', 'dirs');
+    for (const d of [l.workspacePath, l.uploadsPath, l.outputsPath, l.acpWorkspacePath]) {
+      expect((await stat(d)).isDirectory()).toBe(true);
+    }
+    for (const d of [
+      'skills_view/public',
+      'users/bob/skills_view/custom',
+      'users/bob/skills_view/integrations',
+    ]) {
+      expect((await stat(path.join(base, d))).isDirectory()).toBe(true);
+    }
+    expect(l.workspacePath).toBe(path.join(base, 'users/bob/threads/dirs/user-data/workspace'));
+  });
+
+  it('§10.8.91 a per-thread sandbox honours /mnt/user-data for every operation', async () => {
+    const p = provider();
+    const sb = p.get(await p.acquire({ threadId: 't91', userId: 'u' }))!;
+    await sb.writeFile('/mnt/user-data/workspace/a.txt', 'hello\n');
+    expect(await sb.readFile('/mnt/user-data/workspace/a.txt')).toBe('hello\n');
+    expect(await sb.listDir('/mnt/user-data/workspace')).toEqual([
+      '/mnt/user-data/workspace/a.txt',
+    ]);
+    expect(await sb.executeCommand('cat /mnt/user-data/workspace/a.txt')).toBe('hello\n');
+    expect((await sb.glob('/mnt/user-data', '*.txt')).paths).toEqual([
+      '/mnt/user-data/workspace/a.txt',
+    ]);
+    expect((await sb.grep('/mnt/user-data', 'hello')).matches[0]?.path).toBe(
+      '/mnt/user-data/workspace/a.txt',
+    );
+    await sb.updateFile('/mnt/user-data/uploads/b.bin', new Uint8Array([7]));
+    expect(Array.from(await sb.downloadFile('/mnt/user-data/uploads/b.bin'))).toEqual([7]);
+    expect(
+      await readFile(path.join(p.threadLayout('u', 't91').workspacePath, 'a.txt'), 'utf8'),
+    ).toBe('hello\n');
+  });
+
+  it('§10.8.92 threads and users are isolated; agent-written sets are per sandbox', async () => {
+    const p = provider();
+    const a = p.get(await p.acquire({ threadId: 'shared', userId: 'alice' }))!;
+    const b = p.get(await p.acquire({ threadId: 'shared', userId: 'bob' }))!;
+    const c = p.get(await p.acquire({ threadId: 'other', userId: 'alice' }))!;
+    await a.writeFile('/mnt/user-data/workspace/s.txt', 'alice /mnt/user-data/outputs\n');
+    for (const other of [b, c]) {
+      await expect(other.readFile('/mnt/user-data/workspace/s.txt')).rejects.toMatchObject({
+        kind: 'ENOENT',
+      });
+    }
+    expect(a.agentWrittenPaths.size).toBe(1);
+    expect(b.agentWrittenPaths.size).toBe(0);
+  });
+
+  it('§10.8.93 get returns the same instance; unknown ids give undefined; release keeps it', async () => {
+    const p = provider();
+    const id = await p.acquire({ threadId: 't93' });
+    const sb = p.get(id);
+    expect(p.get(id)).toBe(sb);
+    expect(p.get('local:default:never')).toBeUndefined();
+    expect(p.get('something-else')).toBeUndefined();
+    await p.release(id);
+    expect(p.get(id)).toBe(sb);
+  });
+
+  it('§10.8.94 reset clears generic and per-thread caches, twice is safe; new mounts need a new provider', async () => {
+    const p = provider();
+    const id = await p.acquire({ threadId: 't94' });
+    const before = p.get(id);
+    const generic = p.get('local');
+    await p.reset();
+    await p.reset();
+    expect(p.get(id)).toBeUndefined();
+    expect(p.get('local')).not.toBe(generic);
+    await p.acquire({ threadId: 't94' });
+    expect(p.get(id)).not.toBe(before);
+    const withMount = provider({
+      mounts: [{ hostPath: extra, containerPath: '/mnt/code', readOnly: true }],
+    });
+    const sb = withMount.get(await withMount.acquire({ threadId: 't94' }))!;
+    expect(await sb.readFile('/mnt/code/code.py')).toBe('print(1)\n');
+  });
+
+  it('§10.8.95 concurrent acquires of one thread give one sandbox; distinct threads distinct ones', async () => {
+    const p = provider();
+    const ids = await Promise.all(Array.from({ length: 8 }, () => p.acquire({ threadId: 'race' })));
+    expect(new Set(ids).size).toBe(1);
+    expect(p.cachedThreadCount).toBe(1);
+    const sandbox = p.get(ids[0]!);
+    await Promise.all(Array.from({ length: 8 }, () => p.acquire({ threadId: 'race' })));
+    expect(p.get(ids[0]!)).toBe(sandbox);
+    const six = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => p.acquire({ threadId: `d${i}` })),
+    );
+    expect(new Set(six).size).toBe(6);
+    expect(p.cachedThreadCount).toBe(7);
+  });
+
+  it('§10.8.96 LRU cap 3 keeps the last 3; get promotes; evicted ids give undefined', async () => {
+    const p = provider({ maxCachedThreads: 3 });
+    for (const t of ['t1', 't2', 't3', 't4', 't5']) await p.acquire({ threadId: t });
+    expect(p.get('local:default:t1')).toBeUndefined();
+    expect(p.get('local:default:t2')).toBeUndefined();
+    expect(p.get('local:default:t3')).toBeDefined(); // promoted: t4 is now least recent
+    await p.acquire({ threadId: 't6' });
+    expect(p.get('local:default:t4')).toBeUndefined();
+    expect(p.get('local:default:t3')).toBeDefined();
+    expect(p.get('local:default:t5')).toBeDefined();
+    expect(p.cachedThreadCount).toBe(3);
+  });
+
+  it('§10.8.97 static mounts: validated, trailing slash stripped, reserved paths and missing hosts skipped with logs', async () => {
+    const logger = recordingLogger();
+    const p = provider({
+      logger,
+      skillsContainerPath: '/custom-skills/',
+      mounts: [
+        { hostPath: extra, containerPath: '/custom-skills/nested/' },
+        { hostPath: 'relative/dir', containerPath: '/mnt/rel' },
+        { hostPath: extra, containerPath: 'not-absolute' },
+        { hostPath: extra, containerPath: '/custom-skills/public/x' },
+        { hostPath: extra, containerPath: '/mnt/user-data/x' },
+        { hostPath: extra, containerPath: '/mnt/acp-workspace' },
+        { hostPath: path.join(base, 'missing'), containerPath: '/mnt/missing' },
+      ],
+    });
+    expect(p.staticMappings.map((m) => m.containerPath)).toEqual([
+      '/custom-skills/public',
+      '/custom-skills/nested',
+    ]);
+    expect(logger.lines.filter((l) => l.startsWith('warn:'))).toHaveLength(5);
+    const missing = logger.lines.find((l) => l.startsWith('error:'))!;
+    expect(missing).toContain(path.join(base, 'missing'));
+    expect(missing).toContain('/mnt/missing');
+    expect(missing.toLowerCase()).toContain('docker');
+    expect(missing).toContain('gateway');
+    expect(missing).toContain('docker-compose');
+  });
+
+  it('§10.8.98 per-user skill mounts point at each user’s own views and are read-only', async () => {
+    const p = provider();
+    const a = p.get(await p.acquire({ threadId: 't98', userId: 'alice' }))!;
+    const b = p.get(await p.acquire({ threadId: 't98', userId: 'bob' }))!;
+    const integ = (sb: typeof a) =>
+      sb.mappings.find((m) => m.containerPath === '/mnt/skills/integrations')!;
+    expect(integ(a).hostPath).toBe(path.join(base, 'users/alice/skills_view/integrations'));
+    expect(integ(b).hostPath).toBe(path.join(base, 'users/bob/skills_view/integrations'));
+    expect(integ(a).readOnly).toBe(true);
+    await writeFile(path.join(base, 'users/alice/skills_view/integrations/x.md'), 'x');
+    expect(await a.readFile('/mnt/skills/integrations/x.md')).toBe('x');
+    await expect(a.writeFile('/mnt/skills/integrations/y.md', 'y')).rejects.toMatchObject({
+      kind: 'EROFS',
+    });
+    expect(await a.listDir('/mnt/skills', { maxDepth: 1 })).toEqual([
+      '/mnt/skills/custom/',
+      '/mnt/skills/integrations/',
+      '/mnt/skills/legacy/',
+      '/mnt/skills/public/',
+    ]);
+  });
+
+  it('a policy-scoped run mounts one read-only /mnt/skills root at the thread view', async () => {
+    const p = provider({ allowHostBash: false });
+    expect(p.supportsAgentSkillIsolation).toBe(true);
+    const id = await p.acquire({
+      threadId: 'pol',
+      userId: 'alice',
+      skillPolicy: { allowedSkills: ['a'] },
+    });
+    const sb = p.get(id)!;
+    const skills = sb.mappings.filter((m) => m.containerPath.startsWith('/mnt/skills'));
+    expect(skills).toEqual([
+      {
+        containerPath: '/mnt/skills',
+        hostPath: path.join(base, 'users/alice/threads/pol/skills_view'),
+        readOnly: true,
+      },
+    ]);
+    // Going back to an unrestricted run rebuilds the mounts but keeps what the agent wrote.
+    await sb.writeFile('/mnt/user-data/workspace/w.txt', 'x');
+    expect(await p.acquire({ threadId: 'pol', userId: 'alice' })).toBe(id);
+    const shared = p.get(id)!;
+    expect(shared).not.toBe(sb);
+    expect(shared.mappings.some((m) => m.containerPath === '/mnt/skills/public')).toBe(true);
+    expect(shared.agentWrittenPaths).toBe(sb.agentWrittenPaths);
+  });
+
+  it('isolation is reported only while host bash is off; a policy run then fails closed', async () => {
+    const p = provider({ allowHostBash: true });
+    expect(p.supportsAgentSkillIsolation).toBe(false);
+    await expect(
+      p.acquire({ threadId: 'x', skillPolicy: { allowedSkills: [] } }),
+    ).rejects.toBeInstanceOf(SandboxRuntimeError);
+    expect(p.cachedThreadCount).toBe(0);
+    expect(p.usesThreadDataMounts).toBe(true);
+    expect(p.needsUploadPermissionAdjustment).toBe(false);
+  });
+
+  it('sandboxes of a provider with host bash off refuse commands', async () => {
+    const p = provider({ allowHostBash: false });
+    const sb = p.get(await p.acquire({ threadId: 'nobash' }))!;
+    await expect(sb.executeCommand('true')).rejects.toMatchObject({ code: 'HOST_BASH_DISABLED' });
+  });
+
+  it('rejects unsafe user and thread ids', async () => {
+    const p = provider();
+    for (const bad of ['..', '', 'a/b', 'a\0b', '.']) {
+      await expect(p.acquire({ threadId: bad })).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(p.acquire({ threadId: 't', userId: bad })).rejects.toBeInstanceOf(
+        InvalidArgumentError,
+      );
+    }
+    await expect(p.acquire({ threadId: 't', userId: 'a:b' })).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+  });
+
+  it('takes its settings from a parsed configuration; explicit options win', async () => {
+    const fromConfig = new LocalSandboxProvider({
+      config: {
+        baseDir: path.join(base, 'from-config'),
+        allowHostBash: true,
+        bashCommandTimeout: 5,
+        mounts: [{ hostPath: extra, containerPath: '/mnt/code', readOnly: true }],
+        skills: { containerPath: '/mnt/skills' },
+        local: { max_cached_threads: 2 },
+      },
+      logger: recordingLogger(),
+    });
+    expect(fromConfig.baseDir).toBe(path.join(base, 'from-config'));
+    expect(fromConfig.allowHostBash).toBe(true);
+    expect(fromConfig.staticMappings.map((m) => m.containerPath)).toContain('/mnt/code');
+    for (const t of ['a', 'b', 'c']) await fromConfig.acquire({ threadId: t });
+    expect(fromConfig.cachedThreadCount).toBe(2);
+    const overridden = new LocalSandboxProvider({
+      config: { baseDir: path.join(base, 'from-config'), allowHostBash: true },
+      allowHostBash: false,
+      baseDir: path.join(base, 'explicit'),
+    });
+    expect(overridden.allowHostBash).toBe(false);
+    expect(overridden.baseDir).toBe(path.join(base, 'explicit'));
+    expect(
+      () => new LocalSandboxProvider({ config: { local: { max_cached_threads: 0 } } }),
+    ).toThrow(/max_cached_threads/);
+  });
+
+  it('falls back to SBX_HOME, then ./.sbx, resolved at construction', () => {
+    expect(new LocalSandboxProvider({ env: { SBX_HOME: path.join(base, 'home') } }).baseDir).toBe(
+      path.join(base, 'home'),
+    );
+    expect(new LocalSandboxProvider({ env: {} }).baseDir).toBe(path.resolve('.sbx'));
+  });
+
+  it('the generic sandbox has no user-data mounts', async () => {
+    const p = provider();
+    const generic = p.get(await p.acquire())!;
+    expect(generic.mappings.map((m) => m.containerPath)).toEqual(['/mnt/skills/public']);
+    expect(await generic.executeCommand('echo generic')).toBe('generic\n');
+    await expect(generic.downloadFile('/etc/hostname')).rejects.toBeInstanceOf(
+      SandboxPermissionError,
+    );
+  });
+});

@@ -1,0 +1,376 @@
+import { existsSync, realpathSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { LRUCache } from 'lru-cache';
+import {
+  AbortedError,
+  ConfigError,
+  DEFAULT_SKILLS_CONTAINER_PATH,
+  DEFAULT_USER_ID,
+  SKILL_CATEGORIES,
+  SandboxProvider,
+  SandboxRuntimeError,
+  VIRTUAL_ACP_WORKSPACE_PATH,
+  VIRTUAL_OUTPUTS_PATH,
+  VIRTUAL_PATH_PREFIX,
+  VIRTUAL_UPLOADS_PATH,
+  VIRTUAL_WORKSPACE_PATH,
+  assertSafePathSegment,
+  isUnderVirtualPrefix,
+  normalizeVirtualRoot,
+  pathMapping,
+  sharedSkillsViewPath,
+  threadLayout,
+} from '@sbx/core';
+import type { AcquireOptions, Logger, PathMapping, ThreadDataPaths, ThreadLayout } from '@sbx/core';
+import { LocalSandbox } from './local-sandbox.js';
+
+/** Id of the sandbox handed to callers without a thread. */
+export const GENERIC_LOCAL_SANDBOX_ID = 'local';
+export const DEFAULT_MAX_CACHED_THREAD_SANDBOXES = 256;
+/** Environment variable naming the data directory when neither options nor config do. */
+export const SBX_HOME_ENV = 'SBX_HOME';
+export const DEFAULT_BASE_DIR_NAME = '.sbx';
+
+/** One configured extra mount (the `sandbox.mounts[]` entries of the configuration). */
+export interface LocalMountConfig {
+  readonly hostPath: string;
+  readonly containerPath: string;
+  readonly readOnly?: boolean;
+}
+
+/**
+ * The parts of a parsed `sandbox` configuration (`SandboxConfig` of @sbx/core) this provider
+ * reads; the provider loader passes the whole configuration as `{ config, logger }`.
+ */
+export interface LocalProviderConfig {
+  readonly allowHostBash?: boolean;
+  readonly bashCommandTimeout?: number;
+  readonly mounts?: readonly LocalMountConfig[];
+  readonly skills?: { readonly containerPath?: string };
+  readonly baseDir?: string;
+  /** `sandbox.local` block: `max_cached_threads`, `shell`. */
+  readonly local?: Readonly<Record<string, unknown>>;
+}
+
+export interface LocalProviderOptions {
+  /** Parsed configuration; explicit options below take precedence over it. */
+  config?: LocalProviderConfig;
+  /** Default: warnings and errors the contract requires go to the console, nothing else. */
+  logger?: Logger;
+  /** Data directory; default: config `baseDir`, then env `SBX_HOME`, then `./.sbx`. */
+  baseDir?: string;
+  allowHostBash?: boolean;
+  /** Seconds; default 600. */
+  bashCommandTimeout?: number;
+  mounts?: readonly LocalMountConfig[];
+  /** Default `/mnt/skills`. */
+  skillsContainerPath?: string;
+  /** Per-thread sandboxes kept (least recently used evicted). Default 256. */
+  maxCachedThreads?: number;
+  shell?: string;
+  /** User of acquires that name none. Default `default`. */
+  defaultUserId?: string;
+  /** Environment consulted for `SBX_HOME`. Default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+type SkillsMode = 'shared' | 'policy';
+
+interface ThreadEntry {
+  readonly sandbox: LocalSandbox;
+  readonly mode: SkillsMode;
+}
+
+const requiredLogger: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: (msg, fields) => console.warn(`[sbx/local] ${msg}`, fields ?? ''),
+  error: (msg, fields) => console.error(`[sbx/local] ${msg}`, fields ?? ''),
+};
+
+function positiveInteger(name: string, value: unknown): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
+    throw new ConfigError([
+      { path: name, message: `must be a positive integer, got ${String(value)}` },
+    ]);
+  }
+  return value;
+}
+
+function optionalString(name: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') {
+    throw new ConfigError([{ path: name, message: 'must be a non-empty string' }]);
+  }
+  return value;
+}
+
+/**
+ * Host-backed provider. `acquire()` without a thread returns the generic sandbox `local`; with a
+ * thread, `local:<user>:<thread>`, whose mount table shows that thread's host directories at
+ * `/mnt/user-data/{workspace,uploads,outputs}` and `/mnt/acp-workspace`, the skills views at
+ * `/mnt/skills/...` (read-only) and the configured mounts. Per-thread sandboxes are kept in an LRU
+ * cache (256 by default); an evicted one is rebuilt by the next `acquire` (its directories and files
+ * stay on disk; only the memory of which files the agent wrote is lost).
+ *
+ * Not an isolation boundary: see `LocalSandbox`. While host bash is enabled the provider therefore
+ * reports `supportsAgentSkillIsolation = false`, so an explicit agent skill policy fails closed.
+ */
+export class LocalSandboxProvider extends SandboxProvider {
+  readonly baseDir: string;
+  readonly allowHostBash: boolean;
+  readonly skillsContainerPath: string;
+  readonly staticMappings: readonly PathMapping[];
+  private readonly bashCommandTimeout: number | undefined;
+  private readonly shell: string | undefined;
+  private readonly defaultUserId: string;
+  private readonly logger: Logger;
+  private readonly threads: LRUCache<string, ThreadEntry>;
+  private readonly inflight = new Map<string, Promise<ThreadEntry>>();
+  private genericSandbox: LocalSandbox | undefined;
+
+  constructor(options: LocalProviderOptions = {}) {
+    super();
+    if (process.platform === 'win32') {
+      throw new SandboxRuntimeError(
+        'LocalSandboxProvider does not support Windows hosts yet; run sbx under WSL or use a container provider',
+      );
+    }
+    const config = options.config ?? {};
+    const local = config.local ?? {};
+    const env = options.env ?? process.env;
+    this.logger = options.logger ?? requiredLogger;
+    this.baseDir = path.resolve(
+      options.baseDir ??
+        config.baseDir ??
+        (env[SBX_HOME_ENV] || undefined) ??
+        DEFAULT_BASE_DIR_NAME,
+    );
+    this.allowHostBash = options.allowHostBash ?? config.allowHostBash ?? false;
+    this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
+    this.shell = options.shell ?? optionalString('sandbox.local.shell', local.shell);
+    this.skillsContainerPath = normalizeVirtualRoot(
+      options.skillsContainerPath ?? config.skills?.containerPath ?? DEFAULT_SKILLS_CONTAINER_PATH,
+    );
+    this.defaultUserId = assertSafePathSegment('userId', options.defaultUserId ?? DEFAULT_USER_ID);
+    const max =
+      options.maxCachedThreads ??
+      positiveInteger('sandbox.local.max_cached_threads', local.max_cached_threads) ??
+      DEFAULT_MAX_CACHED_THREAD_SANDBOXES;
+    if (!Number.isSafeInteger(max) || max < 1) {
+      throw new ConfigError([
+        { path: 'maxCachedThreads', message: `must be a positive integer, got ${max}` },
+      ]);
+    }
+    this.threads = new LRUCache<string, ThreadEntry>({ max });
+    this.staticMappings = this.buildStaticMappings(options.mounts ?? config.mounts ?? []);
+  }
+
+  override get usesThreadDataMounts(): boolean {
+    return true;
+  }
+
+  override get needsUploadPermissionAdjustment(): boolean {
+    return false;
+  }
+
+  /** A host shell can bypass every mount, so isolation holds only while host bash is off. */
+  override get supportsAgentSkillIsolation(): boolean {
+    return !this.allowHostBash;
+  }
+
+  /** Number of per-thread sandboxes currently cached (bounded by `maxCachedThreads`). */
+  get cachedThreadCount(): number {
+    return this.threads.size;
+  }
+
+  /** Host directories of one thread (what the tool layer needs as thread data). */
+  threadLayout(userId: string | undefined, threadId: string): ThreadLayout {
+    return threadLayout(this.baseDir, userId ?? this.defaultUserId, threadId);
+  }
+
+  /** `ThreadDataPaths` of a thread, for path validation and masking in the tool layer. */
+  threadData(userId: string | undefined, threadId: string): ThreadDataPaths {
+    const l = this.threadLayout(userId, threadId);
+    return {
+      workspacePath: l.workspacePath,
+      uploadsPath: l.uploadsPath,
+      outputsPath: l.outputsPath,
+      acpWorkspacePath: l.acpWorkspacePath,
+    };
+  }
+
+  override async acquire(options: AcquireOptions = {}): Promise<string> {
+    this.admit(options);
+    const { signal } = options;
+    if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
+    if (options.threadId === undefined) {
+      this.generic();
+      return GENERIC_LOCAL_SANDBOX_ID;
+    }
+    const userId = options.userId ?? this.defaultUserId;
+    const layout = this.threadLayout(userId, options.threadId);
+    const id = `local:${userId}:${options.threadId}`;
+    const mode: SkillsMode = options.skillPolicy ? 'policy' : 'shared';
+    if (this.threads.get(id)?.mode === mode) return id;
+
+    // Concurrent acquires of one thread share one creation, so they all get the same instance.
+    const key = `${mode}\0${id}`;
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.createThreadSandbox(id, userId, layout, mode).finally(() => {
+        this.inflight.delete(key);
+      });
+      this.inflight.set(key, pending);
+    }
+    await pending;
+    if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
+    return id;
+  }
+
+  override get(sandboxId: string): LocalSandbox | undefined {
+    if (sandboxId === GENERIC_LOCAL_SANDBOX_ID) return this.generic();
+    if (!sandboxId.startsWith('local:')) return undefined;
+    return this.threads.get(sandboxId)?.sandbox;
+  }
+
+  /** Nothing to release: the sandbox (and what it remembers about written files) stays cached. */
+  override async release(_sandboxId: string): Promise<void> {}
+
+  /** Forgets every cached sandbox; files on disk are untouched. Idempotent. */
+  override async reset(): Promise<void> {
+    this.genericSandbox = undefined;
+    this.threads.clear();
+  }
+
+  override async shutdown(): Promise<void> {
+    await this.reset();
+  }
+
+  private generic(): LocalSandbox {
+    this.genericSandbox ??= new LocalSandbox(GENERIC_LOCAL_SANDBOX_ID, {
+      mappings: this.staticMappings,
+      ...this.sandboxOptions(),
+    });
+    return this.genericSandbox;
+  }
+
+  private sandboxOptions() {
+    return {
+      allowHostBash: this.allowHostBash,
+      bashCommandTimeout: this.bashCommandTimeout,
+      shell: this.shell,
+      logger: this.logger,
+    };
+  }
+
+  private async createThreadSandbox(
+    id: string,
+    userId: string,
+    layout: ThreadLayout,
+    mode: SkillsMode,
+  ): Promise<ThreadEntry> {
+    const skills = this.skillsContainerPath;
+    const skillMappings: PathMapping[] =
+      mode === 'policy'
+        ? [pathMapping(skills, layout.threadSkillsViewPath, true)]
+        : SKILL_CATEGORIES.map((category) =>
+            pathMapping(
+              `${skills}/${category}`,
+              sharedSkillsViewPath(this.baseDir, userId, category),
+              true,
+            ),
+          );
+    const threadMappings: PathMapping[] = [
+      pathMapping(VIRTUAL_PATH_PREFIX, layout.userDataPath),
+      pathMapping(VIRTUAL_WORKSPACE_PATH, layout.workspacePath),
+      pathMapping(VIRTUAL_UPLOADS_PATH, layout.uploadsPath),
+      pathMapping(VIRTUAL_OUTPUTS_PATH, layout.outputsPath),
+      pathMapping(VIRTUAL_ACP_WORKSPACE_PATH, layout.acpWorkspacePath),
+    ];
+    // Skills views are stable roots: skills appear and disappear below them without a rebuild.
+    await Promise.all(
+      [...threadMappings.slice(1), ...skillMappings].map((m) =>
+        mkdir(m.hostPath, { recursive: true }),
+      ),
+    );
+    const previous = this.threads.peek(id);
+    const customMounts = this.staticMappings.filter((m) => m.containerPath !== `${skills}/public`);
+    const sandbox = new LocalSandbox(id, {
+      mappings: [...customMounts, ...skillMappings, ...threadMappings],
+      ...this.sandboxOptions(),
+      agentWrittenPaths: previous?.sandbox.agentWrittenPaths,
+    });
+    const entry: ThreadEntry = { sandbox, mode };
+    this.threads.set(id, entry);
+    return entry;
+  }
+
+  /**
+   * Public skills plus the configured mounts that pass validation. A bad mount is skipped with a
+   * log line rather than failing startup, so one stale entry does not take every thread down.
+   */
+  private buildStaticMappings(mounts: readonly LocalMountConfig[]): PathMapping[] {
+    const skills = this.skillsContainerPath;
+    const out: PathMapping[] = [
+      pathMapping(
+        `${skills}/public`,
+        sharedSkillsViewPath(this.baseDir, this.defaultUserId, 'public'),
+        true,
+      ),
+    ];
+    const reserved = [
+      ...SKILL_CATEGORIES.map((c) => `${skills}/${c}`),
+      VIRTUAL_ACP_WORKSPACE_PATH,
+      VIRTUAL_PATH_PREFIX,
+    ];
+    for (const mount of mounts) {
+      const containerPath = normalizeVirtualRoot(mount.containerPath);
+      if (!path.isAbsolute(mount.hostPath)) {
+        this.logger.warn('Skipping sandbox mount: host_path must be absolute', {
+          host_path: mount.hostPath,
+          container_path: mount.containerPath,
+        });
+        continue;
+      }
+      if (!containerPath.startsWith('/')) {
+        this.logger.warn('Skipping sandbox mount: container_path must be absolute', {
+          host_path: mount.hostPath,
+          container_path: mount.containerPath,
+        });
+        continue;
+      }
+      const clash = reserved.find((r) => isUnderVirtualPrefix(containerPath, r));
+      if (clash) {
+        this.logger.warn(
+          `Skipping sandbox mount: container_path overlaps the reserved path ${clash}`,
+          {
+            host_path: mount.hostPath,
+            container_path: containerPath,
+          },
+        );
+        continue;
+      }
+      if (!existsSync(mount.hostPath)) {
+        this.logger.error(
+          `Skipping sandbox mount ${mount.hostPath} -> ${containerPath}: the host path does not exist. ` +
+            'If the gateway runs in Docker, the host path must be bind-mounted into the gateway ' +
+            'container as well (docker-compose volumes), at the same path.',
+          { host_path: mount.hostPath, container_path: containerPath },
+        );
+        continue;
+      }
+      // Startup-time configuration loading: synchronous resolution is fine here.
+      const hostPath = realpathSync(mount.hostPath);
+      out.push(pathMapping(containerPath, hostPath, mount.readOnly ?? false));
+    }
+    return out;
+  }
+}
+
+/** Factory form for hosts that prefer functions over `new`. */
+export function createLocalProvider(options: LocalProviderOptions = {}): LocalSandboxProvider {
+  return new LocalSandboxProvider(options);
+}

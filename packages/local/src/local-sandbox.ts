@@ -1,0 +1,348 @@
+import { appendFile, mkdir, open, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  HostBashDisabledError,
+  HostPathMasker,
+  InvalidArgumentError,
+  LOCAL_HOST_BASH_DISABLED_MESSAGE,
+  PathMappingTable,
+  Sandbox,
+  SandboxFileError,
+  SandboxPermissionError,
+  SandboxRuntimeError,
+  VIRTUAL_PATH_PREFIX,
+  buildSandboxEnv,
+  findGlobMatches,
+  findGrepMatches,
+  listDirTree,
+  normalizeVirtualRoot,
+  redactSecrets,
+  silentLogger,
+  translateContainerPaths,
+  validateExtraEnv,
+} from '@sbx/core';
+import type {
+  ExecuteCommandOptions,
+  GlobOptions,
+  GlobResult,
+  GrepOptions,
+  GrepResult,
+  ListDirOptions,
+  Logger,
+  PathMapping,
+  ReadFileOptions,
+  ResolvedPath,
+  WriteFileOptions,
+} from '@sbx/core';
+import { assembleCommandOutput, DEFAULT_COMMAND_TIMEOUT_SECONDS } from './command-output.js';
+import { toFileError } from './file-errors.js';
+import { runPosixCommand, type PosixRunOptions, type PosixRunResult } from './posix-runner.js';
+import { findShell } from './shell.js';
+import { readLineRange, readWholeText } from './text-file.js';
+
+/** Largest file `downloadFile` returns (100 MiB). */
+export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
+
+export interface LocalSandboxOptions {
+  /** Mount table: virtual directories and the host directories behind them. */
+  mappings?: readonly PathMapping[];
+  /**
+   * Let `executeCommand` run host commands. Default false: a host shell can reach every path the
+   * server can, so it is an explicit opt-in (`sandbox.allow_host_bash`).
+   */
+  allowHostBash?: boolean;
+  /** Wall clock of a command in seconds when the call gives no `timeoutMs`. Default 600. */
+  bashCommandTimeout?: number;
+  /** Shell executable; default: first of /bin/zsh, /bin/bash, /bin/sh, `sh` on PATH. */
+  shell?: string;
+  /** Per-stream output cap in bytes. Default 10 MiB. */
+  maxCaptureBytes?: number;
+  /**
+   * Canonical host paths written through `writeFile`. Passed in when a sandbox replaces an earlier
+   * instance of the same thread, so files written before still read back with virtual paths.
+   */
+  agentWrittenPaths?: Set<string>;
+  logger?: Logger;
+  /** Runs the shell command; replaceable so tests can observe what would be spawned. */
+  runner?: (options: PosixRunOptions) => Promise<PosixRunResult>;
+}
+
+let defaultShell: Promise<string> | undefined;
+
+function sharedDefaultShell(): Promise<string> {
+  if (!defaultShell) {
+    const pending = findShell();
+    // Do not cache a failure: installing a shell later must be enough to recover.
+    pending.catch(() => {
+      if (defaultShell === pending) defaultShell = undefined;
+    });
+    defaultShell = pending;
+  }
+  return defaultShell;
+}
+
+/**
+ * A sandbox on the host itself: files live in host directories behind a mount table, commands run
+ * in the host shell. Every path goes through the mount table (`PathMappingTable`), every output is
+ * masked back to virtual paths, and injected secrets are redacted from command output.
+ *
+ * This is NOT an isolation boundary. Paths no mount covers pass through to the host unchanged (the
+ * tool layer validates paths first), and an enabled host shell can reach anything the server can.
+ */
+export class LocalSandbox extends Sandbox {
+  readonly table: PathMappingTable;
+  readonly allowHostBash: boolean;
+  private readonly timeoutSeconds: number;
+  private readonly shell: string | undefined;
+  private readonly maxCaptureBytes: number | undefined;
+  private readonly agentWritten: Set<string>;
+  private readonly logger: Logger;
+  private readonly runner: (options: PosixRunOptions) => Promise<PosixRunResult>;
+  private maskerPromise: Promise<HostPathMasker> | undefined;
+
+  constructor(id: string, options: LocalSandboxOptions = {}) {
+    super(id);
+    if (process.platform === 'win32') {
+      throw new SandboxRuntimeError(
+        'LocalSandbox does not support Windows hosts yet; run sbx under WSL or use a container provider',
+      );
+    }
+    const timeout = options.bashCommandTimeout ?? DEFAULT_COMMAND_TIMEOUT_SECONDS;
+    if (!(typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0)) {
+      throw new InvalidArgumentError(
+        `bashCommandTimeout must be a positive number of seconds, got ${timeout}`,
+      );
+    }
+    this.table = new PathMappingTable(options.mappings ?? []);
+    this.allowHostBash = options.allowHostBash ?? false;
+    this.timeoutSeconds = timeout;
+    this.shell = options.shell;
+    this.maxCaptureBytes = options.maxCaptureBytes;
+    this.agentWritten = options.agentWrittenPaths ?? new Set();
+    this.logger = options.logger ?? silentLogger;
+    this.runner = options.runner ?? runPosixCommand;
+  }
+
+  get mappings(): readonly PathMapping[] {
+    return this.table.mappings;
+  }
+
+  /** The set of canonical host paths this sandbox wrote (shared with a successor instance). */
+  get agentWrittenPaths(): Set<string> {
+    return this.agentWritten;
+  }
+
+  /** Resolves a virtual path through the mount table (see `PathMappingTable.resolve`). */
+  resolvePath(virtualPath: string, access: 'read' | 'write' = 'read'): Promise<ResolvedPath> {
+    return this.table.resolve(virtualPath, access);
+  }
+
+  /** Host paths in `text` shown as virtual paths (deepest mount first). */
+  async maskHostPaths(text: string): Promise<string> {
+    return (await this.masker()).mask(text);
+  }
+
+  private masker(): Promise<HostPathMasker> {
+    if (!this.maskerPromise) {
+      const pending = this.table.resolvedRoots().then((roots) => {
+        const sources = [];
+        for (const mapping of this.table.mappings) {
+          const canonical = roots.get(mapping) as string;
+          sources.push({ hostPath: canonical, virtualPath: mapping.containerPath });
+          const configured = path.resolve(mapping.hostPath);
+          if (configured !== canonical) {
+            sources.push({ hostPath: configured, virtualPath: mapping.containerPath });
+          }
+        }
+        sources.sort((a, b) => b.hostPath.length - a.hostPath.length);
+        return new HostPathMasker(sources, { normalizeTailSeparators: true });
+      });
+      pending.catch(() => {
+        if (this.maskerPromise === pending) this.maskerPromise = undefined;
+      });
+      this.maskerPromise = pending;
+    }
+    return this.maskerPromise;
+  }
+
+  override async executeCommand(
+    command: string,
+    options: ExecuteCommandOptions = {},
+  ): Promise<string> {
+    if (!this.allowHostBash) throw new HostBashDisabledError(LOCAL_HOST_BASH_DISABLED_MESSAGE);
+    validateExtraEnv(options.env);
+    const timeoutMs = options.timeoutMs ?? this.timeoutSeconds * 1000;
+    if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+      throw new InvalidArgumentError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+    }
+    const translated = await translateContainerPaths(command, this.table, 'command');
+    const shell = this.shell ?? (await sharedDefaultShell());
+    const env = buildSandboxEnv(options.env);
+    const result = await this.runner({
+      shell,
+      command: translated,
+      env,
+      timeoutMs,
+      signal: options.signal,
+      maxCaptureBytes: this.maxCaptureBytes,
+    });
+    const output = assembleCommandOutput({
+      stdout: result.stdout,
+      stderr: result.stderr,
+      exitCode: result.exitCode,
+      timedOut: result.timedOut,
+      timeoutSeconds: timeoutMs / 1000,
+    });
+    return redactSecrets(await this.maskHostPaths(output), options.env);
+  }
+
+  override async readFile(filePath: string, options: ReadFileOptions = {}): Promise<string> {
+    const { hostPath } = await this.table.resolve(filePath, 'read');
+    const ranged = options.startLine !== undefined || options.endLine !== undefined;
+    const text = ranged
+      ? await readLineRange(hostPath, filePath, options)
+      : await readWholeText(hostPath, filePath);
+    // Only text this sandbox wrote had its virtual paths turned into host paths; uploads and
+    // command output are returned exactly as they are.
+    return this.agentWritten.has(hostPath) ? this.maskHostPaths(text) : text;
+  }
+
+  override async downloadFile(filePath: string): Promise<Uint8Array> {
+    const normalized = filePath.replace(/\\/g, '/').replace(/^\/+/, '');
+    const root = VIRTUAL_PATH_PREFIX.slice(1);
+    if (normalized !== root && !normalized.startsWith(`${root}/`)) {
+      this.logger.error('Refused download outside allowed directory', { path: filePath });
+      throw new SandboxPermissionError(
+        `Access denied: path must be under '${VIRTUAL_PATH_PREFIX}'`,
+        { path: filePath, operation: 'download' },
+      );
+    }
+    const { hostPath } = await this.table.resolve(`/${normalized}`, 'read');
+    let handle;
+    try {
+      handle = await open(hostPath, 'r');
+    } catch (err) {
+      throw toFileError(err, filePath, 'download');
+    }
+    try {
+      const info = await handle.stat();
+      if (info.isDirectory()) throw toFileError({ code: 'EISDIR' }, filePath, 'download');
+      if (info.size > MAX_DOWNLOAD_BYTES) throw tooLarge(filePath);
+      const bytes = await handle.readFile();
+      // The file may have grown between stat and read.
+      if (bytes.length > MAX_DOWNLOAD_BYTES) throw tooLarge(filePath);
+      return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+    } catch (err) {
+      throw toFileError(err, filePath, 'download');
+    } finally {
+      await handle.close();
+    }
+  }
+
+  override async writeFile(
+    filePath: string,
+    content: string,
+    options: WriteFileOptions = {},
+  ): Promise<void> {
+    const { hostPath } = await this.table.resolve(filePath, 'write');
+    const translated = await translateContainerPaths(content, this.table, 'content');
+    try {
+      await mkdir(path.dirname(hostPath), { recursive: true });
+      if (options.append) await appendFile(hostPath, translated, 'utf8');
+      else await writeFile(hostPath, translated, 'utf8');
+    } catch (err) {
+      throw toFileError(err, filePath, 'write');
+    }
+    this.agentWritten.add(hostPath);
+  }
+
+  override async updateFile(filePath: string, content: Uint8Array): Promise<void> {
+    const { hostPath } = await this.table.resolve(filePath, 'write');
+    try {
+      await mkdir(path.dirname(hostPath), { recursive: true });
+      await writeFile(hostPath, content);
+    } catch (err) {
+      throw toFileError(err, filePath, 'update');
+    }
+  }
+
+  override async listDir(dirPath: string, options: ListDirOptions = {}): Promise<string[]> {
+    const { hostPath } = await this.table.resolve(dirPath, 'read');
+    const hostEntries = await listDirTree(hostPath, {
+      maxDepth: options.maxDepth,
+      logger: this.logger,
+    });
+    const virtualEntries = await this.table.toContainerPaths(
+      hostEntries.map((e) => (e.endsWith('/') ? e.slice(0, -1) : e)),
+    );
+    const listed = new Set(
+      virtualEntries.map((v, i) => ((hostEntries[i] as string).endsWith('/') ? `${v}/` : v)),
+    );
+    // Mounts directly below the listed directory show up even though their host directories live
+    // elsewhere (`ls /mnt/skills` lists `public/`, `custom/`, ...).
+    const parent = normalizeVirtualRoot(dirPath);
+    const present = new Set([...listed].map((e) => e.replace(/\/$/, '')));
+    for (const mapping of this.table.mappings) {
+      const cp = mapping.containerPath;
+      if (cp === parent || path.posix.dirname(cp) !== parent || present.has(cp)) continue;
+      if (await isDirectory(mapping.hostPath)) {
+        listed.add(`${cp}/`);
+        present.add(cp);
+      }
+    }
+    return [...listed].sort();
+  }
+
+  override async glob(
+    root: string,
+    pattern: string,
+    options: GlobOptions = {},
+  ): Promise<GlobResult> {
+    const { hostPath } = await this.table.resolve(root, 'read');
+    const result = await findGlobMatches(hostPath, pattern, {
+      includeDirs: options.includeDirs,
+      maxResults: options.maxResults,
+      displayPath: root,
+      logger: this.logger,
+    });
+    return { paths: await this.table.toContainerPaths(result.paths), truncated: result.truncated };
+  }
+
+  override async grep(
+    root: string,
+    pattern: string,
+    options: GrepOptions = {},
+  ): Promise<GrepResult> {
+    const { hostPath } = await this.table.resolve(root, 'read');
+    const result = await findGrepMatches(hostPath, pattern, {
+      glob: options.glob,
+      literal: options.literal,
+      caseSensitive: options.caseSensitive,
+      maxResults: options.maxResults,
+      displayPath: root,
+      logger: this.logger,
+    });
+    const paths = await this.table.toContainerPaths(result.matches.map((m) => m.path));
+    return {
+      matches: result.matches.map((m, i) => ({ ...m, path: paths[i] as string })),
+      truncated: result.truncated,
+    };
+  }
+}
+
+function tooLarge(shown: string): SandboxFileError {
+  return new SandboxFileError(`File exceeds maximum download size of ${MAX_DOWNLOAD_BYTES} bytes`, {
+    path: shown,
+    operation: 'download',
+    kind: 'EFBIG',
+  });
+}
+
+async function isDirectory(hostPath: string): Promise<boolean> {
+  try {
+    return (await stat(hostPath)).isDirectory();
+  } catch {
+    // A mount whose host directory is missing is simply not shown.
+    return false;
+  }
+}
