@@ -1,0 +1,22 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { silentLogger } from '@sbx/core';
+import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import { LocalSandboxProvider } from './local-sandbox-provider.js';
+
+async function makeProvider() {
+  const baseDir = await mkdtemp(path.join(os.tmpdir(), 'sbx-contract-'));
+  const provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  return { provider, cleanup: () => rm(baseDir, { recursive: true, force: true }) };
+}
+
+describeSandboxContract('LocalSandbox', async () => {
+  const { provider, cleanup } = await makeProvider();
+  const sandbox = provider.get(
+    await provider.acquire({ userId: 'contract', threadId: 'sandbox' }),
+  )!;
+  return { sandbox, workdir: '/mnt/user-data/workspace', cleanup };
+});
+
+describeProviderContract('LocalSandboxProvider', makeProvider);
