@@ -304,6 +304,7 @@ export type {
 } from './tools/tool-context.js';
 export {
   resolveToolConfig,
+  toolConfigFromSandboxConfig,
   effectiveResultLimit,
   effectiveWriteFileMaxBytes,
   GLOB_RESULT_LIMIT,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SandboxAuthorizationError, SandboxNotFoundError, SandboxRuntimeError } from '../errors.js';
+import { SandboxLeaseManager } from '../lease-manager.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { createToolContext } from './create-tool-context.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';
@@ -162,6 +163,33 @@ describe('§2.5 lease manager integration', () => {
     );
     expect(leaseManager.calls).toEqual(['acquire agent:3 alice/t1', 'release agent:3']);
     expect(provider.releaseCalls).toEqual([]);
+  });
+});
+
+describe('with the real SandboxLeaseManager', () => {
+  it('binds each run owner, so only the last holder parks the sandbox', async () => {
+    const provider = new MemorySandboxProvider({ releaseParks: true });
+    const manager = new SandboxLeaseManager(provider);
+    const leaseManager: ToolLeaseManager = manager;
+    const first = context({ provider, leaseManager, leaseOwnerId: 'agent:first' });
+    const sandbox = await ensureSandboxInitialized(first);
+    expect(manager.bindingFor('agent:first')).toBe(sandbox.id);
+
+    const second = context({
+      provider,
+      leaseManager,
+      leaseOwnerId: 'agent:second',
+      state: { sandboxId: sandbox.id },
+    });
+    expect((await ensureSandboxInitialized(second)).id).toBe(sandbox.id);
+    expect(manager.bindingFor('agent:second')).toBe(sandbox.id);
+    expect(provider.acquireCalls).toHaveLength(1);
+
+    await manager.release('agent:first');
+    expect(provider.releaseCalls).toEqual([]);
+    await manager.release('agent:second');
+    expect(provider.releaseCalls).toEqual([sandbox.id]);
+    manager.close();
   });
 });
 

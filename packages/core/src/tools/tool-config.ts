@@ -1,3 +1,5 @@
+import type { SandboxConfig } from '../config.js';
+
 /**
  * The slice of sandbox configuration the agent tools read. Hosts usually derive it from their loaded
  * sbx configuration; every field has the documented default, so `{}` is a valid configuration.
@@ -96,4 +98,32 @@ export function effectiveResultLimit(
     limit,
   );
   return Math.min(req, conf);
+}
+
+/**
+ * The tool configuration carried by a loaded `sandbox:` section. Hosts that load sbx configuration
+ * pass `toolConfigFromSandboxConfig(config)` as `ToolContext.config`.
+ */
+export function toolConfigFromSandboxConfig(
+  config: Pick<
+    SandboxConfig,
+    | 'bashOutputMaxChars'
+    | 'readFileOutputMaxChars'
+    | 'lsOutputMaxChars'
+    | 'bashCommandTimeout'
+    | 'allowHostBash'
+    | 'readBeforeWrite'
+    | 'tools'
+  >,
+): ToolConfigInput {
+  return {
+    bashOutputMaxChars: config.bashOutputMaxChars,
+    readFileOutputMaxChars: config.readFileOutputMaxChars,
+    lsOutputMaxChars: config.lsOutputMaxChars,
+    bashCommandTimeoutSeconds: config.bashCommandTimeout,
+    allowHostBash: config.allowHostBash,
+    readBeforeWrite: { enabled: config.readBeforeWrite.enabled },
+    globMaxResults: config.tools.glob.maxResults,
+    grepMaxResults: config.tools.grep.maxResults,
+  };
 }
