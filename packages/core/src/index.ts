@@ -94,6 +94,37 @@ export {
 export type { SandboxScope, SandboxScopeTokenInput } from './identity.js';
 
 // @section provider-loading
+export {
+  DEFAULT_PROVIDER_SPECIFIER,
+  parseProviderSpecifier,
+  providerSpecifierProblem,
+} from './provider-specifier.js';
+export type { ProviderSpecifier } from './provider-specifier.js';
+export { PROVIDER_FACTORY_EXPORT, loadProviderClass } from './provider-loader.js';
+export { isModuleNotFoundFor } from './optional-dependency.js';
+export type {
+  LoadProviderOptions,
+  LoadedProvider,
+  ModuleImporter,
+  SandboxProviderClass,
+  SandboxProviderFactory,
+  SandboxProviderInit,
+} from './provider-loader.js';
+export {
+  SBX_CONFIG_PATH_ENV,
+  getInstalledSandboxProvider,
+  getSandboxProvider,
+  onProviderDetached,
+  resetSandboxProvider,
+  setSandboxProvider,
+  shutdownSandboxProvider,
+} from './default-provider.js';
+export type {
+  DefaultProviderLifecycleOptions,
+  GetSandboxProviderOptions,
+  ProviderDetachReason,
+  ProviderDetachedListener,
+} from './default-provider.js';
 
 // @section acquire-serializer
 

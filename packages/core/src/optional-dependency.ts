@@ -1,13 +1,23 @@
 import { MissingDependencyError } from './errors.js';
 
-const cache = new Map<string, Promise<unknown>>();
+type Importer = (specifier: string) => Promise<unknown>;
 
-function isModuleNotFound(err: unknown, name: string): boolean {
+const nativeImport: Importer = (s) => import(s);
+
+// One cache per importer, so a test that injects its own importer never sees modules another
+// importer loaded (and vice versa).
+const caches = new WeakMap<Importer, Map<string, Promise<unknown>>>();
+
+/**
+ * True when `err` says the module `name` itself cannot be found. A missing file or transitive
+ * dependency inside an installed package is a broken install, not a missing package, and must
+ * surface as-is; both Node's ESM (`ERR_MODULE_NOT_FOUND`) and CJS (`MODULE_NOT_FOUND`) loaders
+ * quote the specifier they could not resolve.
+ */
+export function isModuleNotFoundFor(err: unknown, name: string): boolean {
   if (!(err instanceof Error)) return false;
   const code = (err as { code?: unknown }).code;
   if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false;
-  // Only the package itself being absent counts; a missing transitive file inside an installed
-  // package is a broken install and must surface as-is.
   return err.message.includes(`'${name}'`) || err.message.includes(`"${name}"`);
 }
 
@@ -23,19 +33,26 @@ function isModuleNotFound(err: unknown, name: string): boolean {
 export async function loadOptionalDependency<T = unknown>(
   name: string,
   requiredBy: string,
-  importer: (specifier: string) => Promise<unknown> = (s) => import(s),
+  importer: Importer = nativeImport,
 ): Promise<T> {
+  const cache = caches.get(importer) ?? new Map<string, Promise<unknown>>();
+  caches.set(importer, cache);
   let pending = cache.get(name);
   if (!pending) {
-    pending = importer(name);
-    cache.set(name, pending);
+    // Async wrapper: an importer that throws synchronously is handled like a rejected import.
+    const attempt = (async () => importer(name))();
+    pending = attempt;
+    cache.set(name, attempt);
     // A failed import is not cached: installing the package later in a long-lived process works.
-    pending.catch(() => cache.delete(name));
+    // Only this attempt's entry is removed, never a newer one.
+    attempt.catch(() => {
+      if (cache.get(name) === attempt) cache.delete(name);
+    });
   }
   try {
     return (await pending) as T;
   } catch (err) {
-    if (isModuleNotFound(err, name))
+    if (isModuleNotFoundFor(err, name))
       throw new MissingDependencyError(name, requiredBy, { cause: err });
     throw err;
   }
