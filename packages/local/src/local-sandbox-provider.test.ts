@@ -1,8 +1,19 @@
-import { mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  realpath,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { InvalidArgumentError, SandboxPermissionError, SandboxRuntimeError } from '@sbx/core';
 import type { Logger } from '@sbx/core';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import defaultExport, { LocalSandboxProvider, createLocalProvider } from './index.js';
 
@@ -316,5 +327,62 @@ describe('LocalSandboxProvider', () => {
     await expect(generic.downloadFile('/etc/hostname')).rejects.toBeInstanceOf(
       SandboxPermissionError,
     );
+  });
+
+  it('property: file operations of a thread never touch anything outside its mounts', async () => {
+    const p = provider();
+    const victim = p.get(await p.acquire({ threadId: 'victim', userId: 'alice' }))!;
+    await victim.writeFile('/mnt/user-data/workspace/private.txt', 'alice only');
+    const sb = p.get(await p.acquire({ threadId: 'attacker', userId: 'mallory' }))!;
+    const ws = p.threadLayout('mallory', 'attacker').workspacePath;
+    const canary = path.join(base, 'canary');
+    await mkdir(canary, { recursive: true });
+    await symlink(canary, path.join(ws, 'to-canary'));
+    await symlink(p.threadLayout('alice', 'victim').workspacePath, path.join(ws, 'to-victim'));
+    await symlink(path.join(canary, 'planted'), path.join(ws, 'dangling'));
+    const snapshot = async () => ({
+      canary: (await readdir(canary)).sort(),
+      victim: (await readdir(p.threadLayout('alice', 'victim').workspacePath)).sort(),
+    });
+    const before = await snapshot();
+    const segment = fc.constantFrom(
+      '..',
+      '.',
+      'to-canary',
+      'to-victim',
+      'dangling',
+      '%2e%2e',
+      '\u2025',
+      '\uff0e\uff0e',
+      'a',
+      'x.txt',
+      '',
+    );
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(
+          '/mnt/user-data/workspace',
+          '/mnt/user-data',
+          '/mnt/acp-workspace',
+          '/mnt/skills/custom',
+        ),
+        fc.array(segment, { minLength: 1, maxLength: 4 }),
+        fc.constantFrom('write', 'append', 'update', 'read', 'list'),
+        async (root, segments, op) => {
+          const target = [root, ...segments].join('/');
+          try {
+            if (op === 'write') await sb.writeFile(target, 'pwned');
+            else if (op === 'append') await sb.writeFile(target, 'pwned', { append: true });
+            else if (op === 'update') await sb.updateFile(target, new Uint8Array([1]));
+            else if (op === 'read') expect(await sb.readFile(target)).not.toBe('alice only');
+            else for (const e of await sb.listDir(target)) expect(e.startsWith('/mnt/')).toBe(true);
+          } catch (err) {
+            expect((err as { code?: unknown }).code).toMatch(/^SANDBOX_|^INVALID_ARGUMENT$/);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+    expect(await snapshot()).toEqual(before);
   });
 });
