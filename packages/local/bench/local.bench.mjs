@@ -5,6 +5,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { maskLocalPathsInOutput, pathMapping } from '@sbx/core';
 import { LocalSandbox, LocalSandboxProvider, findShell } from '@sbx/local';
