@@ -10,8 +10,18 @@ export interface SbxErrorOptions {
   cause?: unknown;
 }
 
+function renderValue(v: unknown): string {
+  if (typeof v !== 'object' || v === null) return String(v);
+  // Structured values (lists of paths, nested ids) would otherwise read "[object Object]".
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
 function renderDetails(details: SbxErrorDetails): string {
-  const parts = Object.entries(details).map(([k, v]) => `${k}=${String(v)}`);
+  const parts = Object.entries(details).map(([k, v]) => `${k}=${renderValue(v)}`);
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }
 
