@@ -188,8 +188,66 @@ export { createCapacityStore } from './capacity-store-factory.js';
 export type { CreateCapacityStoreOptions } from './capacity-store-factory.js';
 
 // @section env-policy
+export {
+  BLOCKED_ENV_NAMES,
+  MIN_REDACTED_VALUE_LENGTH,
+  REDACTED_PLACEHOLDER,
+  SECRET_ENV_NAME_MARKERS,
+  buildSandboxEnv,
+  isSecretEnvName,
+  redactSecrets,
+  validateExtraEnv,
+} from './env-policy.js';
+export type { BuildSandboxEnvOptions } from './env-policy.js';
 
 // @section search
+export { IGNORE_PATTERNS, shouldIgnoreName, shouldIgnorePath } from './search-ignore.js';
+export type { IgnoreOptions } from './search-ignore.js';
+export {
+  BINARY_SNIFF_BYTES,
+  DEFAULT_GLOB_MAX_RESULTS,
+  DEFAULT_GREP_MAX_RESULTS,
+  DEFAULT_LIST_DIR_DEPTH,
+  DEFAULT_MAX_FILE_SIZE_BYTES,
+  LINE_SUMMARY_LENGTH,
+  MAX_GREP_LINE_LENGTH,
+  REMOTE_LIST_DIR_LIMIT,
+} from './search-limits.js';
+export { compareNames, compareRelativePaths } from './search-order.js';
+export { compileGlob, globNameFilter, pathMatchesGlob } from './glob-match.js';
+export type { GlobMatcher, GlobMatchOptions } from './glob-match.js';
+export { truncateLine } from './grep-line-summary.js';
+export { compileGrepPattern, escapeRegex, translatePythonRegex } from './grep-pattern.js';
+export type { GrepPatternOptions, TranslatedRegex } from './grep-pattern.js';
+export { regexToPosixEre } from './grep-ere.js';
+export type { LocalSearchOptions } from './search-walk.js';
+export { findGlobMatches } from './glob-find.js';
+export type { FindGlobOptions } from './glob-find.js';
+export { findGrepMatches } from './grep-find.js';
+export type { FindGrepOptions } from './grep-find.js';
+export { listDirTree } from './list-dir.js';
+export type { ListDirTreeOptions } from './list-dir.js';
+export { shellQuote } from './shell-quote.js';
+export {
+  buildFindCommand,
+  buildGrepCommand,
+  buildListDirCommand,
+  parseFindOutput,
+  parseGrepOutput,
+  parseListDirOutput,
+  planRemoteGlob,
+  planRemoteGrep,
+  planRemoteListDir,
+  remoteOutputLimit,
+  remotePerFileLimit,
+} from './search-remote.js';
+export type {
+  RemoteGlobOptions,
+  RemoteGrepOptions,
+  RemoteListDirOptions,
+  RemoteParseOptions,
+  RemoteSearchPlan,
+} from './search-remote.js';
 
 // @section virtual-paths
 export {
