@@ -73,7 +73,8 @@ function acquire(context: ToolContext, request: SandboxAcquireRequest): Promise<
     ...(request.userId !== undefined ? { userId: request.userId } : {}),
     ...(request.signal ? { signal: request.signal } : {}),
   };
-  context.provider.admit(options);
+  // Duck-typed providers (not extending SandboxProvider) may lack the hook.
+  context.provider.admit?.(options);
   return context.provider.acquire(options);
 }
 

@@ -5,7 +5,12 @@ import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { normalizeToolPath, recordFileContent, refreshFileMark } from './read-before-write.js';
 import { resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from './tool-errors.js';
+import {
+  describeError,
+  fileErrorKind,
+  isMissingFileError,
+  isPermissionError,
+} from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type ReadFileInput } from './tool-schemas.js';
@@ -75,7 +80,7 @@ export function readFileTool(context: ToolContext, input: ReadFileInput): Promis
       // File content is returned verbatim (not path-masked): it is what a later write compares to.
       return truncateReadFileOutput(content, config.readFileOutputMaxChars);
     } catch (err) {
-      if (isNotFoundError(err)) result = `Error: File not found: ${path}`;
+      if (isMissingFileError(err)) result = `Error: File not found: ${path}`;
       else if (isPermissionError(err)) result = `Error: Permission denied reading file: ${path}`;
       else if (fileErrorKind(err) === 'EISDIR') {
         result = `Error: Path is a directory, not a file: ${path}`;

@@ -4,7 +4,7 @@ import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { checkReadBeforeWrite, normalizeToolPath, refreshFileMark } from './read-before-write.js';
 import { resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import { describeError, isNotFoundError, isPermissionError } from './tool-errors.js';
+import { describeError, isMissingFileError, isPermissionError } from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type StrReplaceInput } from './tool-schemas.js';
@@ -83,7 +83,7 @@ export function strReplaceTool(context: ToolContext, input: StrReplaceInput): Pr
         },
       );
     } catch (err) {
-      if (isNotFoundError(err)) result = `Error: File not found: ${path}`;
+      if (isMissingFileError(err)) result = `Error: File not found: ${path}`;
       else if (isPermissionError(err)) result = `Error: Permission denied accessing file: ${path}`;
       else if (isSbxError(err)) result = `Error: ${err.message}`;
       else result = `Error: Unexpected error replacing string: ${describeError(err)}`;

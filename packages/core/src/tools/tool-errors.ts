@@ -8,8 +8,13 @@ export function fileErrorKind(err: unknown): FileErrorKind | undefined {
 }
 
 export function isNotFoundError(err: unknown): boolean {
+  return fileErrorKind(err) === 'ENOENT';
+}
+
+/** Missing, or a parent of the path is a file: either way there is no such file to read. */
+export function isMissingFileError(err: unknown): boolean {
   const kind = fileErrorKind(err);
-  return kind === 'ENOENT';
+  return kind === 'ENOENT' || kind === 'ENOTDIR';
 }
 
 export function isPermissionError(err: unknown): boolean {
