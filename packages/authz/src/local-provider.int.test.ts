@@ -1,0 +1,101 @@
+// The gate in front of the real host-backed provider: real directories, real shell processes.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createToolContext, runTool, silentLogger } from '@sbx/core';
+import type { AcquireOptions, ToolContext } from '@sbx/core';
+import { LocalSandboxProvider } from '@sbx/local';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AuthorizationConfig } from './authorization-config.js';
+import { buildPrincipal } from './principal.js';
+import type { Principal } from './principal.js';
+import { createSandboxAuthorizer } from './sandbox-authorizer.js';
+import { countingRbac, rbacConfig, recordingLogger } from './test-support.js';
+
+class CountingLocalProvider extends LocalSandboxProvider {
+  readonly acquires: AcquireOptions[] = [];
+  override acquire(options: AcquireOptions = {}): Promise<string> {
+    this.acquires.push(options);
+    return super.acquire(options);
+  }
+}
+
+const NOTES = '/mnt/user-data/workspace/notes.md';
+
+describe('sandbox:execute gate with @sbx/local', () => {
+  let baseDir: string;
+  let provider: CountingLocalProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-authz-local-'));
+    provider = new CountingLocalProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  function run(
+    initialRole: string,
+    config: AuthorizationConfig = rbacConfig(),
+  ): { context: ToolContext; setRole(role: string): void; calls: { role?: string }[] } {
+    let principal: Principal = buildPrincipal({ userId: 'alice', userRole: initialRole });
+    const counting = countingRbac();
+    const context = createToolContext({
+      provider,
+      threadId: 'thread-1',
+      userId: 'alice',
+      local: { threadData: provider.threadData('alice', 'thread-1') },
+      config: { allowHostBash: true },
+      authorize: createSandboxAuthorizer({
+        config,
+        getPrincipal: () => principal,
+        resolveProvider: counting.resolveProvider,
+        logger: recordingLogger(),
+      }),
+    });
+    return {
+      context,
+      calls: counting.calls,
+      setRole: (role) => (principal = buildPrincipal({ userId: 'alice', userRole: role })),
+    };
+  }
+
+  it('§7.25 a denied role gets the tool error and no local sandbox is created', async () => {
+    const { context } = run('guest');
+    expect(await runTool('bash', { command: 'echo hi' }, context)).toBe(
+      'Error: Sandbox execution is not permitted for your role (role=guest)',
+    );
+    expect(provider.acquires).toEqual([]);
+    expect(context.state.sandboxId).toBeUndefined();
+  });
+
+  it('an allowed role works end to end, one decision per tool call', async () => {
+    const { context, calls } = run('admin');
+    expect(await runTool('write_file', { path: NOTES, content: 'hello\n' }, context)).toBe('OK');
+    expect(await runTool('read_file', { path: NOTES }, context)).toBe('hello\n');
+    expect(await runTool('write_file', { path: NOTES, content: 'hello again\n' }, context)).toBe(
+      'OK',
+    );
+    expect((await runTool('bash', { command: 'cat notes.md' }, context)).trim()).toBe(
+      'hello again',
+    );
+    expect(provider.acquires).toHaveLength(1);
+    expect(calls).toHaveLength(4);
+  });
+
+  it('a role change between two calls denies the cached sandbox', async () => {
+    const { context, setRole } = run('admin');
+    expect(await runTool('write_file', { path: NOTES, content: 'v1' }, context)).toBe('OK');
+    const id = context.state.sandboxId!;
+    setRole('guest');
+    expect(await runTool('bash', { command: 'echo v2 > notes.md' }, context)).toMatch(
+      /not permitted for your role \(role=guest\)/,
+    );
+    expect(provider.get(id)).toBeDefined();
+    setRole('admin');
+    expect(await runTool('read_file', { path: NOTES }, context)).toBe('v1');
+    expect(provider.acquires).toHaveLength(1);
+  });
+});
