@@ -41,7 +41,7 @@ describe.skipIf(process.platform === 'win32')('sbx-local-demo', () => {
 
   it('writes the file and runs it in the workspace, showing virtual paths only', () => {
     expect(resultOf(1)).toBe('OK');
-    expect(resultOf(2)).toBe('Hello, sandbox!\n/mnt/user-data/workspace\n');
+    expect(resultOf(2)).toBe('Hello, sandbox!\n/mnt/user-data/workspace');
     expect(output).not.toContain(path.join(base, 'users'));
   });
 
@@ -64,7 +64,7 @@ describe.skipIf(process.platform === 'win32')('sbx-local-demo', () => {
   });
 
   it('keeps the host secret out of the sandbox environment', () => {
-    expect(resultOf(11)).toBe(`${DEMO_HOST_SECRET_NAME} is not visible\n`);
+    expect(resultOf(11)).toBe(`${DEMO_HOST_SECRET_NAME} is not visible`);
     expect(output).not.toContain('sk-demo-host');
   });
 

@@ -128,8 +128,12 @@ const STEPS: readonly Step[] = [
   },
 ];
 
+/** The result, indented under its call; a final newline would only print an empty line. */
 function indent(text: string): string[] {
-  return text.split('\n').map((line) => `    ${line}`);
+  return text
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((line) => `    ${line}`);
 }
 
 /** Runs the scripted session and reports every tool call through `write`. */
