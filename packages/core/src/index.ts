@@ -127,10 +127,70 @@ export type {
 } from './default-provider.js';
 
 // @section acquire-serializer
+export {
+  AcquireSerializer,
+  DEFAULT_SERIALIZER_LIMIT,
+  serializerKey,
+} from './acquire-serializer.js';
+export type {
+  AcquireSerializerOptions,
+  SerializerKeyPart,
+  SerializerLease,
+  SerializerWaitOptions,
+} from './acquire-serializer.js';
 
 // @section lease-manager
+export {
+  SandboxLeaseManager,
+  getSandboxLeaseManager,
+  discardSandboxLeaseManager,
+} from './lease-manager.js';
+export type {
+  LeaseProvider,
+  LeaseIdentity,
+  LeaseAcquireOptions,
+  LeaseRetainOptions,
+  LeaseReuseOptions,
+  LeaseReleaseOptions,
+  SandboxLeaseManagerOptions,
+  LeaseBindingSnapshot,
+  LeaseManagerSnapshot,
+  IdleTeardownReservation,
+} from './lease-manager.js';
+export {
+  LEASE_OWNER_CONTEXT_KEY,
+  COMMAND_SCOPE_CONTEXT_KEY,
+  SERVER_OWNED_CONTEXT_KEYS,
+  createLeaseOwnerId,
+  scrubServerOwnedContext,
+  sandboxLeaseOwner,
+  sandboxCommandScope,
+  ensureSandboxLeaseOwner,
+} from './lease-context.js';
+export type { ServerOwnedContextKey } from './lease-context.js';
+export { acquireSandboxClientLease, runLifecycleOperation } from './lease-client.js';
+export type {
+  SandboxClientLease,
+  SandboxClientLeaseOptions,
+  LifecycleOperationOptions,
+} from './lease-client.js';
 
 // @section warm-pool
+export {
+  WarmPool,
+  DEFAULT_IDLE_TIMEOUT_SECONDS,
+  DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
+  DEFAULT_REPLICAS,
+} from './warm-pool.js';
+export type {
+  WarmEntry,
+  WarmPoolOptions,
+  WarmPoolDestroyReason,
+  TeardownReservation,
+  WarmPoolCapacityResult,
+} from './warm-pool.js';
+export { systemClock } from './clock.js';
+export type { Clock, ClockTimer, ClockTimeoutOptions } from './clock.js';
 
 // @section ownership-store
 export {

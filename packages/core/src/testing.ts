@@ -16,6 +16,23 @@ export type {
 } from './testing/memory-sandbox.js';
 export { MemorySandboxProvider } from './testing/memory-sandbox-provider.js';
 export type { MemorySandboxProviderOptions } from './testing/memory-sandbox-provider.js';
+export { ManualClock } from './testing/manual-clock.js';
+export { Deferred, controllable, settle, track } from './testing/deferred.js';
+export { CallGate, Pausable, pausable } from './testing/pausable.js';
+export type {
+  PausePhase,
+  PauseOptions,
+  PausedCall,
+  GateCallRecord,
+  MethodName,
+} from './testing/pausable.js';
+export { FakeSandbox, FakeSandboxProvider } from './testing/fake-provider.js';
+export type {
+  FakeSandboxMethod,
+  FakeProviderMethod,
+  FakeProviderCall,
+  FakeSandboxProviderOptions,
+} from './testing/fake-provider.js';
 
 // @section sandbox-contract
 export { describeSandboxContract } from './testing/sandbox-contract.js';

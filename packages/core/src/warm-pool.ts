@@ -55,7 +55,7 @@ export interface TeardownReservation {
   release(): void;
 }
 
-export interface CapacityResult {
+export interface WarmPoolCapacityResult {
   replicas: number;
   /** Warm ids destroyed to make room, oldest first. */
   evicted: string[];
@@ -272,7 +272,7 @@ export class WarmPool<T> {
    * entries, oldest first, while active + warm would reach the cap. Active sandboxes are never
    * evicted; if only they fill the cap, creation goes ahead beyond the soft limit with a warning.
    */
-  async ensureCapacity(activeCount: number, newId?: string): Promise<CapacityResult> {
+  async ensureCapacity(activeCount: number, newId?: string): Promise<WarmPoolCapacityResult> {
     const evicted: string[] = [];
     while (activeCount + this.#entries.size >= this.replicas && this.#entries.size > 0) {
       const id = await this.evictOldest();
