@@ -7,6 +7,7 @@ import type { AcquireOptions, ToolContext } from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AuthorizationConfig } from './authorization-config.js';
+import { tryAcquireSandboxForRequest } from './gateway.js';
 import { buildPrincipal } from './principal.js';
 import type { Principal } from './principal.js';
 import { createSandboxAuthorizer } from './sandbox-authorizer.js';
@@ -97,5 +98,40 @@ describe('sandbox:execute gate with @sbx/local', () => {
     setRole('admin');
     expect(await runTool('read_file', { path: NOTES }, context)).toBe('v1');
     expect(provider.acquires).toHaveLength(1);
+  });
+
+  it('§7.28 gateway upload: allowed syncs into the thread, denied acquires nothing', async () => {
+    const denied = await tryAcquireSandboxForRequest({
+      provider,
+      principal: buildPrincipal({ userId: 'alice', userRole: 'guest' }),
+      threadId: 'thread-1',
+      userId: 'alice',
+      kind: 'upload',
+      config: rbacConfig(),
+    });
+    expect(denied).toBeUndefined();
+    expect(provider.acquires).toEqual([]);
+
+    const lease = await tryAcquireSandboxForRequest({
+      provider,
+      principal: buildPrincipal({ userId: 'alice', userRole: 'admin' }),
+      threadId: 'thread-1',
+      userId: 'alice',
+      kind: 'upload',
+      config: rbacConfig(),
+    });
+    expect(lease).toBeDefined();
+    try {
+      await lease!.run((sandbox) =>
+        sandbox.updateFile('/mnt/user-data/uploads/a.txt', new TextEncoder().encode('data')),
+      );
+    } finally {
+      await lease!.release();
+    }
+    const { context } = run('admin');
+    expect(await runTool('bash', { command: 'cat /mnt/user-data/uploads/a.txt' }, context)).toBe(
+      'data',
+    );
+    expect(provider.acquires).toHaveLength(2);
   });
 });
