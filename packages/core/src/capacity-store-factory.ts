@@ -3,7 +3,11 @@ import type { CapacityStore } from './capacity-store.js';
 import { resolveOwnershipConfig } from './config-ownership.js';
 import type { ResolvedOwnershipConfig } from './config-ownership.js';
 import type { Logger } from './logger.js';
-import { loadOwnershipRedisModule, redisUrlOf } from './ownership-store-factory.js';
+import {
+  assertOwnershipType,
+  loadOwnershipRedisModule,
+  redisUrlOf,
+} from './ownership-store-factory.js';
 import type { OwnershipStoreFactoryOptions } from './ownership-store-factory.js';
 
 export interface CreateCapacityStoreOptions extends OwnershipStoreFactoryOptions {
@@ -24,6 +28,7 @@ export async function createCapacityStore(
 ): Promise<CapacityStore | undefined> {
   assertCapacityHardLimit(options.hardLimit);
   const resolved = ownership ?? resolveOwnershipConfig(undefined, options.env ?? process.env);
+  assertOwnershipType(resolved.type);
   if (resolved.type === 'memory') return undefined;
   const load =
     options.loadRedisModule ??

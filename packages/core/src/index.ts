@@ -217,6 +217,7 @@ export {
   createOwnershipStore,
   loadOwnershipRedisModule,
   redisUrlOf,
+  assertOwnershipType,
   OWNERSHIP_REDIS_PACKAGE,
 } from './ownership-store-factory.js';
 export type {

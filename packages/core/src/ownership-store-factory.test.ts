@@ -129,6 +129,19 @@ describe('createOwnershipStore', () => {
     ).rejects.toBe(err);
   });
 
+  it('an unknown type is a ConfigError naming the key, never a silent redis (9.6 #90)', async () => {
+    const bogus = {
+      ...resolveOwnershipConfig(undefined, {}),
+      type: 'etcd',
+    } as unknown as ResolvedOwnershipConfig;
+    await expect(createOwnershipStore(bogus, { logger: capturingLogger() })).rejects.toThrow(
+      /sandbox\.ownership\.type: Unknown sandbox ownership type: 'etcd'/,
+    );
+    await expect(createCapacityStore(bogus, { hardLimit: 1 })).rejects.toThrow(
+      /Unknown sandbox ownership type/,
+    );
+  });
+
   it('a hand-built redis config without a URL is rejected', async () => {
     const { mod } = recordingRedisModule();
     await expect(

@@ -2,7 +2,7 @@ import type { CapacityStore } from './capacity-store.js';
 import type { Env } from './config-input.js';
 import { resolveOwnershipConfig } from './config-ownership.js';
 import type { ResolvedOwnershipConfig } from './config-ownership.js';
-import { InvalidArgumentError } from './errors.js';
+import { ConfigError, InvalidArgumentError } from './errors.js';
 import { consoleLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import { MemoryOwnershipStore } from './memory-ownership-store.js';
@@ -69,6 +69,7 @@ export async function createOwnershipStore(
   options: CreateOwnershipStoreOptions = {},
 ): Promise<OwnershipStore> {
   const resolved = ownership ?? resolveOwnershipConfig(undefined, options.env ?? process.env);
+  assertOwnershipType(resolved.type);
   const logger = options.logger ?? consoleLogger();
   // Recomputed (and validated) rather than trusted: a hand-built config skips the schema.
   const ttlSeconds = leaseTtlSeconds(resolved);
@@ -98,6 +99,18 @@ export async function createOwnershipStore(
     );
   }
   return store;
+}
+
+/** The schema already restricts the type; this guards hand-built configurations. */
+export function assertOwnershipType(type: unknown): asserts type is 'memory' | 'redis' {
+  if (type !== 'memory' && type !== 'redis') {
+    throw new ConfigError([
+      {
+        path: 'sandbox.ownership.type',
+        message: `Unknown sandbox ownership type: '${String(type)}' (expected 'memory' or 'redis')`,
+      },
+    ]);
+  }
 }
 
 export function redisUrlOf(resolved: ResolvedOwnershipConfig): string {
