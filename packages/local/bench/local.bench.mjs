@@ -320,7 +320,7 @@ function markdown(result) {
     '',
     `Provider memory: ${m.threads.toLocaleString('en-US')} distinct threads acquired (and looked up) through one provider, ` +
       `LRU keeps ${m.cached}: RSS growth ${m.rssGrowthMb} MB, heap growth ${m.heapGrowthMb} MB ` +
-      `(${m.acquirePerSecond} acquires/s including directory creation; gc exposed: ${m.gcExposed}).`,
+      `(${m.acquirePerSecond} acquires/s, including creating each thread's directories and deleting those of evicted threads to bound the disk; gc exposed: ${m.gcExposed}).`,
     '',
   );
   out.push('| threads | RSS (MB) | heap (MB) |', '| ---: | ---: | ---: |');
