@@ -1,0 +1,38 @@
+import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import { BoxliteProvider } from './boxlite-provider.js';
+import { FakeBoxliteRuntime } from './testing/fake-boxlite-runtime.js';
+import type { Userland } from './testing/host-shell.js';
+import { boxliteConfig } from './testing/harness.js';
+
+/*
+ * The shared conformance suites, on the stand-in runtime: real commands in a per-box directory,
+ * once with the host's GNU tools and once with busybox only (the search protocol has a busybox
+ * branch, and slim VM images often have nothing else).
+ */
+
+describeProviderContract('BoxliteProvider on FakeBoxliteRuntime', async () => {
+  const runtime = new FakeBoxliteRuntime();
+  const provider = new BoxliteProvider({ config: boxliteConfig({ replicas: 50 }), runtime });
+  return { provider, cleanup: () => runtime.dispose() };
+});
+
+for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[]) {
+  describeSandboxContract(
+    `BoxliteSandbox on FakeBoxliteRuntime (${userland} userland)`,
+    async () => {
+      const runtime = new FakeBoxliteRuntime({ userland });
+      const provider = new BoxliteProvider({ config: boxliteConfig(), runtime });
+      const id = await provider.acquire({ userId: 'contract', threadId: `sandbox-${userland}` });
+      const sandbox = provider.get(id);
+      if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
+      return {
+        sandbox,
+        workdir: '/mnt/user-data/workspace',
+        cleanup: async () => {
+          await provider.shutdown();
+          await runtime.dispose();
+        },
+      };
+    },
+  );
+}

@@ -1,0 +1,606 @@
+import { randomBytes } from 'node:crypto';
+import {
+  AbortedError,
+  AcquireSerializer,
+  ProviderClosedError,
+  SandboxIdentityCollisionError,
+  SandboxProvider,
+  SandboxRuntimeError,
+  SerializerClosedError,
+  WarmPool,
+  deriveSandboxScopeToken,
+  resolveEffectiveUserId,
+  shellQuote,
+  silentLogger,
+  systemClock,
+} from '@sbx/core';
+import type {
+  AcquireOptions,
+  Clock,
+  Logger,
+  ModuleImporter,
+  SandboxProviderInit,
+  WarmEntry,
+  WarmPoolDestroyReason,
+} from '@sbx/core';
+import type { BoxliteSettings } from './boxlite-config.js';
+import { resolveBoxliteSettings } from './boxlite-config.js';
+import type { BoxliteRuntime } from './boxlite-runtime.js';
+import { BoxliteSandbox } from './boxlite-sandbox.js';
+import { createSdkBoxliteRuntime } from './sdk-runtime.js';
+import type { TerminalMarkers } from './terminal-errors.js';
+import type { FsAccessProbe } from './virtualization.js';
+
+/** The (user, thread) a box was created for. `undefined` on a box adopted at startup. */
+export interface BoxIdentity {
+  readonly userId: string;
+  readonly threadId: string;
+}
+
+export interface BoxliteProviderOptions extends SandboxProviderInit {
+  /**
+   * The runtime, or a function opening it on first use. Default: the real SDK runtime
+   * (`createSdkBoxliteRuntime`), opened on the first acquire.
+   */
+  readonly runtime?: BoxliteRuntime | (() => Promise<BoxliteRuntime>);
+  /** Loads `@boxlite-ai/boxlite` for the default runtime; default a dynamic `import()`. */
+  readonly importer?: ModuleImporter;
+  /** Probe for `/dev/kvm` for the default runtime; default `fs.promises.access`. */
+  readonly fsAccess?: FsAccessProbe;
+  readonly platform?: NodeJS.Platform;
+  /** Drives idle expiry, the reuse skip window and every deadline. Default: the system clock. */
+  readonly clock?: Clock;
+  /**
+   * The sandbox id of (user, thread). Default: `deriveSandboxScopeToken` of `@sbx/core` (16 hex
+   * characters of sha256("<user>:<thread>"), shared with every remote provider). Override only to
+   * test collision handling or to migrate ids.
+   */
+  readonly deriveSandboxId?: (identity: BoxIdentity) => string;
+  /** Overrides the terminal/retryable message markers (see `terminal-errors.ts`). */
+  readonly terminalMarkers?: Partial<TerminalMarkers>;
+}
+
+/** A released box waiting in the warm pool. */
+export interface WarmBox {
+  readonly sandbox: BoxliteSandbox;
+  /** Unknown (`undefined`) for a box adopted at startup: any thread whose id matches may reclaim it, after a health check. */
+  readonly identity: BoxIdentity | undefined;
+  /** Released by this instance: within `health_check_skip_seconds` it is reused unchecked. */
+  readonly skipEligible: boolean;
+}
+
+interface ActiveBox {
+  readonly sandbox: BoxliteSandbox;
+  /** `undefined` for anonymous (thread-less) boxes, which are never reclaimed. */
+  readonly identity: BoxIdentity | undefined;
+}
+
+const PROVIDER_NAME = 'boxlite';
+
+function sameIdentity(a: BoxIdentity, b: BoxIdentity): boolean {
+  return a.userId === b.userId && a.threadId === b.threadId;
+}
+
+function describeIdentity(identity: BoxIdentity | undefined): string {
+  return identity === undefined ? 'an adopted box' : `(${identity.userId}, ${identity.threadId})`;
+}
+
+function abortIfNeeded(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
+}
+
+/**
+ * BoxLite micro-VM sandboxes, one per (user, thread), kept warm between turns.
+ *
+ * - Identity: the box of (user, thread) is `<name_prefix><id>` with the shared 16-hex id, so it is
+ *   found again after a restart (startup reconciliation adopts prefixed boxes into the warm pool).
+ * - Acquire and release of one id are serialized (`AcquireSerializer`, keyed by the id); anonymous
+ *   acquires (no thread) get a random id and never wait on that lock.
+ * - Release parks the box in the shared `WarmPool`; only the same (user, thread) reclaims it, after
+ *   a health check bounded in time on both sides (skipped within `health_check_skip_seconds` of
+ *   this instance's own release). A box of another identity under the same id is never handed out.
+ * - `replicas` is a soft cap on active + warm boxes: creating evicts warm boxes, oldest first, and
+ *   never an active one. `idle_timeout` stops boxes parked longer (0 keeps them).
+ * - A command failure that means the VM is gone evicts that box; the next acquire creates a new one.
+ * - `reset()` only forgets who holds what (active boxes go to the warm pool, still running);
+ *   `shutdown()` stops every box and closes the runtime.
+ */
+export class BoxliteProvider extends SandboxProvider {
+  readonly settings: BoxliteSettings;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #options: BoxliteProviderOptions;
+  readonly #active = new Map<string, ActiveBox>();
+  readonly #pool: WarmPool<WarmBox>;
+  /** Stops in flight per id: a box is never created under a name whose previous box is stopping. */
+  readonly #stops = new Map<string, Promise<void>>();
+  /** Ids being created right now; counted as active for the replica cap. */
+  readonly #creating = new Set<string>();
+  #serializer: AcquireSerializer;
+  #runtime: Promise<BoxliteRuntime> | undefined;
+  #closed = false;
+  #shutdown: Promise<void> | undefined;
+
+  constructor(options: BoxliteProviderOptions) {
+    super();
+    this.#options = options;
+    this.settings = resolveBoxliteSettings(options.config);
+    this.#logger = options.logger ?? silentLogger;
+    this.#clock = options.clock ?? systemClock;
+    this.#serializer = this.#newSerializer();
+    this.#pool = new WarmPool<WarmBox>({
+      name: PROVIDER_NAME,
+      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
+      checkIntervalSeconds: this.settings.idleCheckIntervalSeconds,
+      replicas: this.settings.replicas,
+      clock: this.#clock,
+      logger: this.#logger,
+      destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+    });
+    // A timeout of 0 keeps warm boxes until shutdown, so there is nothing for a checker to do.
+    if (this.settings.idleTimeoutSeconds > 0) this.#pool.start();
+  }
+
+  /** Ids of active (acquired, not released) boxes. */
+  get activeIds(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  /** Ids of warm (released, still running) boxes, oldest first. */
+  get warmIds(): string[] {
+    return this.#pool.ids();
+  }
+
+  /** Whether the idle checker runs (only when `idle_timeout > 0`, until shutdown). */
+  get idleCheckerRunning(): boolean {
+    return this.#pool.idleCheckerRunning;
+  }
+
+  /** `(replicas, active + warm)`. */
+  replicaCount(): { replicas: number; total: number } {
+    return this.#pool.replicaCount(this.#active.size);
+  }
+
+  /** The box name of a sandbox id. */
+  boxName(sandboxId: string): string {
+    return `${this.settings.namePrefix}${sandboxId}`;
+  }
+
+  /** The sandbox id of (user, thread). */
+  sandboxIdFor(userId: string | undefined, threadId: string): string {
+    const identity = { userId: resolveEffectiveUserId(userId), threadId };
+    return this.#options.deriveSandboxId?.(identity) ?? deriveSandboxScopeToken(identity);
+  }
+
+  /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
+  runIdleCheck(): Promise<void> {
+    return this.#pool.runIdleCheck();
+  }
+
+  override async acquire(options: AcquireOptions = {}): Promise<string> {
+    this.admit(options);
+    this.#assertOpen();
+    abortIfNeeded(options.signal);
+    const runtime = await this.#ensureRuntime();
+    if (options.threadId === undefined) return this.#acquireAnonymous(runtime, options.signal);
+    const identity: BoxIdentity = {
+      userId: resolveEffectiveUserId(options.userId),
+      threadId: options.threadId,
+    };
+    const id = this.sandboxIdFor(identity.userId, identity.threadId);
+    return this.#serialized(
+      id,
+      () => this.#acquireThread(runtime, id, identity, options.signal),
+      options.signal,
+    );
+  }
+
+  override get(sandboxId: string): BoxliteSandbox | undefined {
+    return this.#active.get(sandboxId)?.sandbox;
+  }
+
+  override async release(sandboxId: string): Promise<void> {
+    const active = this.#active.get(sandboxId);
+    if (active === undefined) return;
+    if (active.identity === undefined) {
+      // Nobody can ever reclaim a random id: parking it would only hold a replica slot until it
+      // idles out, so it is stopped at once.
+      this.#active.delete(sandboxId);
+      await this.#stopBox(sandboxId, active.sandbox, 'anonymous_release');
+      return;
+    }
+    if (this.#closed) {
+      // Shutdown is stopping every box; this one must not be parked behind its back.
+      this.#active.delete(sandboxId);
+      await this.#stopBox(sandboxId, active.sandbox, 'shutdown');
+      return;
+    }
+    await this.#serialized(sandboxId, () => this.#releaseThread(sandboxId));
+  }
+
+  /**
+   * Lightweight: forgets which boxes are in use (they move to the warm pool, still running, for the
+   * same threads to reclaim after a health check, or for the idle checker to stop) and starts a
+   * fresh acquire lock table. Boxes, runtime and idle checker keep running; the provider stays
+   * usable. Full teardown is `shutdown()`.
+   */
+  override async reset(): Promise<void> {
+    const old = this.#serializer;
+    this.#serializer = this.#newSerializer();
+    old.close();
+    for (const [id, active] of [...this.#active]) {
+      this.#active.delete(id);
+      const parked = this.#pool.put(id, {
+        sandbox: active.sandbox,
+        identity: active.identity,
+        skipEligible: false,
+      });
+      if (parked === undefined) await this.#stopBox(id, active.sandbox, 'reset');
+    }
+  }
+
+  /** Stops the idle checker, every warm and active box, and the runtime. Idempotent. */
+  override shutdown(): Promise<void> {
+    this.#shutdown ??= this.#doShutdown();
+    return this.#shutdown;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // acquire
+
+  async #acquireThread(
+    runtime: BoxliteRuntime,
+    id: string,
+    identity: BoxIdentity,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    this.#assertOpen();
+    const active = this.#active.get(id);
+    if (active !== undefined) {
+      if (active.identity !== undefined && sameIdentity(active.identity, identity)) return id;
+      throw new SandboxIdentityCollisionError(
+        id,
+        describeIdentity(active.identity),
+        describeIdentity(identity),
+      );
+    }
+    if (await this.#reclaimWarm(id, identity)) return id;
+    abortIfNeeded(signal);
+    return this.#create(runtime, id, identity);
+  }
+
+  async #acquireAnonymous(
+    runtime: BoxliteRuntime,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    const id = `anon-${randomBytes(6).toString('hex')}`;
+    abortIfNeeded(signal);
+    return this.#create(runtime, id, undefined);
+  }
+
+  /**
+   * Promotes the warm box of `id` for `identity`, or returns false (nothing usable parked). A box
+   * parked for another identity raises a collision and is left exactly as it was.
+   */
+  async #reclaimWarm(id: string, identity: BoxIdentity): Promise<boolean> {
+    const entry = this.#pool.get(id);
+    if (entry === undefined) return false;
+    const stored = entry.value.identity;
+    if (stored !== undefined && !sameIdentity(stored, identity)) {
+      throw new SandboxIdentityCollisionError(
+        id,
+        describeIdentity(stored),
+        describeIdentity(identity),
+      );
+    }
+    // Taken out of the pool before the (slow) check, so the idle checker cannot stop it under us;
+    // refused while a teardown holds it, in which case it is as good as gone.
+    const taken = this.#pool.take(id, entry);
+    if (taken === undefined) return false;
+    const { sandbox } = taken.value;
+    const age = this.#clock.now() - taken.releasedAt;
+    const skip =
+      taken.value.skipEligible &&
+      stored !== undefined &&
+      this.settings.healthCheckSkipSeconds > 0 &&
+      age <= this.settings.healthCheckSkipSeconds * 1000;
+    if (skip && !sandbox.closed) {
+      this.#active.set(id, { sandbox, identity });
+      this.#logger.debug('Reclaimed a warm BoxLite box without a health check', { sandboxId: id });
+      return true;
+    }
+    if (!sandbox.closed && (await sandbox.healthCheck(this.settings.healthCheckTimeoutSeconds))) {
+      if (this.#closed) {
+        await this.#stopBox(id, sandbox, 'shutdown');
+        throw new ProviderClosedError();
+      }
+      this.#active.set(id, { sandbox, identity });
+      this.#logger.debug('Reclaimed a warm BoxLite box', { sandboxId: id });
+      return true;
+    }
+    this.#logger.warn('Warm BoxLite box failed its health check; replacing it', {
+      sandboxId: id,
+    });
+    await this.#stopBox(id, sandbox, 'health_check_failed');
+    return false;
+  }
+
+  async #create(
+    runtime: BoxliteRuntime,
+    id: string,
+    identity: BoxIdentity | undefined,
+  ): Promise<string> {
+    this.#creating.add(id);
+    let sandbox: BoxliteSandbox;
+    try {
+      await this.#pool.ensureCapacity(this.#active.size + this.#creating.size - 1, id);
+      // A box of this name may still be stopping (evicted or failed a check just now).
+      await this.#stops.get(id);
+      const name = this.boxName(id);
+      const box = await runtime.create({
+        name,
+        image: this.settings.image,
+        rootfsPath: this.settings.rootfsPath,
+        memoryMib: this.settings.memoryMib,
+        cpus: this.settings.cpus,
+        diskSizeGb: this.settings.diskSizeGb,
+      });
+      sandbox = this.#adapter(id, box);
+      await this.#bootstrap(id, sandbox);
+    } finally {
+      this.#creating.delete(id);
+    }
+    if (this.#closed) {
+      await this.#stopBox(id, sandbox, 'shutdown');
+      throw new ProviderClosedError();
+    }
+    // Only possible across a reset(), whose fresh lock table lets an older acquire finish late.
+    const raced = this.#active.get(id);
+    if (raced !== undefined) {
+      await this.#stopBox(id, sandbox, 'duplicate');
+      if (
+        raced.identity !== undefined &&
+        identity !== undefined &&
+        sameIdentity(raced.identity, identity)
+      ) {
+        return id;
+      }
+      throw new SandboxIdentityCollisionError(
+        id,
+        describeIdentity(raced.identity),
+        describeIdentity(identity),
+      );
+    }
+    this.#active.set(id, { sandbox, identity });
+    this.#logger.info('Created BoxLite box', { sandboxId: id, box: sandbox.box.name });
+    return id;
+  }
+
+  /** Creates the user-data and skills directories; a box that cannot is stopped, not used. */
+  async #bootstrap(id: string, sandbox: BoxliteSandbox): Promise<void> {
+    const dirs = [
+      '/mnt/user-data/workspace',
+      '/mnt/user-data/uploads',
+      '/mnt/user-data/outputs',
+      this.settings.skillsContainerPath,
+    ];
+    let failure: unknown;
+    try {
+      const output = await sandbox.executeCommand(
+        `mkdir -p ${dirs.map(shellQuote).join(' ')} && echo sbx-bootstrap-ok`,
+      );
+      if (!output.includes('sbx-bootstrap-ok')) failure = output;
+    } catch (error) {
+      failure = error;
+    }
+    if (failure === undefined) return;
+    await this.#stopBox(id, sandbox, 'bootstrap_failed');
+    throw new SandboxRuntimeError(`BoxLite box ${sandbox.box.name} could not be prepared`, {
+      details: { sandbox_id: id },
+      cause: failure,
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // release, eviction, teardown
+
+  async #releaseThread(id: string): Promise<void> {
+    const active = this.#active.get(id);
+    if (active === undefined) return;
+    this.#active.delete(id);
+    if (this.#closed || active.sandbox.closed) {
+      await this.#stopBox(id, active.sandbox, this.#closed ? 'shutdown' : 'closed');
+      return;
+    }
+    const parked = this.#pool.put(id, {
+      sandbox: active.sandbox,
+      identity: active.identity,
+      skipEligible: true,
+    });
+    if (parked === undefined) await this.#stopBox(id, active.sandbox, 'teardown_in_flight');
+  }
+
+  /**
+   * A command found the VM gone. Only the registration of *this* adapter is dropped: a stale
+   * adapter of an evicted box must not evict the box that replaced it under the same id.
+   */
+  #onTerminalFailure(sandbox: BoxliteSandbox): void {
+    const id = sandbox.id;
+    let dropped = false;
+    if (this.#active.get(id)?.sandbox === sandbox) {
+      this.#active.delete(id);
+      dropped = true;
+    }
+    const warm = this.#pool.get(id);
+    if (warm?.value.sandbox === sandbox && this.#pool.forget(id, warm)) dropped = true;
+    if (!dropped) return;
+    void this.#stopBox(id, sandbox, 'terminal_failure').catch(() => {});
+  }
+
+  #destroyWarm(entry: WarmEntry<WarmBox>, reason: WarmPoolDestroyReason): Promise<void> {
+    return this.#stopBox(entry.id, entry.value.sandbox, reason, true);
+  }
+
+  /**
+   * Stops one box. Failures are logged; with `rethrow` (the warm pool's hook) they are also
+   * reported, so the pool keeps the entry for a later pass instead of losing a running VM.
+   */
+  async #stopBox(
+    id: string,
+    sandbox: BoxliteSandbox,
+    reason: string,
+    rethrow = false,
+  ): Promise<void> {
+    const stop = sandbox.stop();
+    const tracked = stop.then(
+      () => {},
+      () => {},
+    );
+    this.#stops.set(id, tracked);
+    void tracked.then(() => {
+      if (this.#stops.get(id) === tracked) this.#stops.delete(id);
+    });
+    try {
+      await stop;
+      this.#logger.info('Stopped BoxLite box', { sandboxId: id, box: sandbox.box.name, reason });
+    } catch (error) {
+      this.#logger.error('Failed to stop BoxLite box', {
+        sandboxId: id,
+        box: sandbox.box.name,
+        reason,
+        error,
+      });
+      if (rethrow) throw error;
+    }
+  }
+
+  async #doShutdown(): Promise<void> {
+    this.#closed = true;
+    this.#serializer.close();
+    await this.#pool.destroyAll();
+    const active = [...this.#active];
+    this.#active.clear();
+    await Promise.all(active.map(([id, a]) => this.#stopBox(id, a.sandbox, 'shutdown')));
+    const left = this.#pool.ids();
+    if (left.length > 0) {
+      this.#logger.error('BoxLite boxes could not be stopped at shutdown', { sandboxIds: left });
+    }
+    const runtime = this.#runtime;
+    if (runtime === undefined) return;
+    try {
+      await (await runtime).close();
+    } catch (error) {
+      // A runtime that never opened (missing SDK, no KVM) has nothing to close.
+      this.#logger.debug('BoxLite runtime did not close cleanly', { error });
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // runtime
+
+  #ensureRuntime(): Promise<BoxliteRuntime> {
+    if (this.#runtime === undefined) {
+      const opening = this.#openRuntime();
+      this.#runtime = opening;
+      // A failed open is retried by the next acquire (e.g. after installing the SDK).
+      opening.catch(() => {
+        if (this.#runtime === opening) this.#runtime = undefined;
+      });
+    }
+    return this.#runtime;
+  }
+
+  async #openRuntime(): Promise<BoxliteRuntime> {
+    const given = this.#options.runtime;
+    const runtime =
+      typeof given === 'function'
+        ? await given()
+        : (given ??
+          (await createSdkBoxliteRuntime({
+            homeDir: this.settings.homeDir,
+            logger: this.#logger,
+            ...(this.#options.importer ? { importer: this.#options.importer } : {}),
+            ...(this.#options.fsAccess ? { fsAccess: this.#options.fsAccess } : {}),
+            ...(this.#options.platform ? { platform: this.#options.platform } : {}),
+          })));
+    await this.#reconcile(runtime);
+    return runtime;
+  }
+
+  /**
+   * Adopts boxes of this prefix left running by an earlier process into the warm pool, identity
+   * unknown: they are reused only after a health check, and otherwise idle out like any warm box.
+   * Errors are logged; a failed reconciliation never blocks acquisition.
+   */
+  async #reconcile(runtime: BoxliteRuntime): Promise<void> {
+    let boxes;
+    try {
+      boxes = await runtime.list();
+    } catch (error) {
+      this.#logger.warn('Could not list BoxLite boxes for reconciliation', { error });
+      return;
+    }
+    const prefix = this.settings.namePrefix;
+    for (const info of boxes) {
+      const name = info.name;
+      if (name === undefined || !name.startsWith(prefix) || name.length === prefix.length) continue;
+      const id = name.slice(prefix.length);
+      if (this.#active.has(id) || this.#pool.has(id)) continue;
+      try {
+        const box = await runtime.get(name);
+        if (box === undefined) continue;
+        this.#pool.put(id, {
+          sandbox: this.#adapter(id, box),
+          identity: undefined,
+          skipEligible: false,
+        });
+        this.#logger.info('Adopted BoxLite box into the warm pool', { sandboxId: id, box: name });
+      } catch (error) {
+        this.#logger.warn('Could not adopt BoxLite box', { box: name, error });
+      }
+    }
+  }
+
+  #adapter(id: string, box: BoxliteSandbox['box']): BoxliteSandbox {
+    return new BoxliteSandbox(id, {
+      box,
+      environment: this.settings.environment,
+      commandTimeoutSeconds: this.settings.commandTimeoutSeconds,
+      onTerminalFailure: (sandbox) => this.#onTerminalFailure(sandbox),
+      clock: this.#clock,
+      logger: this.#logger,
+      ...(this.#options.terminalMarkers ? { terminalMarkers: this.#options.terminalMarkers } : {}),
+    });
+  }
+
+  /**
+   * Runs `fn` holding the lock of `id`. A `reset()` closes the lock table a caller may be queued
+   * on; such a caller simply queues again on the fresh one (its work has not started). After
+   * `shutdown()` the provider's own closed error is raised instead of the serializer's.
+   */
+  async #serialized<T>(id: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    for (;;) {
+      const serializer = this.#serializer;
+      try {
+        return await serializer.hold(id, fn, signal ? { signal } : {});
+      } catch (error) {
+        if (!(error instanceof SerializerClosedError)) throw error;
+        if (this.#closed) throw new ProviderClosedError('BoxLite provider has been shut down');
+        if (serializer === this.#serializer) throw error;
+      }
+    }
+  }
+
+  #newSerializer(): AcquireSerializer {
+    return new AcquireSerializer({ name: 'boxlite-acquire', logger: this.#logger });
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new ProviderClosedError('BoxLite provider has been shut down');
+  }
+}
+
+/** Factory form of `new BoxliteProvider(init)` (what `use: "@sbx/boxlite"` resolves to). */
+export function createBoxliteProvider(init: BoxliteProviderOptions): BoxliteProvider {
+  return new BoxliteProvider(init);
+}

@@ -1,0 +1,383 @@
+import { posix } from 'node:path';
+import {
+  InvalidArgumentError,
+  Sandbox,
+  SandboxFileError,
+  SandboxPermissionError,
+  SandboxRuntimeError,
+  VIRTUAL_PATH_PREFIX,
+  isUnderVirtualPrefix,
+  planRemoteGlob,
+  planRemoteGrep,
+  planRemoteListDir,
+  rejectPathTraversal,
+  shellQuote,
+  silentLogger,
+  systemClock,
+  validateExtraEnv,
+} from '@sbx/core';
+import type {
+  Clock,
+  ExecuteCommandOptions,
+  GlobOptions,
+  GlobResult,
+  GrepOptions,
+  GrepResult,
+  ListDirOptions,
+  Logger,
+  ReadFileOptions,
+  RemoteSearchPlan,
+  WriteFileOptions,
+} from '@sbx/core';
+import type { BoxliteBoxHandle, BoxliteExecResult } from './boxlite-runtime.js';
+import { assembleCommandOutput } from './command-output.js';
+import {
+  IS_DIRECTORY_MARKER,
+  MISSING_MARKER,
+  TOO_LARGE_MARKER,
+  fileErrorFromStderr,
+  tooLargeError,
+} from './file-errors.js';
+import { sliceLines } from './line-range.js';
+import type { TerminalMarkers } from './terminal-errors.js';
+import {
+  DEFAULT_RETRYABLE_MARKERS,
+  DEFAULT_TERMINAL_MARKERS,
+  isTerminalBoxError,
+} from './terminal-errors.js';
+import { withDeadline } from './with-deadline.js';
+
+/** Largest file `downloadFile` (and `readFile`) transfers: 100 MiB. */
+export const MAX_TRANSFER_BYTES = 100 * 1024 * 1024;
+
+/**
+ * Base64 characters per write command: a multiple of 4 (each chunk decodes on its own) and well
+ * under Linux's 128 KiB limit on one argument string.
+ */
+export const BASE64_CHUNK_CHARS = 60_000;
+
+/** Extra wait beyond the in-VM timeout before sbx gives up on a command (the VM's kill wins). */
+export const COMMAND_DEADLINE_GRACE_MS = 5_000;
+
+export const SANDBOX_CLOSED_MESSAGE = 'sandbox has been closed';
+
+export type TerminalFailureListener = (sandbox: BoxliteSandbox, error: unknown) => void;
+
+export interface BoxliteSandboxOptions {
+  readonly box: BoxliteBoxHandle;
+  /** Static variables for every command; a call's `env` is layered on top. */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** Default wall clock of `executeCommand` in seconds; `undefined` waits indefinitely. */
+  readonly commandTimeoutSeconds?: number | undefined;
+  /** Told once when a command fails in a way that means the VM is gone. */
+  readonly onTerminalFailure?: TerminalFailureListener;
+  /** Marker lists for terminal classification (see `terminal-errors.ts`). */
+  readonly terminalMarkers?: Partial<TerminalMarkers>;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+}
+
+type ExecOutcome = { timedOut: false; result: BoxliteExecResult } | { timedOut: true };
+
+const decoder = () => new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
+
+function checkPath(path: string): void {
+  if (typeof path !== 'string' || path === '') {
+    throw new InvalidArgumentError('path must be a non-empty string');
+  }
+  rejectPathTraversal(path);
+}
+
+/**
+ * A `Sandbox` over one BoxLite micro-VM. Every operation is an `exec` in the VM: commands run as
+ * `sh -lc <command>`, files travel base64-encoded (byte-exact in both directions, so binary files
+ * and CRLF survive and undecodable text is reported as such), and searches run the shared
+ * `find`/`grep` protocol of `@sbx/core`, whose parsers filter, order and truncate exactly like the
+ * host walkers. Paths are used as given: the VM's root filesystem has `/mnt/user-data`.
+ *
+ * Failures that mean the VM is gone (see `isTerminalBoxError`) are reported to the provider, which
+ * evicts the box so the next acquire creates a fresh one. Errors are thrown as typed `SbxError`s;
+ * the tool layer renders them as `Error: <message>`.
+ */
+export class BoxliteSandbox extends Sandbox {
+  readonly box: BoxliteBoxHandle;
+  readonly #environment: Readonly<Record<string, string>>;
+  readonly #commandTimeoutSeconds: number | undefined;
+  readonly #onTerminalFailure: TerminalFailureListener | undefined;
+  readonly #markers: TerminalMarkers;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  #closed = false;
+  #stopping: Promise<void> | undefined;
+
+  constructor(id: string, options: BoxliteSandboxOptions) {
+    super(id);
+    this.box = options.box;
+    this.#environment = { ...(options.environment ?? {}) };
+    this.#commandTimeoutSeconds = options.commandTimeoutSeconds;
+    this.#onTerminalFailure = options.onTerminalFailure;
+    this.#markers = {
+      terminal: options.terminalMarkers?.terminal ?? DEFAULT_TERMINAL_MARKERS,
+      retryable: options.terminalMarkers?.retryable ?? DEFAULT_RETRYABLE_MARKERS,
+    };
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  /** True once the box was stopped (or found dead); every later call fails fast. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /**
+   * Stops the VM. Marks the adapter closed first, so no command starts on a box that is going
+   * away. Concurrent calls share one stop; a failed stop may be retried.
+   */
+  stop(): Promise<void> {
+    this.#closed = true;
+    this.#stopping ??= this.box.stop().catch((error: unknown) => {
+      this.#stopping = undefined;
+      throw error;
+    });
+    return this.#stopping;
+  }
+
+  /** Marks the adapter closed without touching the VM (it is already gone or owned elsewhere). */
+  markClosed(): void {
+    this.#closed = true;
+  }
+
+  /**
+   * `echo ok` with `timeoutSeconds` given both to the VM's exec and to this wait: a VM that stops
+   * answering altogether fails the check on time instead of holding the caller (and the
+   * per-thread acquire lock it holds) indefinitely. Never throws.
+   */
+  async healthCheck(timeoutSeconds: number): Promise<boolean> {
+    if (this.#closed) return false;
+    const controller = new AbortController();
+    try {
+      const outcome = await withDeadline(
+        this.box.exec('sh', ['-c', 'echo ok'], this.#environment, {
+          timeoutSecs: Math.max(1, Math.ceil(timeoutSeconds)),
+          signal: controller.signal,
+        }),
+        {
+          clock: this.#clock,
+          ms: timeoutSeconds * 1000,
+          controller,
+          logger: this.#logger,
+          label: 'health check',
+        },
+      );
+      if (outcome.timedOut) {
+        this.#logger.warn('BoxLite health check timed out', {
+          sandboxId: this.id,
+          timeoutSeconds,
+        });
+        return false;
+      }
+      return outcome.value.exitCode === 0 && outcome.value.stdout.includes('ok');
+    } catch (error) {
+      this.#logger.warn('BoxLite health check failed', { sandboxId: this.id, error });
+      return false;
+    }
+  }
+
+  override async executeCommand(
+    command: string,
+    options: ExecuteCommandOptions = {},
+  ): Promise<string> {
+    validateExtraEnv(options.env);
+    this.#assertOpen();
+    const env = { ...this.#environment, ...(options.env ?? {}) };
+    const timeoutSeconds =
+      options.timeoutMs !== undefined ? options.timeoutMs / 1000 : this.#commandTimeoutSeconds;
+    const outcome = await this.#exec(['-lc', command], env, timeoutSeconds, options.signal);
+    if (outcome.timedOut) {
+      return assembleCommandOutput({
+        stdout: '',
+        stderr: '',
+        exitCode: 0,
+        timedOutAfterSeconds: timeoutSeconds,
+      });
+    }
+    return assembleCommandOutput(outcome.result);
+  }
+
+  override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
+    checkPath(path);
+    const bytes = await this.#readBytes(path, 'read');
+    let text: string;
+    try {
+      text = decoder().decode(bytes);
+    } catch (error) {
+      throw new SandboxFileError(
+        `File is not valid UTF-8 text: ${path}`,
+        {
+          path,
+          operation: 'read',
+          kind: 'EILSEQ',
+        },
+        { cause: error },
+      );
+    }
+    return sliceLines(text, options);
+  }
+
+  override async downloadFile(path: string): Promise<Uint8Array> {
+    checkPath(path);
+    if (!isUnderVirtualPrefix(path, VIRTUAL_PATH_PREFIX)) {
+      throw new SandboxPermissionError(
+        `Access denied: only files under ${VIRTUAL_PATH_PREFIX} can be downloaded`,
+        { path, operation: 'download', kind: 'EACCES' },
+      );
+    }
+    return this.#readBytes(path, 'download');
+  }
+
+  override async writeFile(
+    path: string,
+    content: string,
+    options: WriteFileOptions = {},
+  ): Promise<void> {
+    checkPath(path);
+    await this.#writeBytes(path, encoder.encode(content), options.append ?? false, 'write');
+  }
+
+  override async updateFile(path: string, content: Uint8Array): Promise<void> {
+    checkPath(path);
+    await this.#writeBytes(path, content, false, 'update');
+  }
+
+  override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
+    checkPath(path);
+    return this.#search(planRemoteListDir(path, options));
+  }
+
+  override async glob(
+    path: string,
+    pattern: string,
+    options: GlobOptions = {},
+  ): Promise<GlobResult> {
+    checkPath(path);
+    return this.#search(planRemoteGlob(path, pattern, options));
+  }
+
+  override async grep(
+    path: string,
+    pattern: string,
+    options: GrepOptions = {},
+  ): Promise<GrepResult> {
+    checkPath(path);
+    return this.#search(planRemoteGrep(path, pattern, options));
+  }
+
+  #assertOpen(): void {
+    // A closed box is an expected state (evicted, shut down), not an incident: no error log.
+    if (this.#closed) throw new SandboxRuntimeError(SANDBOX_CLOSED_MESSAGE);
+  }
+
+  /**
+   * One `sh` exec with the failure handling every operation shares: the in-VM timeout and the wait
+   * are bounded together, and a failure that means the VM is gone is reported before it is thrown.
+   */
+  async #exec(
+    shellArgs: readonly string[],
+    env: Readonly<Record<string, string>>,
+    timeoutSeconds: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<ExecOutcome> {
+    this.#assertOpen();
+    const controller = new AbortController();
+    const execOptions =
+      timeoutSeconds === undefined
+        ? { signal: controller.signal }
+        : { timeoutSecs: Math.max(1, Math.ceil(timeoutSeconds)), signal: controller.signal };
+    try {
+      const outcome = await withDeadline(this.box.exec('sh', shellArgs, env, execOptions), {
+        clock: this.#clock,
+        ms:
+          timeoutSeconds === undefined
+            ? undefined
+            : timeoutSeconds * 1000 + COMMAND_DEADLINE_GRACE_MS,
+        signal,
+        controller,
+        logger: this.#logger,
+        label: 'exec',
+      });
+      return outcome.timedOut ? { timedOut: true } : { timedOut: false, result: outcome.value };
+    } catch (error) {
+      if (isSbxAbort(error)) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      if (isTerminalBoxError(error, this.#markers)) {
+        this.#logger.warn('BoxLite box is unreachable; evicting it', {
+          sandboxId: this.id,
+          error: message,
+        });
+        this.#closed = true;
+        this.#onTerminalFailure?.(this, error);
+      }
+      throw new SandboxRuntimeError(message, { cause: error });
+    }
+  }
+
+  async #script(script: string, signal?: AbortSignal): Promise<BoxliteExecResult> {
+    const outcome = await this.#exec(['-c', script], this.#environment, undefined, signal);
+    // Without a timeout the wait cannot time out; the narrowing is for the type checker.
+    if (outcome.timedOut) throw new SandboxRuntimeError('sandbox command timed out');
+    return outcome.result;
+  }
+
+  async #readBytes(path: string, operation: string): Promise<Uint8Array> {
+    const p = shellQuote(path);
+    const script = [
+      `P=${p}`,
+      `if [ -d "$P" ]; then echo ${IS_DIRECTORY_MARKER} >&2; exit 1; fi`,
+      `if [ ! -e "$P" ] && [ ! -L "$P" ]; then echo ${MISSING_MARKER} >&2; exit 1; fi`,
+      'S=$(wc -c < "$P") || exit 1',
+      `if [ "$S" -gt ${MAX_TRANSFER_BYTES} ]; then echo "${TOO_LARGE_MARKER}:$S" >&2; exit 1; fi`,
+      'base64 < "$P"',
+    ].join('\n');
+    const result = await this.#script(script);
+    if (result.exitCode !== 0) {
+      const large = new RegExp(`${TOO_LARGE_MARKER}:(\\d+)`).exec(result.stderr);
+      if (large) throw tooLargeError(path, Number(large[1]), MAX_TRANSFER_BYTES);
+      throw fileErrorFromStderr(result.stderr, path, operation);
+    }
+    return new Uint8Array(Buffer.from(result.stdout.replace(/\s+/g, ''), 'base64'));
+  }
+
+  async #writeBytes(
+    path: string,
+    bytes: Uint8Array,
+    append: boolean,
+    operation: string,
+  ): Promise<void> {
+    const p = shellQuote(path);
+    const parent = posix.dirname(path);
+    const encoded = Buffer.from(bytes).toString('base64');
+    const steps: string[] = [];
+    if (encoded.length === 0) steps.push(`: ${append ? '>>' : '>'} "$P"`);
+    for (let at = 0; at < encoded.length; at += BASE64_CHUNK_CHARS) {
+      const chunk = encoded.slice(at, at + BASE64_CHUNK_CHARS);
+      steps.push(`printf %s '${chunk}' | base64 -d ${append || at > 0 ? '>>' : '>'} "$P"`);
+    }
+    // One exec per chunk keeps every command line under the argument limit; the first one also
+    // creates the parent directories.
+    for (const [index, step] of steps.entries()) {
+      const prefix = index === 0 ? `mkdir -p -- ${shellQuote(parent)} && ` : '';
+      const result = await this.#script(`P=${p}\n${prefix}${step}`);
+      if (result.exitCode !== 0) throw fileErrorFromStderr(result.stderr, path, operation);
+    }
+  }
+
+  async #search<T>(plan: RemoteSearchPlan<T>): Promise<T> {
+    const result = await this.#script(plan.command);
+    return plan.parse(result.stdout);
+  }
+}
+
+function isSbxAbort(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'ABORTED';
+}
