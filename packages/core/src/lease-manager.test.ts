@@ -726,9 +726,11 @@ describe('SandboxLeaseManager', () => {
 
   it('rejects bad owners, ids and thread identities with typed errors', async () => {
     const { manager } = setup();
-    expect(() => manager.acquire('', T1)).toThrow(InvalidArgumentError);
-    expect(() => manager.acquire('o', { threadId: '' })).toThrow(InvalidArgumentError);
-    expect(() => manager.retain('o', '', T1)).toThrow(InvalidArgumentError);
+    await expect(manager.acquire('', T1)).rejects.toThrow(InvalidArgumentError);
+    await expect(manager.acquire('o', { threadId: '' })).rejects.toThrow(InvalidArgumentError);
+    await expect(manager.retain('o', '', T1)).rejects.toThrow(InvalidArgumentError);
+    await expect(manager.reuseOrAcquire('o', '', T1)).rejects.toThrow(InvalidArgumentError);
+    await expect(manager.release('')).rejects.toThrow(InvalidArgumentError);
     await manager.release('unknown'); // no-op
   });
 });

@@ -147,7 +147,7 @@ export class SandboxLeaseManager {
    * creates no binding and only then rejects with `AbortedError`; reconciliation failures are
    * logged and never replace the abort.
    */
-  acquire(owner: string, options: LeaseAcquireOptions): Promise<string> {
+  async acquire(owner: string, options: LeaseAcquireOptions): Promise<string> {
     assertOwner(owner);
     const key = threadKeyOf(options);
     const releaseOnLast = options.releaseOnLast ?? true;
@@ -171,7 +171,7 @@ export class SandboxLeaseManager {
    * revalidated on first use). Re-binding to another id of the same thread leaves the old one by
    * the normal rules, after the new binding exists.
    */
-  retain(owner: string, sandboxId: string, options: LeaseRetainOptions): Promise<void> {
+  async retain(owner: string, sandboxId: string, options: LeaseRetainOptions): Promise<void> {
     assertOwner(owner);
     this.#assertSandboxId(sandboxId);
     const key = threadKeyOf(options);
@@ -192,7 +192,11 @@ export class SandboxLeaseManager {
    * `releaseOnLast`); else a replacement acquired and bound with `acquireReleaseOnLast`.
    * Cancellation behaves as in `acquire`.
    */
-  reuseOrAcquire(owner: string, sandboxId: string, options: LeaseReuseOptions): Promise<string> {
+  async reuseOrAcquire(
+    owner: string,
+    sandboxId: string,
+    options: LeaseReuseOptions,
+  ): Promise<string> {
     assertOwner(owner);
     this.#assertSandboxId(sandboxId);
     const key = threadKeyOf(options);
