@@ -5,6 +5,8 @@
 #   sbx-test/busybox:1   busybox (static) with every applet linked into /bin
 #   sbx-test/node:1      the host's node binary and the shared libraries it links, plus busybox
 #                        as /bin/sh and the usual applets, so JS servers can run in a container
+#   sbx-test/aio-standin:1  the node image plus tools/images/aio-standin/server.mjs, a stand-in
+#                        for the all-in-one sandbox API (listens on 127.0.0.1:$SBX_AIO_PORT)
 #
 # Usage: DOCKER_HOST=unix:///tmp/sbx-services/docker.sock bash tools/images/build-images.sh
 #        (or `source tools/services/start-docker.sh` first). --force rebuilds regardless.
@@ -19,6 +21,8 @@ if [[ "${1:-}" == "--force" ]]; then force=1; fi
 
 BUSYBOX_TAG="sbx-test/busybox:1"
 NODE_TAG="sbx-test/node:1"
+AIO_STANDIN_TAG="sbx-test/aio-standin:1"
+aio_standin_server="$here/aio-standin/server.mjs"
 
 log() { printf '[sbx-images] %s\n' "$*" >&2; }
 die() {
@@ -130,5 +134,29 @@ build_node() {
   log "built $NODE_TAG ($hash, node $got)"
 }
 
+# The node rootfs with the AIO stand-in server at /opt/sbx-aio/server.mjs as the command.
+build_aio_standin() {
+  local hash lib
+  # shellcheck disable=SC2046
+  hash="$(inputs_hash "$node_bin" $(libs_of "$node_bin") "$busybox_bin" $(libs_of "$busybox_bin") "$aio_standin_server")"
+  if [[ "$force" == 0 && "$(current_label "$AIO_STANDIN_TAG")" == "$hash" ]]; then
+    log "$AIO_STANDIN_TAG is up to date ($hash)"
+    return
+  fi
+  local rootfs="$work/aio-standin"
+  busybox_rootfs "$rootfs"
+  mkdir -p "$rootfs/usr/local/bin" "$rootfs/opt/sbx-aio" "$rootfs/mnt"
+  cp -L "$node_bin" "$rootfs/usr/local/bin/node"
+  for lib in $(libs_of "$node_bin"); do copy_into "$rootfs" "$lib"; done
+  cp "$aio_standin_server" "$rootfs/opt/sbx-aio/server.mjs"
+  import_rootfs "$AIO_STANDIN_TAG" "$rootfs" "$hash" '["node","/opt/sbx-aio/server.mjs"]' \
+    'PATH=/usr/local/bin:/bin' 'HOME=/root'
+  local got
+  got="$(docker run --rm --network none "$AIO_STANDIN_TAG" node -e 'import("/opt/sbx-aio/server.mjs").then((m) => process.stdout.write(typeof m.createAioStandin))')"
+  [[ "$got" == function ]] || die "$AIO_STANDIN_TAG does not load its server (got: $got)"
+  log "built $AIO_STANDIN_TAG ($hash)"
+}
+
 build_busybox
 build_node
+build_aio_standin
