@@ -1,0 +1,1701 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import {
+  AcquireSerializer,
+  CapacityReserveOutcome,
+  DEFAULT_SKILLS_ROOT,
+  ProviderClosedError,
+  RenewOutcome,
+  SKILL_CATEGORIES,
+  SandboxBeingDestroyedError,
+  SandboxCapacityExceededError,
+  SandboxNotFoundError,
+  SandboxProvider,
+  SandboxRuntimeError,
+  SerializerClosedError,
+  WarmPool,
+  createCapacityStore,
+  createOwnershipStore,
+  deriveSandboxScopeToken,
+  identityScopesFor,
+  resolveEffectiveUserId,
+  resolveOwnershipConfig,
+  serializerKey,
+  sharedSkillsViewPath,
+  silentLogger,
+  systemClock,
+  threadLayout,
+} from '@sbx/core';
+import type {
+  AcquireOptions,
+  CapacityStore,
+  Clock,
+  ClockTimer,
+  Logger,
+  OwnershipStore,
+  ResolvedOwnershipConfig,
+  SandboxConfig,
+  SyncAgentSkillsOptions,
+  WarmEntry,
+  WarmPoolDestroyReason,
+} from '@sbx/core';
+import { runBootstrap } from './bootstrap.js';
+import type { E2BClient, E2BRemoteSandbox, E2BSandboxInfo } from './e2b-client.js';
+import { reservationMaxAgeMs, resolveE2BSettings } from './e2b-config.js';
+import type { E2BSettings } from './e2b-config.js';
+import { errorMessage, isSandboxGoneError } from './e2b-errors.js';
+import { E2BSandbox } from './e2b-sandbox.js';
+import { LocalSlots } from './local-slots.js';
+import type { Slot } from './local-slots.js';
+import {
+  E2B_PROVIDER_TAG_VALUE,
+  E2B_TAGS,
+  belongsToLedger,
+  buildVmMetadata,
+  compareCandidates,
+  createdAtMs,
+  skillsRootOf,
+} from './metadata.js';
+import { syncOutputs } from './output-sync.js';
+import { listRemoteInventory } from './remote-inventory.js';
+import { SdkE2BClient } from './sdk-client.js';
+import { syncSkillsInto } from './skill-sync.js';
+import { UploadPass, uploadTree } from './tree-upload.js';
+
+export interface E2BProviderInit {
+  readonly config: SandboxConfig;
+  readonly logger?: Logger | undefined;
+  /** The E2B port; default the real SDK (`SdkE2BClient`) with the configured connection. */
+  readonly client?: E2BClient | undefined;
+  /** Default: built from `sandbox.ownership` (memory, or Redis via @sbx/ownership-redis). */
+  readonly ownershipStore?: OwnershipStore | undefined;
+  /**
+   * Default: the deployment-wide ledger for a Redis ownership backend, none for memory. Pass
+   * `null` to force the per-process limit.
+   */
+  readonly capacityStore?: CapacityStore | null | undefined;
+  /** Tag value naming the ledger on VMs; default `<ownership key prefix>:e2b-capacity`. */
+  readonly capacityLedgerKey?: string | undefined;
+  /** Drives timeouts, renewal, reconciliation and the warm-pool idle checker. */
+  readonly clock?: Clock | undefined;
+  /** Start the startup reconciliation pass and the timers. Default true. */
+  readonly background?: boolean | undefined;
+  /** Environment for resolving the ownership configuration. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>> | undefined;
+}
+
+export interface ReconciliationStats {
+  discovered: number;
+  adopted: number;
+  duplicates: number;
+  deferred: number;
+  killed: number;
+  dead: number;
+  budgetExhausted: boolean;
+}
+
+/** Local capacity accounting, for diagnostics and tests. */
+export interface E2BCapacitySnapshot {
+  limit: number;
+  active: number;
+  warm: number;
+  reserved: number;
+  transitioning: number;
+  tombstones: number;
+  total: number;
+}
+
+interface ThreadKey {
+  userId: string;
+  threadId: string;
+}
+
+interface ActiveEntry {
+  sandbox: E2BSandbox;
+  key: ThreadKey | undefined;
+  seed: string | undefined;
+}
+
+interface WarmValue {
+  seed: string;
+  key: ThreadKey;
+}
+
+interface Stores {
+  ownership: OwnershipStore;
+  capacity: CapacityStore | undefined;
+  ledgerKey: string | undefined;
+  ownsOwnership: boolean;
+  ownsCapacity: boolean;
+}
+
+const SHUTDOWN_RETRY_AFTER_SECONDS = 30;
+
+function threadKeyText(key: ThreadKey): string {
+  return `${key.userId}\u0000${key.threadId}`;
+}
+
+/**
+ * E2B micro-VM provider: one VM per (user, thread), parked warm between turns, capacity limited per
+ * process or — with Redis ownership — across the deployment through the shared capacity ledger.
+ * See the package README for the lifecycle, capacity policies and reconciliation.
+ */
+export class E2BSandboxProvider extends SandboxProvider {
+  readonly settings: E2BSettings;
+  readonly ownership: ResolvedOwnershipConfig;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #client: E2BClient;
+  readonly #serializer: AcquireSerializer;
+  readonly #init: E2BProviderInit;
+  #stores: Promise<Stores> | undefined;
+  readonly #active = new Map<string, ActiveEntry>();
+  readonly #threads = new Map<string, string>();
+  readonly #warm: WarmPool<WarmValue>;
+  readonly #slots: LocalSlots;
+  /** Remote ids between tracked states that we own: shutdown kills them. */
+  readonly #ownedRemoteOps = new Set<string>();
+  /** Remote ids found by discovery/reconciliation that a peer may own: shutdown only forgets them. */
+  readonly #unownedRemoteOps = new Set<string>();
+  /** Leases this instance holds. */
+  readonly #owned = new Set<string>();
+  /** Intent marks: an acquire is publishing ownership of the id; renewal must not forget it. */
+  readonly #intent = new Set<string>();
+  readonly #firstSeen = new Map<string, number>();
+  readonly #waiters = new Set<() => void>();
+  #closed = false;
+  #shutdown: Promise<void> | undefined;
+  #renewTimer: ClockTimer | undefined;
+  #reconcileTimer: ClockTimer | undefined;
+  #reconciling: Promise<ReconciliationStats> | undefined;
+  #startup: Promise<unknown> | undefined;
+
+  constructor(init: E2BProviderInit) {
+    super();
+    this.#init = init;
+    this.#logger = init.logger ?? silentLogger;
+    this.#clock = init.clock ?? systemClock;
+    this.settings = resolveE2BSettings(init.config, this.#logger);
+    this.ownership = resolveOwnershipConfig(init.config, init.env ?? process.env);
+    if (!this.settings.apiKey && init.client === undefined) {
+      this.#logger.warn(
+        'E2BSandboxProvider: no api_key in sandbox.e2b and E2B_API_KEY is unset; the first acquire will fail',
+      );
+    }
+    this.#client =
+      init.client ??
+      new SdkE2BClient({
+        apiKey: this.settings.apiKey,
+        domain: this.settings.domain,
+        apiUrl: this.settings.apiUrl,
+        sandboxUrl: this.settings.sandboxUrl,
+        requestTimeoutMs: this.settings.requestTimeoutMs,
+      });
+    this.#serializer = new AcquireSerializer({
+      limit: this.settings.sdkConcurrency,
+      name: 'e2b-sandbox-acquire',
+      logger: this.#logger,
+    });
+    this.#slots = new LocalSlots(() => this.#notify());
+    this.#warm = new WarmPool<WarmValue>({
+      destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
+      checkIntervalSeconds: init.config.warmPool.idleCheckIntervalSeconds,
+      replicas: this.settings.capacityLimit,
+      clock: this.#clock,
+      logger: this.#logger,
+      name: 'e2b',
+    });
+    if (init.background ?? true) {
+      this.#startup = this.#stores_().then(
+        () => this.#startBackground(),
+        (error: unknown) =>
+          this.#logger.error('E2BSandboxProvider: ownership/capacity stores failed to start', {
+            error: errorMessage(error),
+          }),
+      );
+    }
+  }
+
+  override get supportsAgentSkillIsolation(): boolean {
+    return true;
+  }
+
+  /** Resolves once the stores are up and the startup reconciliation was started (not finished). */
+  async ready(): Promise<void> {
+    await this.#stores_();
+    await this.#startup;
+  }
+
+  /** The owner id written into leases and the `deer_flow_gateway` tag. */
+  async ownerId(): Promise<string> {
+    return (await this.#stores_()).ownership.ownerId;
+  }
+
+  capacitySnapshot(): E2BCapacitySnapshot {
+    const s = this.#slots;
+    return {
+      limit: this.settings.capacityLimit,
+      active: this.#active.size,
+      warm: this.#warm.size,
+      reserved: s.reserved,
+      transitioning: s.transitioning,
+      tombstones: s.tombstones.size,
+      total: this.#total(),
+    };
+  }
+
+  /** Ids parked warm, oldest first. */
+  warmIds(): string[] {
+    return this.#warm.ids();
+  }
+
+  /** Ids whose destruction is unconfirmed. */
+  tombstoneIds(): string[] {
+    return [...this.#slots.tombstones.keys()];
+  }
+
+  /** Owned remote ids in flight (shutdown kills them). */
+  remoteOpIds(): string[] {
+    return [...this.#ownedRemoteOps];
+  }
+
+  ownsLease(id: string): boolean {
+    return this.#owned.has(id);
+  }
+
+  get isShutdown(): boolean {
+    return this.#closed;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // lifecycle
+
+  override get(sandboxId: string): E2BSandbox | undefined {
+    return this.#active.get(sandboxId)?.sandbox;
+  }
+
+  override async acquire(options: AcquireOptions = {}): Promise<string> {
+    this.#assertOpen();
+    this.admit(options);
+    await this.#stores_();
+    this.#assertOpen();
+    const uploadShared = options.skillPolicy === undefined;
+    if (options.threadId === undefined) {
+      // A thread-less sandbox has no identity to find it again by: never serialized, never reused.
+      return this.#create(undefined, uploadShared);
+    }
+    const key: ThreadKey = {
+      userId: resolveEffectiveUserId(options.userId),
+      threadId: options.threadId,
+    };
+    // Validates both ids as path segments up front (they name the host output directory).
+    threadLayout(this.settings.baseDir, key.userId, key.threadId);
+    try {
+      return await this.#serializer.hold(
+        this.#serializerKey(key),
+        async () =>
+          (await this.#reuse(key)) ??
+          (await this.#reclaim(key)) ??
+          (await this.#discover(key)) ??
+          (await this.#create(key, uploadShared)),
+        { signal: options.signal },
+      );
+    } catch (error) {
+      if (error instanceof SerializerClosedError) throw this.#closedError();
+      throw error;
+    }
+  }
+
+  override async release(sandboxId: string): Promise<void> {
+    const entry = this.#active.get(sandboxId);
+    if (entry === undefined) return;
+    if (entry.key === undefined) {
+      await this.#releaseAnonymous(sandboxId, entry);
+      return;
+    }
+    try {
+      await this.#serializer.hold(this.#serializerKey(entry.key), () =>
+        this.#releaseLocked(sandboxId),
+      );
+    } catch (error) {
+      if (!(error instanceof SerializerClosedError)) throw error;
+    }
+  }
+
+  override async syncAgentSkills(
+    sandboxId: string,
+    options: SyncAgentSkillsOptions,
+  ): Promise<void> {
+    this.#assertOpen();
+    const key: ThreadKey = {
+      userId: resolveEffectiveUserId(options.userId),
+      threadId: options.threadId,
+    };
+    await this.#serializer.hold(
+      this.#serializerKey(key),
+      async () => {
+        const entry = this.#active.get(sandboxId);
+        if (
+          entry?.key === undefined ||
+          threadKeyText(entry.key) !== threadKeyText(key) ||
+          entry.sandbox.client === undefined
+        ) {
+          throw new SandboxNotFoundError(
+            `e2b sandbox ${sandboxId} is not active for this thread`,
+            sandboxId,
+          );
+        }
+        await syncSkillsInto(entry.sandbox.client, {
+          root: this.settings.skillsRoot,
+          homeDir: this.settings.homeDir,
+          projection: options.projection,
+          signature: options.signature,
+          clock: this.#clock,
+          logger: this.#logger,
+        });
+      },
+      { signal: options.signal },
+    );
+  }
+
+  /** Full teardown: `reset()` is the same (the instance cannot be used again). */
+  override async reset(): Promise<void> {
+    await this.shutdown();
+  }
+
+  override shutdown(): Promise<void> {
+    this.#shutdown ??= this.#doShutdown();
+    return this.#shutdown;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // acquire paths
+
+  async #reuse(key: ThreadKey): Promise<string | undefined> {
+    const id = this.#threads.get(threadKeyText(key));
+    if (id === undefined) return undefined;
+    const entry = this.#active.get(id);
+    if (entry === undefined) {
+      this.#threads.delete(threadKeyText(key));
+      return undefined;
+    }
+    if (entry.sandbox.isDead || !(await entry.sandbox.ping())) {
+      this.#logger.info('Dropping a dead e2b sandbox before reuse', { sandboxId: id });
+      await this.#dropActive(id, entry);
+      return undefined;
+    }
+    await this.#pushTimeout(entry.sandbox.client);
+    if (!(await this.#publish(id))) {
+      await this.#dropActive(id, entry);
+      return undefined;
+    }
+    // Retaken after the round trips: renewal may have forgotten the entry meanwhile.
+    return this.#active.get(id) === entry ? id : undefined;
+  }
+
+  async #reclaim(key: ThreadKey): Promise<string | undefined> {
+    const seed = this.#seedOf(key);
+    const entry = this.#warm.entries().find((e) => e.value.seed === seed);
+    if (entry === undefined || this.#warm.take(entry.id, entry) === undefined) return undefined;
+    const id = entry.id;
+    const slot = this.#slots.beginTransition();
+    this.#ownedRemoteOps.add(id);
+    let remote: E2BRemoteSandbox;
+    try {
+      remote = await this.#sdk(() => this.#client.connect(id, this.#connectOptions()));
+    } catch (error) {
+      this.#ownedRemoteOps.delete(id);
+      if (isSandboxGoneError(error)) {
+        slot.release();
+        await this.#forgetRemote(id);
+        return undefined;
+      }
+      this.#logger.warn('Reconnecting a warm e2b sandbox failed; keeping a tombstone', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+      slot.tombstone(id);
+      return undefined;
+    }
+    const sandbox = this.#adapter(id, remote);
+    if (!(await sandbox.ping())) {
+      await sandbox.close();
+      this.#ownedRemoteOps.delete(id);
+      slot.release();
+      await this.#forgetRemote(id);
+      return undefined;
+    }
+    try {
+      if (!(await this.#publish(id))) {
+        await sandbox.close();
+        this.#ownedRemoteOps.delete(id);
+        slot.release();
+        return undefined;
+      }
+    } catch (error) {
+      await sandbox.close();
+      this.#ownedRemoteOps.delete(id);
+      slot.tombstone(id);
+      throw error;
+    }
+    await this.#pushTimeout(remote);
+    const failure = await runBootstrap(remote, this.settings.homeDir);
+    if (failure !== undefined) {
+      this.#logger.warn('Warm e2b sandbox failed bootstrap; discarding it', {
+        sandboxId: id,
+        error: failure.message,
+      });
+      const destroyed = await this.#killAndClose(id, sandbox);
+      this.#ownedRemoteOps.delete(id);
+      if (destroyed) slot.release();
+      else slot.tombstone(id);
+      return undefined;
+    }
+    if (this.#closed) {
+      await this.#killAndClose(id, sandbox);
+      this.#ownedRemoteOps.delete(id);
+      return undefined;
+    }
+    this.#register(id, sandbox, key, seed);
+    this.#ownedRemoteOps.delete(id);
+    slot.commit();
+    return id;
+  }
+
+  async #discover(key: ThreadKey): Promise<string | undefined> {
+    const stores = await this.#stores_();
+    const wanted: Record<string, string> = {
+      [E2B_TAGS.provider]: E2B_PROVIDER_TAG_VALUE,
+      [E2B_TAGS.user]: key.userId,
+      [E2B_TAGS.thread]: key.threadId,
+    };
+    const inventory = await listRemoteInventory(
+      this.#client,
+      { query: { metadata: wanted } },
+      {
+        maxPages: this.settings.reconciliation.maxPages,
+        maxItems: this.settings.reconciliation.maxItems,
+        deadlineMs: this.#clock.now() + this.settings.reconciliation.maxSeconds * 1000,
+      },
+      this.#clock,
+      this.#logger,
+    );
+    const candidates = inventory.entries
+      .filter(
+        (info) =>
+          Object.entries(wanted).every(([k, v]) => info.metadata[k] === v) &&
+          belongsToLedger(info, stores.ledgerKey) &&
+          skillsRootOf(info, DEFAULT_SKILLS_ROOT) === this.settings.skillsRoot &&
+          !this.#active.has(info.sandboxId) &&
+          !this.#warm.has(info.sandboxId) &&
+          !this.#slots.tombstones.has(info.sandboxId),
+      )
+      .sort(compareCandidates);
+    for (const info of candidates) {
+      const id = await this.#adoptDiscovered(info, key, stores);
+      if (id !== undefined) return id;
+    }
+    return undefined;
+  }
+
+  async #adoptDiscovered(
+    info: E2BSandboxInfo,
+    key: ThreadKey,
+    stores: Stores,
+  ): Promise<string | undefined> {
+    const id = info.sandboxId;
+    let remote: E2BRemoteSandbox;
+    try {
+      remote = await this.#sdk(() => this.#client.connect(id, this.#connectOptions()));
+    } catch (error) {
+      if (isSandboxGoneError(error)) await this.#ledgerRelease(id);
+      this.#logger.info('Skipping an e2b discovery candidate that cannot be connected', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+      return undefined;
+    }
+    const sandbox = this.#adapter(id, remote);
+    if (!(await sandbox.ping())) {
+      await sandbox.close();
+      await this.#ledgerRelease(id);
+      return undefined;
+    }
+    if (stores.capacity !== undefined) {
+      try {
+        await stores.capacity.track(id, info.metadata[E2B_TAGS.capacityReservation] || undefined);
+      } catch (error) {
+        await sandbox.close();
+        throw this.#capacityError(
+          'Deployment-wide E2B capacity is unavailable',
+          'capacity_backend',
+          {
+            cause: error,
+          },
+        );
+      }
+    }
+    let slot: Slot;
+    try {
+      slot = await this.#reserveLocal(this.#deadline());
+    } catch (error) {
+      // The VM stays as it is: it may be a peer's, and it is still this thread's sandbox later.
+      const reason = (error as SandboxCapacityExceededError).reason;
+      this.#logger.warn(
+        reason === 'shutdown'
+          ? 'Provider is shutting down; not adopting a discovered e2b sandbox'
+          : 'Sandbox capacity is full; not adopting a discovered e2b sandbox',
+        { sandboxId: id },
+      );
+      await sandbox.close();
+      throw error;
+    }
+    this.#unownedRemoteOps.add(id);
+    const giveUp = async (): Promise<void> => {
+      this.#unownedRemoteOps.delete(id);
+      slot.release();
+      await sandbox.close();
+    };
+    if (this.#closed) {
+      await giveUp();
+      return undefined;
+    }
+    let took: boolean;
+    try {
+      took = await this.#publish(id);
+    } catch (error) {
+      await giveUp();
+      throw error;
+    }
+    if (!took) {
+      await giveUp();
+      throw new SandboxBeingDestroyedError(id);
+    }
+    await this.#pushTimeout(remote);
+    const failure = await runBootstrap(remote, this.settings.homeDir);
+    if (failure !== undefined) {
+      this.#logger.warn('Discovered e2b sandbox failed bootstrap; discarding it', {
+        sandboxId: id,
+        error: failure.message,
+      });
+      const destroyed = await this.#killAndClose(id, sandbox);
+      this.#unownedRemoteOps.delete(id);
+      if (destroyed) slot.release();
+      else slot.tombstone(id);
+      return undefined;
+    }
+    if (this.#closed) {
+      await this.#killAndClose(id, sandbox);
+      this.#unownedRemoteOps.delete(id);
+      return undefined;
+    }
+    this.#register(id, sandbox, key, this.#seedOf(key));
+    this.#unownedRemoteOps.delete(id);
+    slot.commit();
+    return id;
+  }
+
+  async #create(key: ThreadKey | undefined, uploadShared: boolean): Promise<string> {
+    const stores = await this.#stores_();
+    const { slot, token } = await this.#reserveCapacity(stores);
+    const metadata = buildVmMetadata({
+      ownerId: stores.ownership.ownerId,
+      nowMs: this.#clock.now(),
+      userId: key?.userId,
+      threadId: key?.threadId,
+      ledgerKey: stores.ledgerKey,
+      reservationToken: token,
+      skillsRoot: this.settings.skillsRoot,
+      defaultSkillsRoot: DEFAULT_SKILLS_ROOT,
+    });
+    let remote: E2BRemoteSandbox;
+    try {
+      remote = await this.#sdk(() =>
+        this.#client.create({
+          template: this.settings.template,
+          metadata,
+          ...(this.settings.idleTimeoutSeconds > 0
+            ? { timeoutMs: this.settings.idleTimeoutSeconds * 1000 }
+            : {}),
+          ...(Object.keys(this.settings.environment).length > 0
+            ? { envs: { ...this.settings.environment } }
+            : {}),
+        }),
+      );
+    } catch (error) {
+      // The ledger reservation stays on purpose: the create may have succeeded server-side, and
+      // the VM's reservation tag lets reconciliation turn it into the VM's slot.
+      slot.release();
+      throw error;
+    }
+    const id = remote.sandboxId || randomBytes(4).toString('hex');
+    this.#ownedRemoteOps.add(id);
+    if (stores.capacity !== undefined) {
+      try {
+        await stores.capacity.track(id, token);
+      } catch (error) {
+        this.#logger.warn('Tracking a new e2b sandbox in the capacity ledger failed', {
+          sandboxId: id,
+          error: errorMessage(error),
+        });
+      }
+    }
+    const sandbox = this.#adapter(id, remote);
+    if (this.#closed) await this.#abandonCreateAfterShutdown(id, sandbox);
+    let took: boolean;
+    try {
+      took = await this.#publish(id);
+    } catch (error) {
+      await this.#discardCreated(id, sandbox, slot);
+      throw error;
+    }
+    if (!took) {
+      await this.#discardCreated(id, sandbox, slot);
+      throw new SandboxBeingDestroyedError(id);
+    }
+    const failure = await runBootstrap(remote, this.settings.homeDir);
+    if (failure !== undefined) {
+      await this.#discardCreated(id, sandbox, slot);
+      throw new SandboxRuntimeError(`Failed to bootstrap e2b sandbox ${id}: ${failure.message}`, {
+        cause: failure,
+      });
+    }
+    await this.#oneShotUploads(remote, key, uploadShared);
+    if (this.#closed) {
+      await this.#killAndClose(id, sandbox);
+      this.#ownedRemoteOps.delete(id);
+      throw this.#capacityError(
+        'Sandbox provider shut down while creating a sandbox; it was cleaned up',
+        'shutdown',
+        { retryAfterSeconds: SHUTDOWN_RETRY_AFTER_SECONDS },
+      );
+    }
+    this.#register(id, sandbox, key, key === undefined ? undefined : this.#seedOf(key));
+    this.#ownedRemoteOps.delete(id);
+    slot.commit();
+    return id;
+  }
+
+  /** A create that returns after shutdown: kill it, once more through a new client if needed. */
+  async #abandonCreateAfterShutdown(id: string, sandbox: E2BSandbox): Promise<never> {
+    let confirmed = false;
+    try {
+      await sandbox.client?.kill();
+      confirmed = true;
+    } catch (error) {
+      this.#logger.warn('Killing a sandbox created during shutdown failed; retrying once', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+      try {
+        const retry = await this.#client.connect(id);
+        try {
+          await retry.kill();
+          confirmed = true;
+        } finally {
+          await retry.close().catch(() => undefined);
+        }
+      } catch (retryError) {
+        this.#logger.error('Could not confirm cleanup of a sandbox created during shutdown', {
+          sandboxId: id,
+          error: errorMessage(retryError),
+        });
+      }
+    }
+    await sandbox.close();
+    if (confirmed) {
+      this.#ownedRemoteOps.delete(id);
+      await this.#ledgerRelease(id);
+    }
+    throw this.#capacityError(
+      confirmed
+        ? 'Sandbox provider shut down while creating a sandbox; it was cleaned up'
+        : `Sandbox provider shut down while creating a sandbox; could not confirm cleanup of ${id}`,
+      'shutdown',
+      { retryAfterSeconds: SHUTDOWN_RETRY_AFTER_SECONDS },
+    );
+  }
+
+  async #discardCreated(id: string, sandbox: E2BSandbox, slot: Slot): Promise<void> {
+    const destroyed = await this.#killAndClose(id, sandbox);
+    this.#ownedRemoteOps.delete(id);
+    if (destroyed) slot.release();
+    else slot.tombstone(id);
+  }
+
+  async #oneShotUploads(
+    remote: E2BRemoteSandbox,
+    key: ThreadKey | undefined,
+    uploadShared: boolean,
+  ): Promise<void> {
+    const root = this.settings.skillsRoot;
+    const pass = new UploadPass(this.#clock, {}, this.#logger);
+    if (uploadShared) {
+      try {
+        for (const category of SKILL_CATEGORIES) {
+          const host = sharedSkillsViewPath(
+            this.settings.baseDir,
+            key?.userId ?? resolveEffectiveUserId(undefined),
+            category,
+          );
+          if (!(await stat(host).catch(() => undefined))?.isDirectory()) continue;
+          await uploadTree(remote, host, `${root}/${category}`, pass, {
+            readOnly: true,
+            logger: this.#logger,
+          });
+          if (pass.stopped) return;
+        }
+      } catch (error) {
+        this.#logger.warn('Uploading the skills projection failed; continuing with mounts', {
+          error: errorMessage(error),
+        });
+      }
+    }
+    for (const mount of this.settings.mounts) {
+      if (pass.stopped || !pass.inTime()) return;
+      const dest = mount.containerPath.replace(/\/+$/, '');
+      if (!dest.startsWith('/')) continue;
+      if (dest === root || dest.startsWith(`${root}/`)) {
+        this.#logger.warn('Skipping a mount inside the skills root (the projection owns it)', {
+          containerPath: dest,
+        });
+        continue;
+      }
+      if (!(await stat(mount.hostPath).catch(() => undefined))) continue;
+      try {
+        await uploadTree(remote, mount.hostPath, dest, pass, {
+          readOnly: mount.readOnly,
+          logger: this.#logger,
+        });
+      } catch (error) {
+        this.#logger.warn('Uploading a configured mount failed', {
+          source: mount.hostPath,
+          error: errorMessage(error),
+        });
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // release
+
+  async #releaseLocked(id: string): Promise<void> {
+    const entry = this.#active.get(id);
+    if (entry === undefined || entry.key === undefined) return;
+    const key = entry.key;
+    this.#active.delete(id);
+    if (this.#threads.get(threadKeyText(key)) === id) this.#threads.delete(threadKeyText(key));
+    const slot = this.#slots.beginTransition();
+    const sandbox = entry.sandbox;
+    // Kept past the adapter's close: a racing shutdown may still need to kill through it.
+    const remote = sandbox.client;
+    try {
+      if (sandbox.isDead) {
+        await this.#killAndClose(id, sandbox);
+        return;
+      }
+      await syncOutputs(
+        sandbox,
+        threadLayout(this.settings.baseDir, key.userId, key.threadId).threadDir,
+        { clock: this.#clock, logger: this.#logger },
+      );
+      if (sandbox.isDead) {
+        await this.#killAndClose(id, sandbox);
+        return;
+      }
+      await this.#pushTimeout(remote);
+      if (this.#closed) {
+        await this.#killAndClose(id, sandbox);
+        return;
+      }
+      if (this.#warm.put(id, { seed: entry.seed ?? this.#seedOf(key), key }) === undefined) {
+        await this.#killAndClose(id, sandbox);
+        return;
+      }
+      // Counted as warm from here on: the transition ends before the (possibly slow) close.
+      slot.commit();
+      await sandbox.close();
+    } finally {
+      slot.release();
+    }
+  }
+
+  async #releaseAnonymous(id: string, entry: ActiveEntry): Promise<void> {
+    // Nothing can ever find a thread-less sandbox again, so parking it would only hold a slot.
+    if (this.#active.get(id) !== entry) return;
+    this.#active.delete(id);
+    await this.#killAndClose(id, entry.sandbox);
+    this.#notify();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // capacity
+
+  #total(): number {
+    return this.#active.size + this.#warm.size + this.#slots.held;
+  }
+
+  #deadline(): number {
+    return this.#clock.now() + this.settings.acquireTimeoutSeconds * 1000;
+  }
+
+  #notify(): void {
+    const waiters = [...this.#waiters];
+    this.#waiters.clear();
+    for (const wake of waiters) wake();
+  }
+
+  /** Resolves when a slot may have freed, or after `ms` (on the provider's clock). */
+  #waitForSlot(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = this.#clock.setTimeout(() => {
+        this.#waiters.delete(wake);
+        resolve();
+      }, ms);
+      const wake = (): void => {
+        this.#clock.clearTimeout(timer);
+        resolve();
+      };
+      this.#waiters.add(wake);
+    });
+  }
+
+  #capacityError(
+    message: string,
+    reason: string,
+    extra: { retryAfterSeconds?: number; cause?: unknown } = {},
+  ): SandboxCapacityExceededError {
+    return new SandboxCapacityExceededError(
+      message,
+      {
+        active: this.#active.size,
+        warm: this.#warm.size,
+        reserved: this.#slots.reserved,
+        replicas: this.settings.replicas,
+        reason,
+        retryAfterSeconds: extra.retryAfterSeconds ?? 5,
+      },
+      extra.cause === undefined ? {} : { cause: extra.cause },
+    );
+  }
+
+  #shutdownCapacityError(message = 'Sandbox provider is shutting down; cannot acquire capacity') {
+    return this.#capacityError(message, 'shutdown', {
+      retryAfterSeconds: SHUTDOWN_RETRY_AFTER_SECONDS,
+    });
+  }
+
+  /** One local slot under the overflow policy; `wait` waits until `deadline`. */
+  async #reserveLocal(deadline: number): Promise<Slot> {
+    const { capacityLimit: limit, overflowPolicy: policy } = this.settings;
+    for (;;) {
+      if (this.#closed) throw this.#shutdownCapacityError();
+      if (this.#total() < limit) return this.#slots.reserve();
+      const evicted = await this.#evictOne();
+      if (evicted !== undefined) {
+        if (this.#closed) {
+          throw this.#shutdownCapacityError('Sandbox provider shut down while acquiring capacity');
+        }
+        if (this.#total() < limit) return this.#slots.reserve();
+      }
+      if (policy === 'reject') {
+        throw this.#capacityError(
+          `All ${limit} sandbox capacity slots are in use and overflow_policy is 'reject'`,
+          'capacity',
+        );
+      }
+      if (policy === 'burst') {
+        throw this.#capacityError(
+          `All ${limit} sandbox capacity slots are in use (replicas=${this.settings.replicas}, burst=${this.settings.burstLimit})`,
+          'capacity',
+        );
+      }
+      const remaining = deadline - this.#clock.now();
+      if (remaining <= 0) {
+        throw this.#capacityError(
+          `Timed out after ${this.settings.acquireTimeoutSeconds}s waiting for a sandbox capacity slot (limit ${limit})`,
+          'capacity',
+        );
+      }
+      await this.#waitForSlot(Math.min(remaining, 1000));
+    }
+  }
+
+  /** A local slot plus, with a ledger, a deployment-wide reservation for one create. */
+  async #reserveCapacity(stores: Stores): Promise<{ slot: Slot; token: string | undefined }> {
+    const deadline = this.#deadline();
+    const ledger = stores.capacity;
+    const token = ledger === undefined ? undefined : randomUUID().replace(/-/g, '');
+    for (;;) {
+      const slot = await this.#reserveLocal(deadline);
+      if (ledger === undefined || token === undefined) return { slot, token };
+      let outcome: CapacityReserveOutcome;
+      try {
+        outcome = await ledger.reserve(token);
+      } catch (error) {
+        slot.release();
+        throw this.#capacityError(
+          'Deployment-wide E2B capacity is unavailable',
+          'capacity_backend',
+          {
+            cause: error,
+          },
+        );
+      }
+      if (outcome === CapacityReserveOutcome.GRANTED) return { slot, token };
+      slot.release();
+      if (outcome === CapacityReserveOutcome.FULL && (await this.#evictOne()) !== undefined)
+        continue;
+      if (this.settings.overflowPolicy !== 'wait') {
+        throw outcome === CapacityReserveOutcome.NOT_READY
+          ? this.#capacityError(
+              'Deployment-wide E2B capacity is initializing',
+              'capacity_initializing',
+            )
+          : this.#capacityError('Deployment-wide E2B capacity is full', 'capacity');
+      }
+      const remaining = deadline - this.#clock.now();
+      if (remaining <= 0) {
+        throw this.#capacityError(
+          `Timed out after ${this.settings.acquireTimeoutSeconds}s waiting for deployment-wide E2B capacity`,
+          'capacity',
+        );
+      }
+      await this.#waitForSlot(Math.min(remaining, 1000));
+      if (this.#closed) throw this.#shutdownCapacityError();
+    }
+  }
+
+  /** Frees one slot: retries a tombstone first, else evicts the oldest warm VM. */
+  async #evictOne(): Promise<string | undefined> {
+    for (const [id, tomb] of this.#slots.tombstones) {
+      if (tomb.retrying) continue;
+      tomb.retrying = true;
+      try {
+        if (await this.#retryTombstone(id)) {
+          this.#slots.clearTombstone(id);
+          return id;
+        }
+      } finally {
+        tomb.retrying = false;
+      }
+      return undefined;
+    }
+    return this.#warm.evictOldest();
+  }
+
+  async #retryTombstone(id: string): Promise<boolean> {
+    if (!(await this.#claimForDestroy(id))) return true;
+    try {
+      let remote: E2BRemoteSandbox;
+      try {
+        remote = await this.#sdk(() => this.#client.connect(id));
+      } catch (error) {
+        if (isSandboxGoneError(error)) {
+          await this.#ledgerRelease(id);
+          return true;
+        }
+        return false;
+      }
+      try {
+        await remote.kill();
+      } catch (error) {
+        this.#logger.warn('Tombstone kill failed; keeping its slot', {
+          sandboxId: id,
+          error: errorMessage(error),
+        });
+        return false;
+      } finally {
+        await remote.close().catch(() => undefined);
+      }
+      await this.#ledgerRelease(id);
+      return true;
+    } finally {
+      await this.#releaseLease(id);
+    }
+  }
+
+  /** WarmPool destroy hook. `true` = gone (or a peer's, forgotten); `false` keeps its slot. */
+  async #destroyWarm(entry: WarmEntry<WarmValue>, reason: WarmPoolDestroyReason): Promise<boolean> {
+    const id = entry.id;
+    if (!(await this.#claimForDestroy(id))) {
+      this.#logger.info('A peer owns a warm e2b sandbox; forgetting it locally', {
+        sandboxId: id,
+        reason,
+      });
+      this.#notifySoon();
+      return true;
+    }
+    try {
+      let remote: E2BRemoteSandbox;
+      try {
+        remote = await this.#sdk(() => this.#client.connect(id));
+      } catch (error) {
+        if (isSandboxGoneError(error)) {
+          await this.#ledgerRelease(id);
+          this.#notifySoon();
+          return true;
+        }
+        this.#logger.warn('Reconnecting a warm e2b sandbox for eviction failed', {
+          sandboxId: id,
+          error: errorMessage(error),
+        });
+        return false;
+      }
+      try {
+        await remote.kill();
+      } catch (error) {
+        this.#logger.warn('Killing a warm e2b sandbox failed; keeping it', {
+          sandboxId: id,
+          error: errorMessage(error),
+        });
+        return false;
+      } finally {
+        await remote.close().catch(() => undefined);
+      }
+      await this.#ledgerRelease(id);
+      this.#notifySoon();
+      return true;
+    } finally {
+      await this.#releaseLease(id);
+    }
+  }
+
+  /** Waiters re-check after the pool removed the entry (it does so right after the hook). */
+  #notifySoon(): void {
+    setImmediate(() => this.#notify());
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // ownership and teardown helpers
+
+  async #publish(id: string): Promise<boolean> {
+    const { ownership } = await this.#stores_();
+    this.#intent.add(id);
+    try {
+      const took = await ownership.take(id);
+      if (took) this.#owned.add(id);
+      return took;
+    } finally {
+      this.#intent.delete(id);
+    }
+  }
+
+  /** Fail-closed: a store that cannot answer is treated as "a peer owns it". */
+  async #claimForDestroy(id: string): Promise<boolean> {
+    const { ownership } = await this.#stores_();
+    try {
+      return await ownership.claim(id, { forDestroy: true });
+    } catch (error) {
+      this.#logger.warn('Ownership claim failed; treating the sandbox as peer-owned', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+      return false;
+    }
+  }
+
+  async #releaseLease(id: string): Promise<void> {
+    this.#owned.delete(id);
+    const { ownership } = await this.#stores_();
+    try {
+      await ownership.release(id);
+    } catch (error) {
+      this.#logger.warn('Releasing an ownership lease failed', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+    }
+  }
+
+  async #ledgerRelease(id: string): Promise<void> {
+    const { capacity } = await this.#stores_();
+    if (capacity === undefined) return;
+    try {
+      await capacity.release(id);
+    } catch (error) {
+      this.#logger.warn('Releasing a capacity ledger slot failed (reconciliation repairs it)', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+    }
+  }
+
+  /**
+   * Kills a VM we can claim for destruction, then closes its client; a peer-owned VM is only
+   * closed. `true` when the VM is confirmed gone.
+   */
+  async #killAndClose(id: string, sandbox: E2BSandbox): Promise<boolean> {
+    const client = sandbox.client;
+    let destroyed = false;
+    if (await this.#claimForDestroy(id)) {
+      try {
+        if (client === undefined) throw new Error('no client: cannot confirm destruction');
+        await this.#sdk(() => client.kill());
+        destroyed = true;
+        await this.#ledgerRelease(id);
+      } catch (error) {
+        if (isSandboxGoneError(error)) destroyed = true;
+        else {
+          this.#logger.warn('Killing an e2b sandbox failed', {
+            sandboxId: id,
+            error: errorMessage(error),
+          });
+        }
+      } finally {
+        await this.#releaseLease(id);
+      }
+    } else {
+      this.#logger.info('Not killing an e2b sandbox a peer owns', { sandboxId: id });
+    }
+    await sandbox.close();
+    return destroyed;
+  }
+
+  async #dropActive(id: string, entry: ActiveEntry): Promise<void> {
+    if (this.#active.get(id) === entry) this.#active.delete(id);
+    if (entry.key && this.#threads.get(threadKeyText(entry.key)) === id) {
+      this.#threads.delete(threadKeyText(entry.key));
+    }
+    await entry.sandbox.close();
+    await this.#ledgerRelease(id);
+    this.#notify();
+  }
+
+  async #forgetRemote(id: string): Promise<void> {
+    await this.#ledgerRelease(id);
+    if (this.#owned.has(id)) await this.#releaseLease(id);
+  }
+
+  #register(id: string, sandbox: E2BSandbox, key: ThreadKey | undefined, seed: string | undefined) {
+    // Active and warm are exclusive: a warm entry left behind would give the VM a second reaper.
+    this.#warm.forget(id);
+    this.#active.set(id, { sandbox, key, seed });
+    if (key !== undefined) this.#threads.set(threadKeyText(key), id);
+  }
+
+  async #pushTimeout(remote: E2BRemoteSandbox | undefined): Promise<void> {
+    if (remote === undefined || this.settings.idleTimeoutSeconds <= 0) return;
+    try {
+      await this.#sdk(() => remote.setTimeout(this.settings.idleTimeoutSeconds * 1000));
+    } catch (error) {
+      this.#logger.debug('Refreshing the e2b sandbox timeout failed', {
+        sandboxId: remote.sandboxId,
+        error: errorMessage(error),
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // background: lease renewal and reconciliation
+
+  #startBackground(): void {
+    if (this.#closed) return;
+    this.#warm.start();
+    this.#scheduleRenewal();
+    // The startup pass runs in the background: acquire never waits for it.
+    void this.#reconcileAndReschedule();
+  }
+
+  #scheduleRenewal(): void {
+    if (this.#closed) return;
+    this.#renewTimer = this.#clock.setTimeout(async () => {
+      await this.renewLeases().catch((error: unknown) =>
+        this.#logger.error('Lease renewal pass failed', { error: errorMessage(error) }),
+      );
+      this.#scheduleRenewal();
+    }, this.ownership.renewalIntervalSeconds * 1000);
+  }
+
+  async #reconcileAndReschedule(): Promise<void> {
+    await this.reconcileNow().catch((error: unknown) =>
+      this.#logger.error('E2B reconciliation failed', { error: errorMessage(error) }),
+    );
+    if (this.#closed) return;
+    this.#reconcileTimer = this.#clock.setTimeout(
+      () => this.#reconcileAndReschedule(),
+      this.settings.reconciliation.intervalSeconds * 1000,
+    );
+  }
+
+  /**
+   * Renews every lease we hold. A store that cannot answer means "unknown": keep and retry. An
+   * absent lease is re-claimed; a lease a peer holds makes us forget the VM without touching it.
+   */
+  async renewLeases(): Promise<void> {
+    const { ownership } = await this.#stores_();
+    for (const id of [...this.#owned]) {
+      if (this.#closed) return;
+      let outcome: RenewOutcome;
+      try {
+        outcome = await ownership.renew(id);
+      } catch {
+        continue;
+      }
+      if (outcome === RenewOutcome.RENEWED) continue;
+      if (outcome === RenewOutcome.LAPSED) {
+        try {
+          if (await ownership.claim(id)) continue;
+        } catch {
+          continue;
+        }
+      }
+      await this.#forgetLost(id);
+    }
+  }
+
+  async #forgetLost(id: string): Promise<void> {
+    if (this.#intent.has(id)) return;
+    this.#owned.delete(id);
+    const entry = this.#active.get(id);
+    if (entry !== undefined) {
+      this.#active.delete(id);
+      if (entry.key && this.#threads.get(threadKeyText(entry.key)) === id) {
+        this.#threads.delete(threadKeyText(entry.key));
+      }
+      await entry.sandbox.close();
+    }
+    this.#warm.forget(id);
+    this.#logger.info('A peer took over an e2b sandbox; forgot it locally', { sandboxId: id });
+    this.#notify();
+  }
+
+  /** One reconciliation pass (shared if one is already running). */
+  reconcileNow(): Promise<ReconciliationStats> {
+    this.#reconciling ??= this.#reconcile().finally(() => {
+      this.#reconciling = undefined;
+    });
+    return this.#reconciling;
+  }
+
+  async #reconcile(): Promise<ReconciliationStats> {
+    const stats: ReconciliationStats = {
+      discovered: 0,
+      adopted: 0,
+      duplicates: 0,
+      deferred: 0,
+      killed: 0,
+      dead: 0,
+      budgetExhausted: false,
+    };
+    if (this.#closed) return stats;
+    const stores = await this.#stores_();
+    const r = this.settings.reconciliation;
+    const deadline = this.#clock.now() + r.maxSeconds * 1000;
+    let revision: number | undefined;
+    if (stores.capacity !== undefined) {
+      try {
+        revision = await stores.capacity.revision();
+      } catch (error) {
+        this.#logger.warn('Reading the capacity ledger revision failed', {
+          error: errorMessage(error),
+        });
+      }
+    }
+    const inventory = await listRemoteInventory(
+      this.#client,
+      {
+        query: {
+          metadata: { [E2B_TAGS.provider]: E2B_PROVIDER_TAG_VALUE },
+          ...(this.settings.listStates ? { state: this.settings.listStates } : {}),
+        },
+      },
+      { maxPages: r.maxPages, maxItems: r.maxItems, deadlineMs: deadline },
+      this.#clock,
+      this.#logger,
+    );
+    stats.budgetExhausted = inventory.budgetExhausted;
+    const entries = inventory.entries.filter((e) => belongsToLedger(e, stores.ledgerKey));
+    stats.discovered = entries.length;
+    if (stores.capacity !== undefined && revision !== undefined) {
+      try {
+        const applied = await stores.capacity.reconcile({
+          expectedRevision: revision,
+          entries: entries.map((e) => ({
+            sandboxId: e.sandboxId,
+            reservationToken: e.metadata[E2B_TAGS.capacityReservation] || undefined,
+          })),
+          complete: inventory.complete,
+          maxAgeMs: reservationMaxAgeMs(this.ownership, this.settings),
+        });
+        if (!applied) this.#logger.debug('Capacity inventory was stale; not applied');
+      } catch (error) {
+        this.#logger.warn('Applying the capacity inventory failed', { error: errorMessage(error) });
+      }
+    }
+
+    const groups = new Map<string, { key: ThreadKey; infos: E2BSandboxInfo[] }>();
+    const orphans: E2BSandboxInfo[] = [];
+    for (const info of entries) {
+      const user = info.metadata[E2B_TAGS.user];
+      const thread = info.metadata[E2B_TAGS.thread];
+      if (!user || !thread) {
+        orphans.push(info);
+        continue;
+      }
+      const key = { userId: user, threadId: thread };
+      const text = threadKeyText(key);
+      const group = groups.get(text) ?? { key, infos: [] };
+      group.infos.push(info);
+      groups.set(text, group);
+    }
+
+    for (const { key, infos } of groups.values()) {
+      if (this.#closed) break;
+      const mine = this.#threads.get(threadKeyText(key));
+      const local = (id: string) => this.#isTrackedLocally(id);
+      const sameRoot = infos
+        .filter((i) => skillsRootOf(i, DEFAULT_SKILLS_ROOT) === this.settings.skillsRoot)
+        .sort(compareCandidates)
+        .sort((a, b) => {
+          const rank = (i: E2BSandboxInfo) =>
+            i.sandboxId === mine ? 0 : local(i.sandboxId) ? 1 : 2;
+          return rank(a) - rank(b);
+        });
+      // A VM prepared for another skills root is never adoptable; it is reaped like a duplicate.
+      const duplicates = infos.filter(
+        (i) => skillsRootOf(i, DEFAULT_SKILLS_ROOT) !== this.settings.skillsRoot,
+      );
+      let haveCanonical = false;
+      let adoptable: { info: E2BSandboxInfo; remote: E2BRemoteSandbox } | undefined;
+      for (const info of sameRoot) {
+        if (haveCanonical) {
+          duplicates.push(info);
+          continue;
+        }
+        if (local(info.sandboxId)) {
+          haveCanonical = true;
+          continue;
+        }
+        if (this.#clock.now() >= deadline) {
+          stats.budgetExhausted = true;
+          stats.deferred += 1;
+          continue;
+        }
+        const probed = await this.#probe(info.sandboxId);
+        if (probed === undefined) {
+          stats.dead += 1;
+          continue;
+        }
+        haveCanonical = true;
+        adoptable = { info, remote: probed };
+      }
+      if (adoptable !== undefined) {
+        if (await this.#adoptCanonical(adoptable.info, adoptable.remote, key, stores)) {
+          stats.adopted += 1;
+        } else stats.deferred += 1;
+      }
+      stats.duplicates += duplicates.length;
+      for (const dup of duplicates) {
+        const outcome = await this.#reapAfter(dup, r.graceSeconds * 1000, false);
+        if (outcome === 'killed') stats.killed += 1;
+        else stats.deferred += 1;
+      }
+    }
+    for (const orphan of orphans) {
+      if (this.#closed) break;
+      const outcome = await this.#reapAfter(orphan, r.orphanTtlSeconds * 1000, true);
+      if (outcome === 'killed') stats.killed += 1;
+      else stats.deferred += 1;
+    }
+    const listed = new Set(entries.map((e) => e.sandboxId));
+    if (inventory.complete) {
+      for (const id of [...this.#firstSeen.keys()]) if (!listed.has(id)) this.#firstSeen.delete(id);
+    }
+    this.#logger.debug('E2B reconciliation pass', { ...stats });
+    return stats;
+  }
+
+  #isTrackedLocally(id: string): boolean {
+    return (
+      this.#active.has(id) ||
+      this.#warm.has(id) ||
+      this.#slots.tombstones.has(id) ||
+      this.#ownedRemoteOps.has(id) ||
+      this.#unownedRemoteOps.has(id)
+    );
+  }
+
+  /** Connect plus liveness probe; `undefined` when the VM is dead or unreachable. */
+  async #probe(id: string): Promise<E2BRemoteSandbox | undefined> {
+    let remote: E2BRemoteSandbox;
+    try {
+      remote = await this.#sdk(() => this.#client.connect(id));
+    } catch {
+      return undefined;
+    }
+    const sandbox = this.#adapter(id, remote);
+    if (await sandbox.ping()) return remote;
+    await remote.close().catch(() => undefined);
+    return undefined;
+  }
+
+  async #adoptCanonical(
+    info: E2BSandboxInfo,
+    remote: E2BRemoteSandbox,
+    key: ThreadKey,
+    stores: Stores,
+  ): Promise<boolean> {
+    const id = info.sandboxId;
+    const sandbox = this.#adapter(id, remote);
+    if (this.#closed || this.#total() >= this.settings.capacityLimit) {
+      await sandbox.close();
+      return false;
+    }
+    if (stores.capacity !== undefined) {
+      try {
+        await stores.capacity.track(id, info.metadata[E2B_TAGS.capacityReservation] || undefined);
+      } catch {
+        await sandbox.close();
+        return false;
+      }
+    }
+    const slot = this.#slots.reserve();
+    this.#unownedRemoteOps.add(id);
+    this.#intent.add(id);
+    try {
+      let claimed = false;
+      try {
+        claimed = await stores.ownership.claim(id);
+      } catch {
+        claimed = false;
+      }
+      if (!claimed) {
+        // A peer may hold it: its slot turns into a tombstone that a later eviction resolves.
+        slot.tombstone(id);
+        await sandbox.close();
+        return false;
+      }
+      this.#owned.add(id);
+      const failure = await runBootstrap(remote, this.settings.homeDir);
+      if (failure !== undefined) {
+        const destroyed = await this.#killAndClose(id, sandbox);
+        if (destroyed) slot.release();
+        else slot.tombstone(id);
+        return false;
+      }
+      if (this.#closed) {
+        await this.#killAndClose(id, sandbox);
+        slot.release();
+        return false;
+      }
+      const seed = this.#seedOf(key);
+      if (
+        this.#threads.has(threadKeyText(key)) ||
+        this.#warm.entries().some((e) => e.value.seed === seed)
+      ) {
+        // The thread got a sandbox meanwhile: this one is a duplicate, handled on a later pass.
+        await this.#releaseLease(id);
+        await sandbox.close();
+        slot.release();
+        return false;
+      }
+      // Parked warm, not active: nobody is using it yet. Its thread reclaims it on the next
+      // acquire, and until then the idle checker and eviction can reap it like any warm VM.
+      await this.#pushTimeout(remote);
+      if (this.#warm.put(id, { seed, key }) === undefined) {
+        await this.#killAndClose(id, sandbox);
+        slot.release();
+        return false;
+      }
+      slot.commit();
+      await sandbox.close();
+      return true;
+    } finally {
+      this.#intent.delete(id);
+      this.#unownedRemoteOps.delete(id);
+      if (!slot.done) slot.release();
+    }
+  }
+
+  async #reapAfter(
+    info: E2BSandboxInfo,
+    graceMs: number,
+    orphan: boolean,
+  ): Promise<'killed' | 'deferred'> {
+    const id = info.sandboxId;
+    if (this.#isTrackedLocally(id)) return 'deferred';
+    const now = this.#clock.now();
+    const first = this.#firstSeen.get(id) ?? now;
+    this.#firstSeen.set(id, first);
+    const created = orphan ? createdAtMs(info) : undefined;
+    const age = created !== undefined ? now - created : now - first;
+    if (age < graceMs) return 'deferred';
+    if (!(await this.#claimForDestroy(id))) return 'deferred';
+    try {
+      const remote = await this.#sdk(() => this.#client.connect(id));
+      try {
+        const killed = await remote.kill();
+        if (!killed) return 'deferred';
+      } finally {
+        await remote.close().catch(() => undefined);
+      }
+      this.#firstSeen.delete(id);
+      await this.#ledgerRelease(id);
+      return 'killed';
+    } catch (error) {
+      this.#logger.info('Reaping an e2b sandbox failed; deferred', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+      return 'deferred';
+    } finally {
+      await this.#releaseLease(id);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // shutdown
+
+  async #doShutdown(): Promise<void> {
+    this.#closed = true;
+    if (this.#renewTimer) this.#clock.clearTimeout(this.#renewTimer);
+    if (this.#reconcileTimer) this.#clock.clearTimeout(this.#reconcileTimer);
+    await this.#warm.stop();
+    const active = [...this.#active.entries()];
+    const parked = new Set<string>([
+      ...this.#warm.ids(),
+      ...this.#slots.tombstones.keys(),
+      ...this.#ownedRemoteOps,
+    ]);
+    const owned = new Set(this.#owned);
+    this.#active.clear();
+    this.#threads.clear();
+    for (const id of this.#warm.ids()) this.#warm.forget(id);
+    this.#ownedRemoteOps.clear();
+    this.#unownedRemoteOps.clear();
+    this.#slots.clear();
+    this.#notify();
+    this.#serializer.close();
+    let stores: Stores | undefined;
+    try {
+      stores = await this.#stores_();
+    } catch {
+      stores = undefined;
+    }
+    for (const [id, entry] of active) {
+      parked.delete(id);
+      if (stores !== undefined && owned.has(id)) await this.#killAndClose(id, entry.sandbox);
+      else await entry.sandbox.close();
+    }
+    for (const id of parked) {
+      if (stores === undefined || !owned.has(id) || !(await this.#claimForDestroy(id))) continue;
+      try {
+        const remote = await this.#client.connect(id);
+        try {
+          await remote.kill();
+          await this.#ledgerRelease(id);
+        } finally {
+          await remote.close().catch(() => undefined);
+        }
+      } catch (error) {
+        if (!isSandboxGoneError(error)) {
+          this.#logger.warn('Killing an e2b sandbox at shutdown failed', {
+            sandboxId: id,
+            error: errorMessage(error),
+          });
+        }
+      } finally {
+        await this.#releaseLease(id);
+      }
+    }
+    await this.#reconciling?.catch(() => undefined);
+    if (stores?.ownsOwnership) await stores.ownership.close().catch(() => undefined);
+    if (stores?.ownsCapacity) await stores.capacity?.close().catch(() => undefined);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // plumbing
+
+  #assertOpen(): void {
+    if (this.#closed) throw this.#closedError();
+  }
+
+  #closedError(): ProviderClosedError {
+    return new ProviderClosedError('E2BSandboxProvider has been shut down');
+  }
+
+  #serializerKey(key: ThreadKey): string {
+    return serializerKey(key.userId, key.threadId, this.settings.skillsRoot);
+  }
+
+  #seedOf(key: ThreadKey): string {
+    return deriveSandboxScopeToken({
+      userId: key.userId,
+      threadId: key.threadId,
+      scope: identityScopesFor({ skillsContainerPath: this.settings.skillsRoot }),
+    });
+  }
+
+  #connectOptions(): { timeoutMs?: number } {
+    return this.settings.idleTimeoutSeconds > 0
+      ? { timeoutMs: this.settings.idleTimeoutSeconds * 1000 }
+      : {};
+  }
+
+  #adapter(id: string, remote: E2BRemoteSandbox): E2BSandbox {
+    return new E2BSandbox(id, remote, {
+      homeDir: this.settings.homeDir,
+      defaultCommandTimeoutMs: this.settings.commandTimeoutMs,
+      logger: this.#logger,
+    });
+  }
+
+  /**
+   * Runs one SDK lifecycle call inside the bounded pool. After shutdown (pool closed) teardown
+   * calls run directly: a kill must never be refused for lack of a pool.
+   */
+  async #sdk<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#serializer.closed) return fn();
+    try {
+      return await this.#serializer.run(fn);
+    } catch (error) {
+      if (error instanceof SerializerClosedError) return fn();
+      throw error;
+    }
+  }
+
+  #stores_(): Promise<Stores> {
+    this.#stores ??= this.#openStores();
+    return this.#stores;
+  }
+
+  async #openStores(): Promise<Stores> {
+    const init = this.#init;
+    const ownsOwnership = init.ownershipStore === undefined;
+    const ownership =
+      init.ownershipStore ??
+      (await createOwnershipStore(this.ownership, {
+        logger: this.#logger,
+        env: init.env ?? process.env,
+      }));
+    let capacity: CapacityStore | undefined;
+    let ownsCapacity = false;
+    if (init.capacityStore === null) capacity = undefined;
+    else if (init.capacityStore !== undefined) capacity = init.capacityStore;
+    else {
+      try {
+        capacity = await createCapacityStore(this.ownership, {
+          hardLimit: this.settings.capacityLimit,
+          logger: this.#logger,
+          env: init.env ?? process.env,
+        });
+        ownsCapacity = capacity !== undefined;
+      } catch (error) {
+        if (ownsOwnership) await ownership.close().catch(() => undefined);
+        throw error;
+      }
+    }
+    const ledgerKey =
+      capacity === undefined
+        ? undefined
+        : (init.capacityLedgerKey ?? `${this.ownership.keyPrefix.replace(/:+$/, '')}:e2b-capacity`);
+    return { ownership, capacity, ledgerKey, ownsOwnership, ownsCapacity };
+  }
+}
+
+/** Factory form for `use: "@sbx/e2b"` hosts that prefer functions. */
+export function createE2BProvider(init: E2BProviderInit): E2BSandboxProvider {
+  return new E2BSandboxProvider(init);
+}

@@ -1,0 +1,10 @@
+// Public API of @sbx/e2b/testing: the in-memory E2B control plane and the local stand-in server.
+export { FakeE2BClient, fakeErrors, sdkError } from './testing/fake-e2b-client.js';
+export type {
+  FakeE2BOp,
+  FakeE2BClientOptions,
+  FakeVmRecord,
+  FakeCall,
+} from './testing/fake-e2b-client.js';
+export { LocalVm } from './testing/local-vm.js';
+export type { LocalVmRunOptions, LocalVmRunResult } from './testing/local-vm.js';
