@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isHostBashAllowed } from './config.js';
+import { allowsHostBash } from './host-bash.js';
 import { loadSandboxConfig, parseSandboxConfig, parseSandboxConfigYaml } from './config-loader.js';
 import { sandboxConfigSchema } from './config-schema.js';
 import { ConfigError } from './errors.js';
@@ -76,11 +76,11 @@ describe('parseSandboxConfig defaults', () => {
   });
 
   it('§10.12.125 host bash is not allowed when the section is missing or null, allowed only explicitly', () => {
-    expect(isHostBashAllowed(undefined)).toBe(false);
-    expect(isHostBashAllowed(null)).toBe(false);
-    expect(isHostBashAllowed(parseSandboxConfig({ sandbox: null }, opts))).toBe(false);
-    expect(isHostBashAllowed(parseSandboxConfig({}, opts))).toBe(false);
-    expect(isHostBashAllowed(parseSandboxConfig({ allow_host_bash: true }, opts))).toBe(true);
+    expect(allowsHostBash(undefined)).toBe(false);
+    expect(allowsHostBash(null)).toBe(false);
+    expect(allowsHostBash(parseSandboxConfig({ sandbox: null }, opts))).toBe(false);
+    expect(allowsHostBash(parseSandboxConfig({}, opts))).toBe(false);
+    expect(allowsHostBash(parseSandboxConfig({ allow_host_bash: true }, opts))).toBe(true);
   });
 
   it('ownership defaults apply inside an explicit section: 30 s x 4, prefix "sbx"', () => {

@@ -111,13 +111,3 @@ export interface SandboxConfig {
   /** Block for a third-party provider package named by `use`. */
   readonly providerOptions: OpenConfigBlock | undefined;
 }
-
-/**
- * True only when the configuration explicitly allows host bash; a missing or null `sandbox`
- * section never does (the local provider is not an isolation boundary).
- */
-export function isHostBashAllowed(
-  config: Pick<SandboxConfig, 'allowHostBash'> | undefined | null,
-): boolean {
-  return config?.allowHostBash === true;
-}

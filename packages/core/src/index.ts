@@ -33,7 +33,6 @@ export {
   OVERFLOW_POLICIES,
   OWNERSHIP_TYPES,
   PROVIDER_BLOCK_KEYS,
-  isHostBashAllowed,
 } from './config.js';
 export type {
   OpenConfigBlock,

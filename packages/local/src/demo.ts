@@ -154,10 +154,6 @@ export async function runDemo(options: DemoOptions = {}): Promise<void> {
       userId: USER_ID,
       threadId: THREAD_ID,
       config: { allowHostBash: true },
-      local: {
-        threadData: provider.threadData(USER_ID, THREAD_ID),
-        skillsContainerPath: provider.skillsContainerPath,
-      },
       env: { [DEMO_REQUEST_SECRET_NAME]: DEMO_REQUEST_SECRET_VALUE },
     });
 

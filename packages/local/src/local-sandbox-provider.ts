@@ -300,6 +300,20 @@ export class LocalSandboxProvider extends SandboxProvider {
     const customMounts = this.staticMappings.filter((m) => m.containerPath !== `${skills}/public`);
     const sandbox = new LocalSandbox(id, {
       mappings: [...customMounts, ...skillMappings, ...threadMappings],
+      toolEnvironment: {
+        threadData: {
+          workspacePath: layout.workspacePath,
+          uploadsPath: layout.uploadsPath,
+          outputsPath: layout.outputsPath,
+          acpWorkspacePath: layout.acpWorkspacePath,
+        },
+        skillsContainerPath: skills,
+        ...(mode === 'policy' ? { skillsHostPath: layout.threadSkillsViewPath } : {}),
+        customMounts: customMounts.map((m) => ({
+          containerPath: m.containerPath,
+          readOnly: m.readOnly,
+        })),
+      },
       ...this.sandboxOptions(),
       agentWrittenPaths: previous?.sandbox.agentWrittenPaths,
     });

@@ -28,6 +28,7 @@ import type {
   GrepOptions,
   GrepResult,
   ListDirOptions,
+  LocalToolEnvironment,
   Logger,
   PathMapping,
   ReadFileOptions,
@@ -62,6 +63,11 @@ export interface LocalSandboxOptions {
    * instance of the same thread, so files written before still read back with virtual paths.
    */
   agentWrittenPaths?: Set<string>;
+  /**
+   * Host-side layout the agent tool layer needs for a host-backed sandbox (thread directories,
+   * skills root). Reported through `localToolEnvironment`, so hosts need not pass it themselves.
+   */
+  toolEnvironment?: LocalToolEnvironment;
   logger?: Logger;
   /** Runs the shell command; replaceable so tests can observe what would be spawned. */
   runner?: (options: PosixRunOptions) => Promise<PosixRunResult>;
@@ -99,6 +105,8 @@ export class LocalSandbox extends Sandbox {
   private readonly logger: Logger;
   private readonly runner: (options: PosixRunOptions) => Promise<PosixRunResult>;
   private maskerPromise: Promise<HostPathMasker> | undefined;
+  /** Read by the tool layer (`LocalToolEnvironmentSource`). */
+  readonly localToolEnvironment: LocalToolEnvironment | undefined;
 
   constructor(id: string, options: LocalSandboxOptions = {}) {
     super(id);
@@ -121,6 +129,7 @@ export class LocalSandbox extends Sandbox {
     this.agentWritten = options.agentWrittenPaths ?? new Set();
     this.logger = options.logger ?? silentLogger;
     this.runner = options.runner ?? runPosixCommand;
+    this.localToolEnvironment = options.toolEnvironment;
   }
 
   get mappings(): readonly PathMapping[] {

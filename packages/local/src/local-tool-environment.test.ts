@@ -1,0 +1,53 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createToolContext, runTool } from '@sbx/core';
+import { LocalSandboxProvider } from './local-sandbox-provider.js';
+
+/**
+ * The tool layer validates paths and masks host paths for host-backed sandboxes. A LocalSandbox
+ * reports its own layout, so a host that passes no `ToolContext.local` still gets that protection.
+ */
+describe('LocalSandbox reports its tool environment to the tool layer', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeAll(async () => {
+    baseDir = await mkdtemp(path.join(tmpdir(), 'sbx-local-toolenv-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true });
+  });
+  afterAll(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  const context = () =>
+    createToolContext({
+      provider,
+      userId: 'u1',
+      threadId: 't1',
+      config: { allowHostBash: true },
+    });
+
+  it('bash starts in the workspace and its output shows virtual paths only', async () => {
+    const out = await runTool('bash', { command: 'pwd' }, context());
+    expect(out.trim()).toBe('/mnt/user-data/workspace');
+    expect(out).not.toContain(baseDir);
+  });
+
+  it('file tools refuse host paths outside the virtual roots', async () => {
+    const out = await runTool('read_file', { path: '/etc/hostname' }, context());
+    expect(out.startsWith('Error:')).toBe(true);
+  });
+
+  it('the sandbox exposes its thread directories', async () => {
+    const ctx = context();
+    await runTool('ls', { path: '/mnt/user-data/workspace' }, ctx);
+    const sandbox = provider.get(ctx.state.sandboxId ?? '');
+    expect(sandbox).toBeDefined();
+    const env = (sandbox as unknown as { localToolEnvironment?: { threadData?: object } })
+      .localToolEnvironment;
+    expect(env?.threadData).toEqual(provider.threadData('u1', 't1'));
+  });
+});
