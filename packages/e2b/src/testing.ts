@@ -8,3 +8,9 @@ export type {
 } from './testing/fake-e2b-client.js';
 export { LocalVm } from './testing/local-vm.js';
 export type { LocalVmRunOptions, LocalVmRunResult } from './testing/local-vm.js';
+export { E2BStandinServer } from './testing/e2b-standin-server.js';
+export type {
+  E2BStandinServerOptions,
+  StandinVm,
+  StandinRequest,
+} from './testing/e2b-standin-server.js';

@@ -1,0 +1,168 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
+import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
+import { E2BSandbox } from './e2b-sandbox.js';
+import { SdkE2BClient } from './sdk-client.js';
+import { E2BStandinServer } from './testing/e2b-standin-server.js';
+
+/*
+ * The real `e2b` SDK end to end against the local stand-in (control plane + envd on 127.0.0.1):
+ * proves the wiring of `SdkE2BClient` and the adapter, with the SDK's own URL building, request
+ * encoding, Connect streaming and error mapping.
+ */
+let server: E2BStandinServer;
+let client: SdkE2BClient;
+
+beforeAll(async () => {
+  server = await new E2BStandinServer().start();
+  client = new SdkE2BClient({ apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url });
+});
+afterAll(async () => {
+  await server.stop();
+});
+
+describe('real e2b SDK against the stand-in', () => {
+  it('creates with metadata, envs and a timeout in seconds', async () => {
+    const sbx = await client.create({
+      template: 'code-interpreter-v1',
+      metadata: { deer_flow_provider: 'e2b_sandbox_provider', 'odd key/&': 'v=1&x' },
+      timeoutMs: 90_000,
+      envs: { STATIC_VAR: 'from-create' },
+    });
+    const vm = server.vms.get(sbx.sandboxId)!;
+    expect(vm.templateId).toBe('code-interpreter-v1');
+    expect(vm.metadata['odd key/&']).toBe('v=1&x');
+    expect(vm.timeoutSeconds).toBe(90);
+    const out = await sbx.commands.run('echo "$STATIC_VAR"');
+    expect(out.stdout).toBe('from-create\n');
+  });
+
+  it('lists with a metadata filter across pages (x-next-token)', async () => {
+    for (let i = 0; i < 3; i++) {
+      await client.create({ template: 'base', metadata: { group: 'paged', n: String(i) } });
+    }
+    await client.create({ template: 'base', metadata: { group: 'other' } });
+    const paginator = client.list({ query: { metadata: { group: 'paged' } }, limit: 2 });
+    const seen: string[] = [];
+    let pages = 0;
+    while (paginator.hasNext) {
+      const items = await paginator.nextItems();
+      pages += 1;
+      seen.push(...items.map((i) => i.metadata.n ?? '?'));
+    }
+    expect(pages).toBe(2);
+    expect(seen.sort()).toEqual(['0', '1', '2']);
+  });
+
+  it('runs commands with per-call env; a non-zero exit rejects with CommandExitError', async () => {
+    const sbx = await client.create({ template: 'base', metadata: {} });
+    const ok = await sbx.commands.run('echo "$SECRET_X"', { envs: { SECRET_X: 'per-call' } });
+    expect(ok).toMatchObject({ exitCode: 0, stdout: 'per-call\n' });
+    const err = await sbx.commands.run('echo out; echo err >&2; exit 4').catch((e: unknown) => e);
+    expect((err as Error).name).toBe('CommandExitError');
+    expect(err).toMatchObject({ exitCode: 4, stdout: 'out\n', stderr: 'err\n' });
+  });
+
+  it('a command past its timeoutMs is a TimeoutError about timeoutMs', async () => {
+    const sbx = await client.create({ template: 'base', metadata: {} });
+    const err = await sbx.commands.run('sleep 5', { timeoutMs: 300 }).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('TimeoutError');
+    expect((err as Error).message).toContain("'timeoutMs'");
+  });
+
+  it('writes and reads files (text, bytes, stream), makes directories, stats', async () => {
+    const sbx = await client.create({ template: 'base', metadata: {} });
+    await sbx.files.write('/home/user/a/b.txt', 'hello');
+    expect(await sbx.files.read('/home/user/a/b.txt')).toBe('hello');
+    await sbx.files.write('/home/user/bin.dat', new Uint8Array([0, 255, 1]).buffer);
+    expect(Array.from(await sbx.files.read('/home/user/bin.dat', { format: 'bytes' }))).toEqual([
+      0, 255, 1,
+    ]);
+    const stream = await sbx.files.read('/home/user/a/b.txt', { format: 'stream' });
+    expect(await new Response(stream).text()).toBe('hello');
+    expect(await sbx.files.makeDir('/home/user/newdir')).toBe(true);
+    expect(await sbx.files.makeDir('/home/user/newdir')).toBe(false);
+    expect((await sbx.files.getInfo('/home/user/a/b.txt')).type).toBe('file');
+    const missing = await sbx.files.read('/home/user/nope').catch((e: unknown) => e);
+    expect((missing as Error).name).toBe('FileNotFoundError');
+  });
+
+  it('connects, sets the timeout, kills; a killed VM is gone everywhere', async () => {
+    const sbx = await client.create({ template: 'base', metadata: {} });
+    const again = await client.connect(sbx.sandboxId, { timeoutMs: 600_000 });
+    await again.setTimeout(120_000);
+    expect(server.vms.get(sbx.sandboxId)!.timeoutSeconds).toBe(120);
+    expect(await again.kill()).toBe(true);
+    expect(await again.kill()).toBe(false);
+    const connectErr = await client.connect(sbx.sandboxId).catch((e: unknown) => e);
+    expect((connectErr as Error).name).toBe('SandboxNotFoundError');
+    expect((connectErr as Error).message).toContain('Paused sandbox');
+    const runErr = await sbx.commands.run('true').catch((e: unknown) => e);
+    expect((runErr as Error).name).toBe('SandboxNotFoundError');
+    expect((runErr as Error).message).toContain('probably not running anymore');
+    const readErr = await sbx.files.read('/home/user/x').catch((e: unknown) => e);
+    expect((readErr as Error).name).toBe('TimeoutError');
+    expect((readErr as Error).message).toContain('The sandbox was not found');
+    const timeoutErr = await sbx.setTimeout(1000).catch((e: unknown) => e);
+    expect((timeoutErr as Error).name).toBe('SandboxNotFoundError');
+  });
+
+  it('the adapter marks a reaped VM dead through the real SDK error', async () => {
+    const sbx = await client.create({ template: 'base', metadata: {} });
+    const adapter = new E2BSandbox(sbx.sandboxId, sbx);
+    expect(await adapter.executeCommand('echo alive')).toBe('alive\n');
+    server.reap(sbx.sandboxId);
+    expect(await adapter.executeCommand('echo x')).toMatch(
+      /^Error: .*probably not running anymore/,
+    );
+    expect(adapter.isDead).toBe(true);
+  });
+
+  it('rejects a wrong API key with AuthenticationError', async () => {
+    const bad = new SdkE2BClient({ apiKey: 'wrong', apiUrl: server.url, sandboxUrl: server.url });
+    const err = await bad.create({ template: 'base', metadata: {} }).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('AuthenticationError');
+  });
+});
+
+describeSandboxContract('E2BSandbox over the real SDK and the stand-in', async () => {
+  const standin = await new E2BStandinServer().start();
+  const sdk = new SdkE2BClient({
+    apiKey: standin.apiKey,
+    apiUrl: standin.url,
+    sandboxUrl: standin.url,
+  });
+  const remote = await sdk.create({ template: 'base', metadata: {} });
+  await remote.commands.run('mkdir -p /home/user/workspace');
+  return {
+    sandbox: new E2BSandbox(remote.sandboxId, remote),
+    workdir: '/mnt/user-data/workspace',
+    cleanup: () => standin.stop(),
+  };
+});
+
+describeProviderContract('E2BSandboxProvider over the real SDK and the stand-in', async () => {
+  const standin = await new E2BStandinServer().start();
+  const baseDir = await mkdtemp(path.join(os.tmpdir(), 'sbx-e2b-sdk-contract-'));
+  const provider = new E2BSandboxProvider({
+    config: parseSandboxConfig({
+      use: '@sbx/e2b',
+      base_dir: baseDir,
+      replicas: 32,
+      e2b: { api_key: standin.apiKey, api_url: standin.url, sandbox_url: standin.url },
+    }),
+    ownershipStore: new MemoryOwnershipStore(),
+    capacityStore: null,
+  });
+  return {
+    provider,
+    cleanup: async () => {
+      await standin.stop();
+      await rm(baseDir, { recursive: true, force: true });
+    },
+  };
+});
