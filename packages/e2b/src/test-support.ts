@@ -1,0 +1,86 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
+import type { CapacityStore, Logger, OwnershipStore } from '@sbx/core';
+import { ManualClock } from '@sbx/core/testing';
+import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
+import { FakeE2BClient } from './testing/fake-e2b-client.js';
+
+/** A logger that keeps every line, for assertions on required warnings. */
+export interface RecordingLogger extends Logger {
+  readonly lines: { level: string; msg: string; fields?: Record<string, unknown> }[];
+  text(level?: string): string;
+}
+
+export function recordingLogger(): RecordingLogger {
+  const lines: RecordingLogger['lines'] = [];
+  const at =
+    (level: string) =>
+    (msg: string, fields?: Record<string, unknown>): void => {
+      lines.push({ level, msg, ...(fields ? { fields } : {}) });
+    };
+  return {
+    lines,
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    text: (level?: string) =>
+      lines
+        .filter((l) => level === undefined || l.level === level)
+        .map((l) => `${l.msg} ${JSON.stringify(l.fields ?? {})}`)
+        .join('\n'),
+  };
+}
+
+export interface HarnessOptions {
+  /** Extra `sandbox:` keys (snake_case). */
+  config?: Record<string, unknown>;
+  fake?: FakeE2BClient;
+  ownership?: OwnershipStore;
+  capacity?: CapacityStore | null;
+  clock?: ManualClock;
+  logger?: Logger;
+  baseDir?: string;
+}
+
+export interface Harness {
+  provider: E2BSandboxProvider;
+  fake: FakeE2BClient;
+  clock: ManualClock;
+  baseDir: string;
+  ownership: OwnershipStore;
+  logger: RecordingLogger;
+  cleanup(): Promise<void>;
+}
+
+export async function makeHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const baseDir = options.baseDir ?? (await mkdtemp(path.join(os.tmpdir(), 'sbx-e2b-test-')));
+  const fake = options.fake ?? new FakeE2BClient();
+  const clock = options.clock ?? new ManualClock(1_700_000_000_000);
+  const ownership = options.ownership ?? new MemoryOwnershipStore({ clock });
+  const logger = recordingLogger();
+  const provider = new E2BSandboxProvider({
+    config: parseSandboxConfig({ use: '@sbx/e2b', base_dir: baseDir, ...options.config }),
+    client: fake,
+    ownershipStore: ownership,
+    capacityStore: options.capacity === undefined ? null : options.capacity,
+    clock,
+    logger: options.logger ?? logger,
+    background: false,
+  });
+  return {
+    provider,
+    fake,
+    clock,
+    baseDir,
+    ownership,
+    logger,
+    cleanup: async () => {
+      await provider.shutdown();
+      if (options.fake === undefined) await fake.dispose();
+      if (options.baseDir === undefined) await rm(baseDir, { recursive: true, force: true });
+    },
+  };
+}
