@@ -1,0 +1,613 @@
+import {
+  ConfigError,
+  MissingDependencyError,
+  ProviderClosedError,
+  SandboxIdentityCollisionError,
+  SandboxRuntimeError,
+  isSbxError,
+} from '@sbx/core';
+import { settle, track } from '@sbx/core/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BoxliteProvider } from './boxlite-provider.js';
+import { SANDBOX_CLOSED_MESSAGE } from './boxlite-sandbox.js';
+import type { FakeExecCall } from './testing/fake-boxlite-runtime.js';
+import type { Harness } from './testing/harness.js';
+import { boxliteConfig, harness as makeHarness } from './testing/harness.js';
+import { VirtualizationUnavailableError } from './virtualization.js';
+
+const live: Harness[] = [];
+function harness(...args: Parameters<typeof makeHarness>): Harness {
+  const h = makeHarness(...args);
+  live.push(h);
+  return h;
+}
+afterEach(async () => {
+  await Promise.all(live.splice(0).map((h) => h.dispose()));
+});
+
+const isHealthCheck = (c: FakeExecCall) => c.args[1] === 'echo ok';
+const healthChecks = (h: Harness) => h.runtime.execCalls.filter(isHealthCheck).length;
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+function moduleNotFound(name: string): Error {
+  return Object.assign(new Error(`Cannot find package '${name}' imported from /app`), {
+    code: 'ERR_MODULE_NOT_FOUND',
+  });
+}
+
+describe('§8.5 warm-pool lifecycle on BoxLite', () => {
+  it('§8.5.108 replica count is active + warm', async () => {
+    const h = harness();
+    const a = await h.provider.acquire({ userId: 'u', threadId: 'a' });
+    await h.provider.acquire({ userId: 'u', threadId: 'b' });
+    await h.provider.release(a);
+    expect(h.provider.replicaCount()).toEqual({ replicas: 3, total: 2 });
+    expect(h.provider.activeIds).toHaveLength(1);
+    expect(h.provider.warmIds).toEqual([a]);
+  });
+
+  it('§8.5.109 eviction removes the oldest warm box; with nothing warm, creation goes beyond the soft cap', async () => {
+    const h = harness({ replicas: 2 });
+    const a = await h.provider.acquire({ userId: 'u', threadId: 'a' });
+    const b = await h.provider.acquire({ userId: 'u', threadId: 'b' });
+    await h.provider.release(a);
+    await h.clock.advance(1_000);
+    await h.provider.release(b);
+    await h.provider.acquire({ userId: 'u', threadId: 'c' });
+    expect(h.runtime.latest(h.provider.boxName(a))?.running).toBe(false);
+    expect(h.runtime.latest(h.provider.boxName(b))?.running).toBe(true);
+    expect(h.provider.warmIds).toEqual([b]);
+
+    await h.provider.acquire({ userId: 'u', threadId: 'd' });
+    await h.provider.acquire({ userId: 'u', threadId: 'e' });
+    expect(h.provider.activeIds).toHaveLength(3);
+    expect(
+      h.logger.lines.some((l) => l.level === 'warn' && l.msg.includes('beyond the soft limit')),
+    ).toBe(true);
+  });
+
+  it('§8.5.110 reaping destroys only expired boxes; idle_timeout 0 destroys none', async () => {
+    const h = harness({ idle_timeout: 120 });
+    const old = await h.provider.acquire({ userId: 'u', threadId: 'old' });
+    await h.provider.release(old);
+    await h.clock.advance(100_000);
+    const fresh = await h.provider.acquire({ userId: 'u', threadId: 'fresh' });
+    await h.provider.release(fresh);
+    await h.clock.advance(21_000);
+    await h.provider.runIdleCheck();
+    expect(h.provider.warmIds).toEqual([fresh]);
+    expect(h.runtime.latest(h.provider.boxName(old))?.running).toBe(false);
+
+    const keep = harness({ idle_timeout: 0 });
+    const id = await keep.provider.acquire({ userId: 'u', threadId: 'k' });
+    await keep.provider.release(id);
+    await keep.clock.advance(10 * 24 * 3600 * 1000);
+    await keep.provider.runIdleCheck();
+    expect(keep.provider.warmIds).toEqual([id]);
+  });
+
+  it('§8.5.111 the idle checker runs every warm_pool.idle_check_interval_seconds and stops with shutdown', async () => {
+    const h = harness({ idle_timeout: 30, warm_pool: { idle_check_interval_seconds: 10 } });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    await h.provider.release(id);
+    await h.clock.advance(30_000);
+    expect(h.provider.warmIds).toEqual([id]);
+    await h.clock.advance(10_000);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(h.provider.idleCheckerRunning).toBe(true);
+    await h.provider.shutdown();
+    expect(h.provider.idleCheckerRunning).toBe(false);
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+});
+
+describe('§8.6 BoxLite provider', () => {
+  it('§8.6.112 a missing SDK fails at acquire naming @boxlite-ai/boxlite; shutdown stays clean and idempotent', async () => {
+    const imported: string[] = [];
+    const provider = new BoxliteProvider({
+      config: boxliteConfig(),
+      platform: 'linux',
+      fsAccess: async () => {},
+      importer: async (name) => {
+        imported.push(name);
+        throw moduleNotFound(name);
+      },
+    });
+    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    expect(err).toBeInstanceOf(MissingDependencyError);
+    expect((err as MissingDependencyError).packageName).toBe('@boxlite-ai/boxlite');
+    expect((err as Error).message).toContain('npm install @boxlite-ai/boxlite');
+    expect(imported).toEqual(['@boxlite-ai/boxlite']);
+    await provider.shutdown();
+    await provider.shutdown();
+  });
+
+  it('§8.6.112 a host without KVM fails with a typed error that says so, before loading the SDK', async () => {
+    for (const [code, problem, text] of [
+      ['ENOENT', 'kvm-absent', '/dev/kvm does not exist'],
+      ['EACCES', 'kvm-inaccessible', '/dev/kvm is not accessible'],
+    ] as const) {
+      const imported: string[] = [];
+      const probed: string[] = [];
+      const provider = new BoxliteProvider({
+        config: boxliteConfig(),
+        platform: 'linux',
+        fsAccess: async (p) => {
+          probed.push(p);
+          throw Object.assign(new Error(`${code}: ${p}`), { code });
+        },
+        importer: async (name) => {
+          imported.push(name);
+          return {};
+        },
+      });
+      const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+      expect(err).toBeInstanceOf(VirtualizationUnavailableError);
+      expect((err as VirtualizationUnavailableError).problem).toBe(problem);
+      expect(isSbxError(err) && err.code).toBe('SANDBOX_RUNTIME');
+      expect((err as Error).message).toContain('KVM is not available on this host');
+      expect((err as Error).message).toContain(text);
+      expect(probed).toEqual(['/dev/kvm']);
+      expect(imported).toEqual([]);
+      await provider.shutdown();
+    }
+  });
+
+  it('§8.6.112 an unsupported platform is refused up front', async () => {
+    const provider = new BoxliteProvider({ config: boxliteConfig(), platform: 'win32' });
+    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    expect((err as VirtualizationUnavailableError).problem).toBe('unsupported-platform');
+    await provider.shutdown();
+  });
+
+  it('§8.6.121 ids are 16 hex, deterministic, distinct per user and thread; 16 hex separates a known 8-hex collision', () => {
+    const { provider } = harness();
+    const id = provider.sandboxIdFor('u', 't');
+    expect(id).toMatch(/^[0-9a-f]{16}$/);
+    expect(provider.sandboxIdFor('u', 't')).toBe(id);
+    expect(provider.sandboxIdFor('v', 't')).not.toBe(id);
+    expect(provider.sandboxIdFor('u', 'x')).not.toBe(id);
+    const a = provider.sandboxIdFor('user-9721', 'thread-9721');
+    const b = provider.sandboxIdFor('user-94361', 'thread-94361');
+    expect(a.slice(0, 8)).toBe(b.slice(0, 8));
+    expect(a).not.toBe(b);
+    expect(provider.sandboxIdFor(undefined, 't')).toBe(provider.sandboxIdFor('default', 't'));
+  });
+
+  it('§8.6.122 idle_timeout 0 is kept and starts no idle checker', () => {
+    const { provider } = harness({ idle_timeout: 0 });
+    expect(provider.settings.idleTimeoutSeconds).toBe(0);
+    expect(provider.idleCheckerRunning).toBe(false);
+  });
+
+  it('§8.6.123 boxes are named sbx-boxlite-<id>; name_prefix reproduces the reference naming', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.runtime.created.map((b) => b.name)).toEqual([`sbx-boxlite-${id}`]);
+    const ref = harness({ boxlite: { name_prefix: 'deer-flow-boxlite-' } });
+    const id2 = await ref.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(ref.runtime.created.map((b) => b.name)).toEqual([`deer-flow-boxlite-${id2}`]);
+  });
+
+  it('§8.6.123 creation passes image, memory and cpus from the configuration', async () => {
+    const h = harness({ image: 'alpine:3.20', boxlite: { memory_mib: 1024, cpus: 2 } });
+    await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.runtime.created[0]?.spec).toMatchObject({
+      image: 'alpine:3.20',
+      memoryMib: 1024,
+      cpus: 2,
+    });
+  });
+
+  it('§8.6.124 startup reconciliation adopts only prefixed boxes into the warm pool; shutdown stops them', async () => {
+    const h = harness();
+    const mine = await h.runtime.seed('sbx-boxlite-0123456789abcdef');
+    const other = await h.runtime.seed('someone-else-0123456789abcdef');
+    await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.provider.warmIds).toEqual(['0123456789abcdef']);
+    await h.provider.shutdown();
+    expect(mine.running).toBe(false);
+    expect(other.running).toBe(true);
+  });
+
+  it('§8.6.125 release parks without stopping; the same thread reclaims it; other threads never do', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const box = h.runtime.latest(h.provider.boxName(id));
+    await h.provider.release(id);
+    expect(box?.running).toBe(true);
+    expect(box?.stopCalls).toBe(0);
+    expect(h.provider.get(id)).toBeUndefined();
+    const other = await h.provider.acquire({ userId: 'u', threadId: 'other' });
+    expect(other).not.toBe(id);
+    expect(h.provider.warmIds).toEqual([id]);
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(h.runtime.created.filter((b) => b.name === h.provider.boxName(id))).toHaveLength(1);
+    expect(h.provider.get(id)?.box).toBe(box);
+  });
+
+  it('§8.6.126 within the skip window a recent release is reclaimed without a health check; by default the check runs once', async () => {
+    const h = harness({ health_check_skip_seconds: 30 });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    await h.provider.release(id);
+    await h.clock.advance(10_000);
+    await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(healthChecks(h)).toBe(0);
+    await h.provider.release(id);
+    await h.clock.advance(31_000);
+    await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(healthChecks(h)).toBe(1);
+
+    const d = harness();
+    const id2 = await d.provider.acquire({ userId: 'u', threadId: 't' });
+    await d.provider.release(id2);
+    await d.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(healthChecks(d)).toBe(1);
+  });
+
+  it('§8.6.127 a failed health check stops the warm box and a new box is created under the same id', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const first = h.runtime.latest(h.provider.boxName(id));
+    await h.provider.release(id);
+    first?.failNextExec(new Error('exec failed: guest agent not responding'));
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(first?.running).toBe(false);
+    const second = h.runtime.latest(h.provider.boxName(id));
+    expect(second).not.toBe(first);
+    expect(h.provider.get(id)?.box).toBe(second);
+    expect(h.provider.warmIds).toEqual([]);
+  });
+
+  it('§8.6.127 a health check that hangs fails on time and cannot pin the acquire lock', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const first = h.runtime.latest(h.provider.boxName(id));
+    await h.provider.release(id);
+    h.runtime.gate.pause('exec', { times: 1 });
+    const acquiring = track(h.provider.acquire({ userId: 'u', threadId: 't' }));
+    const queued = track(h.provider.acquire({ userId: 'u', threadId: 't' }));
+    const hung = await h.runtime.gate.nextCall('exec');
+    expect(hung.args[0]).toMatchObject({ args: ['-c', 'echo ok'], options: { timeoutSecs: 5 } });
+    await settle();
+    expect(acquiring.settled).toBe(false);
+    await h.clock.advance(4_999);
+    await settle();
+    expect(acquiring.settled).toBe(false);
+    await h.clock.advance(1);
+    expect(await acquiring.promise).toBe(id);
+    expect(await queued.promise).toBe(id);
+    expect(first?.running).toBe(false);
+    expect(h.provider.get(id)?.box).toBe(h.runtime.latest(h.provider.boxName(id)));
+    expect(h.provider.get(id)?.box).not.toBe(first);
+    await hung.release();
+  });
+
+  it('§8.6.128 a terminal command failure evicts the active box; the next acquire recreates it; a stale adapter cannot evict the replacement', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const stale = h.provider.get(id);
+    h.runtime.latest(h.provider.boxName(id))?.dieWith('vsock disconnected');
+    const err = await rejection(stale!.executeCommand('echo hi'));
+    expect(err).toBeInstanceOf(SandboxRuntimeError);
+    expect((err as Error).message).toBe('vsock disconnected');
+    expect(h.provider.get(id)).toBeUndefined();
+    await settle();
+    expect(h.runtime.history[0]?.stopCalls).toBe(1);
+
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    const replacement = h.provider.get(id);
+    expect(replacement).not.toBe(stale);
+    expect(await rejection(stale!.executeCommand('echo again'))).toMatchObject({
+      message: SANDBOX_CLOSED_MESSAGE,
+    });
+    expect(h.provider.get(id)).toBe(replacement);
+    expect(await replacement!.executeCommand('echo alive')).toBe('alive\n');
+  });
+
+  it('§8.6.129 adopted warm boxes always health-check, even within the skip window', async () => {
+    const h = harness({ health_check_skip_seconds: 3600 });
+    const id = h.provider.sandboxIdFor('u', 't');
+    const adopted = await h.runtime.seed(h.provider.boxName(id));
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(healthChecks(h)).toBe(1);
+    expect(h.provider.get(id)?.box).toBe(adopted);
+  });
+
+  it('§8.6.130 concurrent acquires for one thread create exactly one box', async () => {
+    const h = harness();
+    h.runtime.gate.pause('create', { times: 1 });
+    const all = Array.from({ length: 6 }, () => h.provider.acquire({ userId: 'u', threadId: 't' }));
+    const create = await h.runtime.gate.nextCall('create');
+    await settle();
+    expect(h.runtime.gate.count('create')).toBe(1);
+    await create.release();
+    expect(new Set(await Promise.all(all)).size).toBe(1);
+    expect(h.runtime.created).toHaveLength(1);
+  });
+
+  it('§8.6.131 a release during shutdown stops the box instead of parking it', async () => {
+    const h = harness();
+    const warm = await h.provider.acquire({ userId: 'u', threadId: 'warm' });
+    const active = await h.provider.acquire({ userId: 'u', threadId: 'active' });
+    await h.provider.release(warm);
+    h.runtime.gate.pause('stop', { times: 1 });
+    const shutdown = h.provider.shutdown();
+    await h.runtime.gate.nextCall('stop').then(async (call) => {
+      await h.provider.release(active);
+      await call.release();
+    });
+    await shutdown;
+    expect(h.runtime.latest(h.provider.boxName(active))?.running).toBe(false);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(await rejection(h.provider.acquire({ userId: 'u', threadId: 'x' }))).toBeInstanceOf(
+      ProviderClosedError,
+    );
+  });
+
+  it('§8.6.132 reset() parks active boxes, keeps VMs, idle checker and runtime; they are reaped or shut down later', async () => {
+    const h = harness({ idle_timeout: 60 });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const other = await h.provider.acquire({ userId: 'u', threadId: 'o' });
+    await h.provider.reset();
+    expect(h.provider.activeIds).toEqual([]);
+    expect(h.provider.warmIds.sort()).toEqual([id, other].sort());
+    expect(h.runtime.boxes.size).toBe(2);
+    expect(h.runtime.closed).toBe(false);
+    expect(h.provider.idleCheckerRunning).toBe(true);
+    // Reclaimed after reset: parked by reset, so checked before reuse.
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(healthChecks(h)).toBe(1);
+    await h.clock.advance(180_000);
+    expect(h.runtime.latest(h.provider.boxName(other))?.running).toBe(false);
+    await h.provider.shutdown();
+    expect(h.runtime.latest(h.provider.boxName(id))?.running).toBe(false);
+  });
+
+  it('§8.6.133 the idle checker stops expired warm boxes', async () => {
+    const h = harness({ idle_timeout: 600 });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    await h.provider.release(id);
+    await h.clock.advance(600_000);
+    expect(h.provider.warmIds).toEqual([id]);
+    await h.clock.advance(60_000);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(h.runtime.latest(h.provider.boxName(id))?.running).toBe(false);
+  });
+
+  it('§8.6.134 replica enforcement evicts the oldest warm box, never an active one', async () => {
+    const h = harness({ replicas: 3 });
+    const ids: string[] = [];
+    for (const t of ['a', 'b', 'c']) {
+      ids.push(await h.provider.acquire({ userId: 'u', threadId: t }));
+      await h.clock.advance(1_000);
+    }
+    await h.provider.release(ids[1]!);
+    await h.provider.release(ids[0]!);
+    await h.provider.acquire({ userId: 'u', threadId: 'd' });
+    expect(h.provider.warmIds).toEqual([ids[0]]);
+    expect(h.runtime.latest(h.provider.boxName(ids[1]!))?.running).toBe(false);
+    expect(h.provider.replicaCount()).toEqual({ replicas: 3, total: 3 });
+  });
+
+  it('§8.6.135 shutdown stops the idle checker, every active and warm box, and the runtime', async () => {
+    const h = harness();
+    const a = await h.provider.acquire({ userId: 'u', threadId: 'a' });
+    await h.provider.acquire({ userId: 'u', threadId: 'b' });
+    await h.provider.release(a);
+    await h.provider.shutdown();
+    expect(h.runtime.history.every((b) => !b.running)).toBe(true);
+    expect(h.provider.activeIds).toEqual([]);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(h.provider.idleCheckerRunning).toBe(false);
+    expect(h.runtime.closed).toBe(true);
+    await h.provider.shutdown();
+  });
+
+  describe('§8.6.136 forced id collisions', () => {
+    const fixed = () => 'ffffffffffffffff';
+
+    it('§8.6.136 never hands one tenant’s box to another; the box is untouched and its tenant still reclaims it', async () => {
+      const h = harness({}, { deriveSandboxId: fixed });
+      const id = await h.provider.acquire({ userId: 'alice', threadId: 't' });
+      const box = h.runtime.latest(h.provider.boxName(id));
+      const execs = h.runtime.execCalls.length;
+      const active = await rejection(h.provider.acquire({ userId: 'bob', threadId: 't' }));
+      expect(active).toBeInstanceOf(SandboxIdentityCollisionError);
+      expect((active as Error).message).toContain('sandbox ID collision');
+      await h.provider.release(id);
+      const warm = await rejection(h.provider.acquire({ userId: 'bob', threadId: 't' }));
+      expect(warm).toBeInstanceOf(SandboxIdentityCollisionError);
+      expect(h.runtime.execCalls.length).toBe(execs);
+      expect(box?.running).toBe(true);
+      expect(h.provider.warmIds).toEqual([id]);
+      expect(await h.provider.acquire({ userId: 'alice', threadId: 't' })).toBe(id);
+      expect(h.provider.get(id)?.box).toBe(box);
+    });
+
+    it('§8.6.136 a late same-tenant creation across reset() reuses the active box and stops the duplicate', async () => {
+      const h = harness({}, {}, { uniqueNames: false });
+      h.runtime.gate.pause('create', { times: 2 });
+      const late = h.provider.acquire({ userId: 'u', threadId: 't' });
+      const firstCreate = await h.runtime.gate.nextCall('create');
+      await h.provider.reset();
+      const early = h.provider.acquire({ userId: 'u', threadId: 't' });
+      const secondCreate = await h.runtime.gate.nextCall('create');
+      await secondCreate.release();
+      const id = await early;
+      const kept = h.provider.get(id)?.box;
+      await firstCreate.release();
+      expect(await late).toBe(id);
+      expect(h.provider.get(id)?.box).toBe(kept);
+      // The fake creates a box when a held create is let go: the early acquire's box came first.
+      const [winner, duplicate] = h.runtime.created;
+      expect(winner).toBe(kept);
+      expect(duplicate?.running).toBe(false);
+    });
+
+    it('§8.6.136 a late creation for another tenant stops the duplicate and raises the collision', async () => {
+      const h = harness({}, { deriveSandboxId: fixed }, { uniqueNames: false });
+      h.runtime.gate.pause('create', { times: 2 });
+      const late = h.provider.acquire({ userId: 'bob', threadId: 't' });
+      const firstCreate = await h.runtime.gate.nextCall('create');
+      await h.provider.reset();
+      const early = h.provider.acquire({ userId: 'alice', threadId: 't' });
+      await (await h.runtime.gate.nextCall('create')).release();
+      const id = await early;
+      await firstCreate.release();
+      expect(await rejection(late)).toBeInstanceOf(SandboxIdentityCollisionError);
+      expect(h.runtime.created[1]?.running).toBe(false);
+      expect(h.provider.get(id)?.box).toBe(h.runtime.created[0]);
+    });
+
+    it('§8.6.136 a failed health check stops only the box it checked, never another tenant’s', async () => {
+      const h = harness({}, { deriveSandboxId: fixed });
+      const id = fixed();
+      const adopted = await h.runtime.seed(h.provider.boxName(id));
+      h.runtime.gate.pause('exec', { times: 1 });
+      const alice = h.provider.acquire({ userId: 'alice', threadId: 't' });
+      const check = await h.runtime.gate.nextCall('exec');
+      // While checked, the box is out of the pool: nothing can reap or hand it out meanwhile.
+      expect(h.provider.warmIds).toEqual([]);
+      const bob = track(h.provider.acquire({ userId: 'bob', threadId: 't' }));
+      check.fail(new Error('guest agent not responding'));
+      expect(await alice).toBe(id);
+      expect(adopted.running).toBe(false);
+      const alicesBox = h.provider.get(id)?.box;
+      expect(await rejection(bob.promise)).toBeInstanceOf(SandboxIdentityCollisionError);
+      expect(h.provider.get(id)?.box).toBe(alicesBox);
+      expect(h.runtime.latest(h.provider.boxName(id))?.running).toBe(true);
+    });
+  });
+
+  describe('races with teardown', () => {
+    it('a box the idle checker is stopping is never handed out; the new box waits for the stop', async () => {
+      const h = harness({ idle_timeout: 60 });
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      const old = h.runtime.latest(h.provider.boxName(id));
+      await h.provider.release(id);
+      h.runtime.gate.pause('stop', { times: 1 });
+      const reaping = h.clock.advance(120_000);
+      const stop = await h.runtime.gate.nextCall('stop');
+      const acquiring = track(h.provider.acquire({ userId: 'u', threadId: 't' }));
+      await settle();
+      expect(acquiring.settled).toBe(false);
+      expect(h.runtime.gate.count('create')).toBe(1);
+      await stop.release();
+      await reaping;
+      expect(await acquiring.promise).toBe(id);
+      expect(h.provider.get(id)?.box).not.toBe(old);
+      expect(old?.running).toBe(false);
+      expect(healthChecks(h)).toBe(0);
+    });
+
+    it('a failed warm stop keeps the box in the pool for the next pass', async () => {
+      const h = harness({ idle_timeout: 60 });
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      const box = h.runtime.latest(h.provider.boxName(id))!;
+      await h.provider.release(id);
+      box.failStop = new Error('engine busy');
+      await h.clock.advance(120_000);
+      expect(h.provider.warmIds).toEqual([id]);
+      expect(h.logger.lines.some((l) => l.level === 'error')).toBe(true);
+      box.failStop = undefined;
+      await h.clock.advance(60_000);
+      expect(h.provider.warmIds).toEqual([]);
+      expect(box.running).toBe(false);
+    });
+
+    it('a creation that finishes after shutdown stops its box and fails the acquire', async () => {
+      const h = harness();
+      h.runtime.gate.pause('create', { times: 1 });
+      const acquiring = h.provider.acquire({ userId: 'u', threadId: 't' });
+      const create = await h.runtime.gate.nextCall('create');
+      const shutdown = h.provider.shutdown();
+      await create.release();
+      expect(await rejection(acquiring)).toBeInstanceOf(ProviderClosedError);
+      await shutdown;
+      expect(h.runtime.created[0]?.running).toBe(false);
+      expect(h.provider.activeIds).toEqual([]);
+    });
+
+    it('an acquire abandoned while queued leaves no trace and creates nothing', async () => {
+      const h = harness();
+      h.runtime.gate.pause('create', { times: 1 });
+      const first = h.provider.acquire({ userId: 'u', threadId: 't' });
+      const create = await h.runtime.gate.nextCall('create');
+      const controller = new AbortController();
+      const second = h.provider.acquire({ userId: 'u', threadId: 't', signal: controller.signal });
+      controller.abort();
+      expect(isSbxError(await rejection(second)) && 'ABORTED').toBe('ABORTED');
+      await create.release();
+      await first;
+      expect(h.runtime.created).toHaveLength(1);
+    });
+
+    it('a thread-less acquire gets its own box, never serialized, and is stopped at release', async () => {
+      const h = harness();
+      const a = await h.provider.acquire();
+      const b = await h.provider.acquire();
+      expect(a).not.toBe(b);
+      expect(a).toMatch(/^anon-[0-9a-f]{12}$/);
+      await h.provider.release(a);
+      expect(h.runtime.latest(h.provider.boxName(a))?.running).toBe(false);
+      expect(h.provider.warmIds).toEqual([]);
+    });
+
+    it('a box that cannot be prepared is stopped and the acquire fails', async () => {
+      const h = harness();
+      h.runtime.gate.pause('exec', { times: 1 });
+      const acquiring = h.provider.acquire({ userId: 'u', threadId: 't' });
+      (await h.runtime.gate.nextCall('exec')).fail(new Error('exec failed: no shell'));
+      const err = await rejection(acquiring);
+      expect(err).toBeInstanceOf(SandboxRuntimeError);
+      expect(h.runtime.created[0]?.running).toBe(false);
+      expect(h.provider.activeIds).toEqual([]);
+    });
+  });
+
+  it('rejects an explicit skill policy before creating anything', async () => {
+    const h = harness();
+    expect(() =>
+      h.provider.admit({ userId: 'u', threadId: 't', skillPolicy: { allowedSkills: [] } }),
+    ).toThrow(/cannot enforce per-Agent skill filesystem isolation/);
+    await rejection(
+      h.provider.acquire({ userId: 'u', threadId: 't', skillPolicy: { allowedSkills: [] } }),
+    );
+    expect(h.runtime.created).toHaveLength(0);
+  });
+
+  it('reports the provider flags of a VM without shared thread mounts', () => {
+    const { provider } = harness();
+    expect(provider.usesThreadDataMounts).toBe(false);
+    expect(provider.needsUploadPermissionAdjustment).toBe(true);
+    expect(provider.supportsAgentSkillIsolation).toBe(false);
+  });
+
+  it('rejects an invalid configuration with every problem listed', () => {
+    let err: unknown;
+    try {
+      new BoxliteProvider({
+        config: boxliteConfig({
+          boxlite: { cpus: 0, memroy_mib: 5, name_prefix: 'bad prefix' },
+        }),
+      });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues.map((i) => i.path).sort()).toEqual([
+      'sandbox.boxlite.cpus',
+      'sandbox.boxlite.memroy_mib',
+      'sandbox.boxlite.name_prefix',
+    ]);
+  });
+});
