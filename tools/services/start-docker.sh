@@ -102,19 +102,27 @@ start_dockerd() {
   done
 }
 
-: >"$SBX_DOCKER_DIR/dockerd.log"
+# One attempt from a clean slate: no daemon of ours runs at this point, so whatever its exec root
+# still holds is stale.
+attempt() {
+  sbx_docker_kill_leftovers
+  rm -f "$SBX_DOCKER_SOCKET" "$SBX_DOCKER_PID_FILE"
+  : >"$SBX_DOCKER_DIR/dockerd.log"
+  start_dockerd "$1"
+}
+
 driver="${SBX_DOCKER_STORAGE_DRIVER:-}"
-if ! start_dockerd "$driver"; then
+if ! attempt "$driver"; then
   tail -n 15 "$SBX_DOCKER_DIR/dockerd.log" >&2 || true
-  # overlay2 (the default) needs overlayfs support where the data root lives; vfs works anywhere
-  # (just slower and larger), so it is the one fallback.
-  if [[ -z "$driver" ]]; then
-    rm -f "$SBX_DOCKER_SOCKET" "$SBX_DOCKER_PID_FILE"
-    start_dockerd vfs || {
-      tail -n 15 "$SBX_DOCKER_DIR/dockerd.log" >&2 || true
-      sbx_die "dockerd failed to start (log: $SBX_DOCKER_DIR/dockerd.log)"
-    }
-  else
+  # overlay2 (the default) needs overlayfs where the data root lives; vfs works anywhere (slower,
+  # larger), so it is the fallback when the storage driver is what failed. Anything else gets one
+  # more try as it was.
+  retry="$driver"
+  if [[ -z "$driver" ]] && grep -qiE 'graphdriver|storage.driver|overlay' "$SBX_DOCKER_DIR/dockerd.log"; then
+    retry=vfs
+  fi
+  if ! attempt "$retry"; then
+    tail -n 15 "$SBX_DOCKER_DIR/dockerd.log" >&2 || true
     sbx_die "dockerd failed to start (log: $SBX_DOCKER_DIR/dockerd.log)"
   fi
 fi

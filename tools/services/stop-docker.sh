@@ -33,6 +33,8 @@ if sbx_pid_is "$pid" dockerd; then
 else
   sbx_log "dockerd: not running"
 fi
+# After a clean stop this finds nothing; after a SIGKILL it reaps the daemon's orphans.
+sbx_docker_kill_leftovers
 rm -f "$SBX_DOCKER_PID_FILE" "$SBX_DOCKER_SOCKET"
 
 if [[ "${DOCKER_HOST:-}" == "$SBX_DOCKER_HOST" ]]; then
