@@ -27,6 +27,7 @@ export {
 } from './command-output.js';
 export type { CommandOutcome } from './command-output.js';
 export { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
+export { runDemo, type DemoOptions } from './demo.js';
 
 /** `use: "@sbx/local"` loads this: the provider class. */
 export default LocalSandboxProvider;

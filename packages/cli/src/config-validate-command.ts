@@ -1,0 +1,88 @@
+import path from 'node:path';
+import { loadSandboxConfig, type ConfigIssue } from '@sbx/core';
+import { parseAuthorizationConfig } from '@sbx/authz';
+import { writeLine } from './cli-io.js';
+import {
+  configIssuesOf,
+  exitCodeFor,
+  printJson,
+  reportFailure,
+  type CommonOptions,
+} from './command-result.js';
+import type { CommandRuntime } from './command-runtime.js';
+import { ExitCode } from './exit-codes.js';
+
+export interface ConfigValidation {
+  readonly file: string;
+  readonly valid: boolean;
+  /** Every problem, each at its key path as written in the file (snake_case). */
+  readonly issues: readonly ConfigIssue[];
+  /** The provider the file selects, when it is valid. */
+  readonly provider: string | undefined;
+}
+
+/**
+ * Validates a config file the way every sbx host loads it (core's `loadSandboxConfig`), plus its
+ * `authorization` block the way @sbx/authz reads it, and collects the issues of both.
+ */
+export async function validateConfigFile(
+  file: string,
+  runtime: CommandRuntime,
+): Promise<ConfigValidation> {
+  const { io } = runtime;
+  const absolute = path.resolve(io.cwd, file);
+  const issues: ConfigIssue[] = [];
+  let provider: string | undefined;
+  try {
+    const config = await loadSandboxConfig(
+      { path: absolute },
+      { env: io.env, cwd: path.dirname(absolute) },
+    );
+    provider = config.use;
+    if (config.authorization !== undefined) {
+      try {
+        parseAuthorizationConfig(config.authorization);
+      } catch (err) {
+        const found = configIssuesOf(err);
+        if (!found) throw err;
+        issues.push(...found);
+      }
+    }
+  } catch (err) {
+    const found = configIssuesOf(err);
+    if (!found) throw err;
+    issues.push(...found);
+  }
+  return {
+    file: absolute,
+    valid: issues.length === 0,
+    issues,
+    provider: issues.length === 0 ? provider : undefined,
+  };
+}
+
+/** `sbx config validate <file>`: exit 0 when valid, 1 with every issue listed when not. */
+export async function configValidateCommand(
+  file: string,
+  options: CommonOptions,
+  runtime: CommandRuntime,
+): Promise<number> {
+  const { io } = runtime;
+  try {
+    const result = await validateConfigFile(file, runtime);
+    if (options.json) {
+      printJson(io, { ok: result.valid, ...result });
+    } else if (result.valid) {
+      writeLine(io.stdout, `${result.file}: valid (provider ${result.provider ?? '?'})`);
+    } else {
+      writeLine(io.stdout, `${result.file}: invalid`);
+      for (const issue of result.issues) {
+        writeLine(io.stdout, `  ${issue.path || '<root>'}: ${issue.message}`);
+      }
+    }
+    return result.valid ? ExitCode.OK : ExitCode.FAILURE;
+  } catch (err) {
+    reportFailure(io, options, err);
+    return exitCodeFor(err);
+  }
+}

@@ -1,0 +1,77 @@
+import type { SandboxProvider } from '@sbx/core';
+import { loadCliConfig } from './cli-config.js';
+import { writeLine } from './cli-io.js';
+import { stderrLogger } from './cli-logger.js';
+import { exitCodeFor, printJson, reportFailure } from './command-result.js';
+import type { CommandRuntime, ProviderCommandOptions } from './command-runtime.js';
+import { ExitCode } from './exit-codes.js';
+import { createProgress, withProgress } from './progress.js';
+import { closeProviderSession, openProvider } from './provider-session.js';
+import { listSandboxesOf } from './sandbox-listing.js';
+import { formatTable } from './text-table.js';
+
+/**
+ * `sbx ls` / `sbx ps`: the sandboxes the configured provider knows (see `SandboxListingProvider`;
+ * for the host provider, every thread directory under its data directory). A provider that cannot
+ * list is reported as such, with exit status 0: there is nothing wrong, only nothing to show.
+ */
+export async function lsCommand(
+  options: ProviderCommandOptions,
+  runtime: CommandRuntime,
+): Promise<number> {
+  const { io, signal } = runtime;
+  const logger = stderrLogger(io.stderr, options.verbose);
+  const progress = createProgress(io.stderr, !options.json);
+  let provider: SandboxProvider | undefined;
+  try {
+    const { config } = await loadCliConfig(options, io);
+    const opened = await withProgress(progress, `loading ${config.use}`, () =>
+      openProvider(config, { logger }),
+    );
+    provider = opened;
+    const sandboxes = await withProgress(progress, 'listing sandboxes', () =>
+      listSandboxesOf(opened, signal ? { signal } : {}),
+    );
+    if (options.json) {
+      printJson(io, {
+        ok: true,
+        provider: config.use,
+        supported: sandboxes !== undefined,
+        sandboxes: sandboxes ?? [],
+      });
+      return ExitCode.OK;
+    }
+    if (sandboxes === undefined) {
+      writeLine(
+        io.stderr,
+        `sbx: provider ${config.use} does not list its sandboxes (no listSandboxes())`,
+      );
+      return ExitCode.OK;
+    }
+    if (sandboxes.length === 0) {
+      writeLine(io.stderr, `sbx: no sandboxes (provider ${config.use})`);
+      return ExitCode.OK;
+    }
+    const rows = sandboxes.map((s) => [
+      s.id,
+      s.userId ?? '-',
+      s.threadId ?? '-',
+      s.state ?? '-',
+      s.updatedAt ?? '-',
+      s.location ?? '-',
+    ]);
+    for (const line of formatTable(
+      ['ID', 'USER', 'THREAD', 'STATE', 'UPDATED', 'LOCATION'],
+      rows,
+    )) {
+      writeLine(io.stdout, line);
+    }
+    return ExitCode.OK;
+  } catch (err) {
+    progress.stop();
+    reportFailure(io, options, err);
+    return exitCodeFor(err);
+  } finally {
+    if (provider) await closeProviderSession(provider, undefined, logger);
+  }
+}

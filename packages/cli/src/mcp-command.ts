@@ -1,0 +1,122 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { SandboxProvider } from '@sbx/core';
+import {
+  parseAuthorizationConfig,
+  parseAuthorizationConfigYaml,
+  type AuthorizationConfig,
+  type AuthorizationConfigSource,
+} from '@sbx/authz';
+import { loadCliConfig } from './cli-config.js';
+import { writeLine, type CliIo } from './cli-io.js';
+import { stderrLogger } from './cli-logger.js';
+import { describeFailure, exitCodeFor } from './command-result.js';
+import type { CommandRuntime, ThreadCommandOptions } from './command-runtime.js';
+import { ExitCode } from './exit-codes.js';
+import { createSbxMcpServer } from './mcp-server.js';
+import { closeProviderSession, openProvider } from './provider-session.js';
+
+export interface McpOptions extends ThreadCommandOptions {
+  /** YAML file with an `authorization:` section; re-read on every decision. */
+  authzConfig?: string;
+  role?: string;
+  /** Offer `bash` on the host provider although `sandbox.allow_host_bash` is off. */
+  allowHostBash?: boolean;
+}
+
+async function readAuthorizationFile(file: string): Promise<AuthorizationConfig> {
+  return parseAuthorizationConfigYaml(await readFile(file, 'utf8'));
+}
+
+/**
+ * Where the session's authorization config comes from: `--authz-config` (validated now, so a broken
+ * file stops the server before it starts; then re-read per decision, so edits apply to the next
+ * call and a file that turns unreadable fails closed), else the `authorization` block of the sbx
+ * config, else none.
+ */
+async function authorizationSource(
+  options: McpOptions,
+  configBlock: Readonly<Record<string, unknown>> | undefined,
+  io: CliIo,
+): Promise<AuthorizationConfigSource> {
+  if (options.authzConfig !== undefined) {
+    const file = path.resolve(io.cwd, options.authzConfig);
+    await readAuthorizationFile(file);
+    return () => readAuthorizationFile(file);
+  }
+  return configBlock === undefined ? undefined : parseAuthorizationConfig(configBlock);
+}
+
+/**
+ * `sbx mcp`: serves the agent tools over MCP on stdin/stdout until the client disconnects (stdin
+ * ends) or the process is interrupted. stdout carries the protocol only; everything else goes to
+ * stderr.
+ */
+export async function mcpCommand(options: McpOptions, runtime: CommandRuntime): Promise<number> {
+  const { io, signal } = runtime;
+  const logger = stderrLogger(io.stderr, options.verbose);
+  let provider: SandboxProvider | undefined;
+  try {
+    const { config } = await loadCliConfig(options, io);
+    const authorization = await authorizationSource(options, config.authorization, io);
+    if (options.role !== undefined && authorization === undefined) {
+      logger.warn('--role has no effect without an authorization config (--authz-config)');
+    }
+    provider = await openProvider(config, {
+      logger,
+      allowHostBash: options.allowHostBash === true ? true : undefined,
+    });
+    const session = await createSbxMcpServer({
+      provider,
+      config,
+      userId: options.user,
+      threadId: options.thread,
+      allowHostBash: options.allowHostBash === true ? true : undefined,
+      authorization,
+      role: options.role,
+      logger,
+    });
+    const closed = new Promise<void>((resolve) => {
+      session.server.onclose = resolve;
+    });
+    const transport = new StdioServerTransport(io.stdin, io.stdout);
+    await session.server.connect(transport);
+    // The SDK's stdio transport does not notice the client going away; stdin ending is that signal.
+    const stop = (): void => void transport.close();
+    io.stdin.once('end', stop);
+    if (signal?.aborted) stop();
+    else signal?.addEventListener('abort', stop, { once: true });
+
+    const tools = (await session.offeredTools()).map((t) => t.name);
+    const banner = {
+      provider: config.use,
+      userId: session.userId,
+      threadId: session.threadId,
+      tools,
+      authorization: authorization !== undefined,
+    };
+    if (options.json) writeLine(io.stderr, JSON.stringify({ event: 'listening', ...banner }));
+    else {
+      writeLine(
+        io.stderr,
+        `sbx mcp: serving ${tools.join(', ') || 'no tools'} over stdio (provider ${config.use}, user ${session.userId}, thread ${session.threadId})`,
+      );
+    }
+    await closed;
+    io.stdin.off('end', stop);
+    signal?.removeEventListener('abort', stop);
+    await session.close();
+    return ExitCode.OK;
+  } catch (err) {
+    // stdout belongs to the protocol even before it started: the failure goes to stderr only.
+    const failure = describeFailure(err);
+    writeLine(
+      io.stderr,
+      options.json ? JSON.stringify({ ok: false, error: failure }) : `sbx: ${failure.message}`,
+    );
+    return exitCodeFor(err);
+  } finally {
+    if (provider) await closeProviderSession(provider, undefined, logger);
+  }
+}

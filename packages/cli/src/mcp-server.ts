@@ -1,0 +1,173 @@
+import { randomUUID } from 'node:crypto';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  type CallToolResult,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+import {
+  DEFAULT_USER_ID,
+  TOOL_NAMES,
+  getToolDefinitions,
+  isToolName,
+  runTool,
+  silentLogger,
+  type Logger,
+  type SandboxConfig,
+  type SandboxProvider,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolName,
+} from '@sbx/core';
+import {
+  buildPrincipal,
+  createSandboxAuthorizer,
+  filterToolsForPrincipal,
+  type AuthorizationConfigSource,
+} from '@sbx/authz';
+import { isHostDirectoryProvider } from './host-directory-provider.js';
+import { toolContextFor } from './provider-session.js';
+import { CLI_VERSION } from './version.js';
+
+export interface SbxMcpServerOptions {
+  provider: SandboxProvider;
+  /** The loaded configuration (tool limits, host bash, mounts). */
+  config: SandboxConfig;
+  /** Default `default`. */
+  userId?: string | undefined;
+  /** The session's thread, hence its sandbox. Default: a fresh random id per server. */
+  threadId?: string | undefined;
+  /** Overrides `sandbox.allow_host_bash` for this session. */
+  allowHostBash?: boolean | undefined;
+  /**
+   * The authorization config (`authorization:` section, as @sbx/authz reads it). A function is
+   * called on every decision, so edits apply to the next call. Absent: no authorization.
+   */
+  authorization?: AuthorizationConfigSource | undefined;
+  /** The caller's role; without one the config's `default_role` applies. */
+  role?: string | undefined;
+  logger?: Logger | undefined;
+}
+
+/** One MCP session: a server bound to one thread's sandbox. */
+export interface SbxMcpSession {
+  readonly server: Server;
+  readonly userId: string;
+  readonly threadId: string;
+  /** The tool context every call of this session shares (sandbox id, read-before-write marks). */
+  readonly context: ToolContext;
+  /** The tools this session's principal is offered, in core's order. */
+  offeredTools(): Promise<ToolDefinition[]>;
+  /** Releases the session's sandbox and closes the server. The provider stays up (the caller owns it). */
+  close(): Promise<void>;
+}
+
+const READ_ONLY_TOOLS: ReadonlySet<ToolName> = new Set(['ls', 'glob', 'grep', 'read_file']);
+
+function toMcpTool(definition: ToolDefinition): Tool {
+  const readOnly = READ_ONLY_TOOLS.has(definition.name);
+  return {
+    name: definition.name,
+    description: definition.description,
+    inputSchema: definition.inputSchema as Tool['inputSchema'],
+    annotations: { readOnlyHint: readOnly, destructiveHint: !readOnly, openWorldHint: false },
+  };
+}
+
+function textResult(text: string): CallToolResult {
+  // The tool layer never throws to the agent; its failures are result texts starting "Error:".
+  return { content: [{ type: 'text', text }], isError: text.startsWith('Error:') };
+}
+
+/**
+ * An MCP server (official SDK, low-level `Server` because the input schemas are core's JSON
+ * schemas as they are, not re-derived by the SDK) offering the seven agent tools over one provider.
+ *
+ * One session is one sandbox: all calls share the thread `threadId` (a fresh id unless given), and
+ * one tool context, so the read-before-write marks of a `read_file` hold for a later `str_replace`.
+ * With an authorization config, `tools/list` offers only what the role may call
+ * (`filterToolsForPrincipal`), a call to anything else is refused without running, and every
+ * sandbox touch passes the `sandbox:execute` gate (`createSandboxAuthorizer`). On the host provider
+ * with host bash disabled, `bash` is not offered at all, since it could only refuse.
+ */
+export async function createSbxMcpServer(options: SbxMcpServerOptions): Promise<SbxMcpSession> {
+  const { provider, config } = options;
+  const logger = options.logger ?? silentLogger;
+  const userId = options.userId ?? DEFAULT_USER_ID;
+  const threadId = options.threadId ?? randomUUID();
+  const authorization = options.authorization;
+  const principal = buildPrincipal({ userId, userRole: options.role });
+  const allowHostBash = options.allowHostBash ?? config.allowHostBash;
+
+  const context = await toolContextFor(provider, config, {
+    userId,
+    threadId,
+    logger,
+    allowHostBash,
+    authorize:
+      authorization === undefined
+        ? undefined
+        : createSandboxAuthorizer<ToolContext>({ config: authorization, principal, logger }),
+  });
+
+  const baseTools: readonly ToolName[] =
+    isHostDirectoryProvider(provider) && !allowHostBash
+      ? TOOL_NAMES.filter((name) => name !== 'bash')
+      : TOOL_NAMES;
+  const offeredTools = async (): Promise<ToolDefinition[]> => {
+    const all = getToolDefinitions({ tools: baseTools });
+    if (authorization === undefined) return all;
+    return filterToolsForPrincipal(principal, all, { config: authorization, logger });
+  };
+
+  const server = new Server(
+    { name: 'sbx', version: CLI_VERSION },
+    {
+      capabilities: { tools: { listChanged: false } },
+      instructions:
+        'Tools of one sbx sandbox. Files live under /mnt/user-data (workspace, uploads, outputs); ' +
+        'bash commands start in /mnt/user-data/workspace. Existing files must be read with ' +
+        'read_file before they are overwritten or edited.',
+    },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({
+    tools: (await offeredTools()).map(toMcpTool),
+  }));
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { name, arguments: args } = request.params;
+    const offered = await offeredTools();
+    if (!offered.some((tool) => tool.name === name)) {
+      const names = offered.map((tool) => tool.name).join(', ') || '(none)';
+      return textResult(
+        isToolName(name)
+          ? `Error: Tool '${name}' is not available in this session. Available tools: ${names}`
+          : `Error: Unknown tool '${name}'. Available tools: ${names}`,
+      );
+    }
+    // Same state and session as every other call; only the cancellation is per request.
+    const callContext: ToolContext = { ...context, signal: extra.signal };
+    return textResult(await runTool(name, args ?? {}, callContext));
+  });
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      const sandboxId = context.state.sandboxId;
+      try {
+        if (sandboxId !== undefined) await provider.release(sandboxId);
+      } catch (err) {
+        logger.error('releasing the MCP session sandbox failed', {
+          sandboxId,
+          error: err instanceof Error ? err.message : String(err),
+        });
+      }
+      await server.close();
+    })();
+    return closing;
+  };
+
+  return { server, userId, threadId, context, offeredTools, close };
+}

@@ -1,0 +1,145 @@
+import { Command, InvalidArgumentError as CommanderArgumentError } from 'commander';
+import type { CommandRuntime } from './command-runtime.js';
+import { configValidateCommand } from './config-validate-command.js';
+import { demoCommand } from './demo-command.js';
+import { doctorCommand } from './doctor-command.js';
+import { execCommand, type ExecOptions } from './exec-command.js';
+import { gcCommand, type GcOptions } from './gc-command.js';
+import { lsCommand } from './ls-command.js';
+import { mcpCommand, type McpOptions } from './mcp-command.js';
+import { toolCommand, type ToolOptions } from './tool-command.js';
+import { CLI_VERSION } from './version.js';
+import type { CommonOptions } from './command-result.js';
+import type { ProviderCommandOptions } from './command-runtime.js';
+
+export const EXIT_STATUS_HELP = `
+Exit status:
+  0    done; every required check passed
+  1    the command found a problem: invalid config, failed required check, tool error
+  2    bad command line (unknown command or option, malformed arguments)
+  3    sbx could not do the work (provider not loadable, sandbox unavailable)
+  130  interrupted
+  exec exits with the command's own status; 124 when it timed out, 125 when sbx failed.
+
+Environment:
+  SBX_CONFIG   config file when --config is not given (SBX_CONFIG_PATH is read as well)
+  SBX_HOME     data directory of the local provider (default ./.sbx)`;
+
+function positiveSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) {
+    throw new CommanderArgumentError('expected a positive number of seconds');
+  }
+  return n;
+}
+
+function withJson(command: Command): Command {
+  return command.option('--json', 'print one JSON document on stdout instead of text');
+}
+
+function withProvider(command: Command): Command {
+  return withJson(command)
+    .option('-c, --config <file>', 'sbx config file (default: $SBX_CONFIG)')
+    .option(
+      '-p, --provider <specifier>',
+      'provider package, replaces sandbox.use (e.g. @sbx/local)',
+    )
+    .option('-v, --verbose', 'log debug and info messages of the provider to stderr');
+}
+
+function withThread(command: Command): Command {
+  return withProvider(command)
+    .option('-u, --user <id>', 'user id of the sandbox (default: default)')
+    .option('-t, --thread <id>', 'thread id of the sandbox (default: cli)');
+}
+
+/**
+ * The `sbx` command tree. Each action stores its exit status in `exit.code`; commander's own exits
+ * (help, version, usage errors) are turned into exceptions by `exitOverride` and mapped by `runCli`.
+ */
+export function buildProgram(runtime: CommandRuntime, exit: { code: number }): Command {
+  const { io } = runtime;
+  const program = new Command('sbx')
+    .description('Run commands and agent tools in sbx sandboxes, check the setup, serve MCP.')
+    .version(CLI_VERSION, '-V, --version')
+    .enablePositionalOptions()
+    .exitOverride()
+    .showHelpAfterError('(run sbx --help for usage)')
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .addHelpText('after', EXIT_STATUS_HELP);
+
+  withJson(program.command('demo'))
+    .description('run the scripted agent session on the local provider (as npm run demo)')
+    .action(async (options: CommonOptions) => {
+      exit.code = await demoCommand(options, runtime);
+    });
+
+  withThread(program.command('exec'))
+    .description("run a command in the thread's sandbox; exits with the command's status")
+    .argument('<command...>', 'one word: a shell command line; several: an argument vector')
+    .option('--timeout <seconds>', 'time limit of the command', positiveSeconds)
+    .passThroughOptions()
+    .addHelpText('after', '\nExample:\n  sbx exec --thread t1 -- ls -la /mnt/user-data/workspace')
+    .action(async (words: string[], options: ExecOptions) => {
+      exit.code = await execCommand(words, options, runtime);
+    });
+
+  withThread(program.command('tool'))
+    .description('call one agent tool (bash, ls, glob, grep, read_file, write_file, str_replace)')
+    .argument('<name>', 'tool name')
+    .argument('[json]', 'the arguments as a JSON object', '{}')
+    .option('--allow-host-bash', 'let bash run on the local provider for this call')
+    .addHelpText(
+      'after',
+      `\nExample:\n  sbx tool write_file '{"path": "/mnt/user-data/workspace/a.txt", "content": "hi"}'`,
+    )
+    .action(async (name: string, json: string, options: ToolOptions) => {
+      exit.code = await toolCommand(name, json, options, runtime);
+    });
+
+  withProvider(program.command('ls'))
+    .alias('ps')
+    .description('list the sandboxes the provider knows')
+    .action(async (options: ProviderCommandOptions) => {
+      exit.code = await lsCommand(options, runtime);
+    });
+
+  withProvider(program.command('gc'))
+    .description("reap orphaned sandboxes under the provider's ownership rules")
+    .option('--dry-run', 'show what would be reaped')
+    .action(async (options: GcOptions) => {
+      exit.code = await gcCommand(options, runtime);
+    });
+
+  const config = program.command('config').description('work with sbx config files');
+  withJson(config.command('validate'))
+    .description('validate a config file; lists every issue with its key path')
+    .argument('<file>', 'config file (YAML)')
+    .action(async (file: string, options: CommonOptions) => {
+      exit.code = await configValidateCommand(file, options, runtime);
+    });
+
+  withProvider(program.command('doctor'))
+    .description('check the prerequisites of the installed providers and stores')
+    .action(async (options: ProviderCommandOptions) => {
+      exit.code = await doctorCommand(options, runtime);
+    });
+
+  withThread(program.command('mcp'))
+    .description('serve the agent tools over MCP (stdio), one sandbox per session')
+    .option('--role <role>', 'role of the MCP client for authorization')
+    .option('--authz-config <file>', 'YAML file with an authorization: section')
+    .option('--allow-host-bash', 'offer bash on the local provider')
+    .addHelpText(
+      'after',
+      '\nThe thread defaults to a fresh id per session. MCP host configuration:\n  { "command": "npx", "args": ["sbx", "mcp"] }',
+    )
+    .action(async (options: McpOptions) => {
+      exit.code = await mcpCommand(options, runtime);
+    });
+
+  return program;
+}

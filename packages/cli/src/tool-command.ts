@@ -1,0 +1,98 @@
+import {
+  InvalidArgumentError,
+  TOOL_NAMES,
+  isToolName,
+  runTool,
+  type SandboxProvider,
+  type ToolContext,
+} from '@sbx/core';
+import { loadCliConfig } from './cli-config.js';
+import { writeLine } from './cli-io.js';
+import { stderrLogger } from './cli-logger.js';
+import { exitCodeFor, printJson, reportFailure } from './command-result.js';
+import { identityOf, type CommandRuntime, type ThreadCommandOptions } from './command-runtime.js';
+import { ExitCode } from './exit-codes.js';
+import { createProgress, withProgress } from './progress.js';
+import { closeProviderSession, openProvider, toolContextFor } from './provider-session.js';
+
+export interface ToolOptions extends ThreadCommandOptions {
+  /** Enables host bash on the host provider for this call (default: `sandbox.allow_host_bash`). */
+  allowHostBash?: boolean;
+}
+
+/** The tool's arguments: a JSON object, as a model would send them. */
+export function parseToolArguments(text: string | undefined): Record<string, unknown> {
+  if (text === undefined || text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new InvalidArgumentError(
+      `tool arguments must be a JSON object: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidArgumentError(
+      'tool arguments must be a JSON object, e.g. \'{"path": "/mnt/user-data/workspace"}\'',
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+/**
+ * `sbx tool <name> '<json>'`: one agent tool call through core's `runTool`, exactly as an agent
+ * would make it (same validation, path confinement, truncation and error texts). Prints the tool's
+ * result; exits 1 when the result is an error.
+ *
+ * Each invocation is a new tool session, so read-before-write marks do not carry over between
+ * invocations: editing an existing file needs a `read_file` in the same session, which one CLI call
+ * cannot provide. Use `sbx mcp` for a session that spans calls.
+ */
+export async function toolCommand(
+  name: string,
+  rawArguments: string | undefined,
+  options: ToolOptions,
+  runtime: CommandRuntime,
+): Promise<number> {
+  const { io, signal } = runtime;
+  const logger = stderrLogger(io.stderr, options.verbose);
+  const progress = createProgress(io.stderr, !options.json);
+  let provider: SandboxProvider | undefined;
+  let context: ToolContext | undefined;
+  try {
+    if (!isToolName(name)) {
+      throw new InvalidArgumentError(
+        `unknown tool '${name}'; the tools are ${TOOL_NAMES.join(', ')}`,
+      );
+    }
+    const input = parseToolArguments(rawArguments);
+    const { userId, threadId } = identityOf(options);
+    const { config } = await loadCliConfig(options, io);
+    const allowHostBash = options.allowHostBash === true ? true : undefined;
+    provider = await withProgress(progress, `loading ${config.use}`, () =>
+      openProvider(config, { logger, allowHostBash }),
+    );
+    const ctx = await toolContextFor(provider, config, {
+      userId,
+      threadId,
+      logger,
+      allowHostBash,
+      signal,
+    });
+    context = ctx;
+    const result = await withProgress(progress, `running ${name}`, () => runTool(name, input, ctx));
+    const isError = result.startsWith('Error:');
+    if (options.json) {
+      printJson(io, { ok: !isError, tool: name, sandboxId: ctx.state.sandboxId, result });
+    } else {
+      writeLine(io.stdout, result.replace(/\n$/, ''));
+    }
+    return isError ? ExitCode.FAILURE : ExitCode.OK;
+  } catch (err) {
+    progress.stop();
+    reportFailure(io, options, err);
+    return exitCodeFor(err);
+  } finally {
+    if (provider) await closeProviderSession(provider, context?.state.sandboxId, logger);
+  }
+}
