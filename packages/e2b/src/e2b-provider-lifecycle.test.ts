@@ -206,10 +206,10 @@ describe('§8.2 E2B lifecycle', () => {
   });
 
   it('§8.2.44/45 a discovered VM that fails bootstrap is discarded: take → claim:destroy → kill → release', async () => {
-    let fakeRef!: FakeE2BClient;
-    const rec = recordingStore(new MemoryOwnershipStore(), () => fakeRef);
-    const { provider, fake } = await harness({ ownership: rec.store });
-    fakeRef = fake;
+    const fake = new FakeE2BClient();
+    cleanups.push(() => fake.dispose());
+    const rec = recordingStore(new MemoryOwnershipStore(), () => fake);
+    const { provider } = await harness({ ownership: rec.store, fake });
     const found = await fake.seed({
       metadata: {
         [E2B_TAGS.provider]: 'e2b_sandbox_provider',
