@@ -1,0 +1,111 @@
+import { posix } from 'node:path';
+import type { DockerCreateOptions } from './docker-client.js';
+import type { MountSpec } from './sandbox-backend.js';
+
+/** The port the all-in-one image listens on inside its container. */
+export const AIO_CONTAINER_PORT = 8080;
+
+/** Environment variable telling a host-network container which port to listen on. */
+export const AIO_PORT_ENV = 'SBX_AIO_PORT';
+
+export const LABEL_MANAGED = 'sbx.managed';
+export const LABEL_SANDBOX_ID = 'sbx.sandbox-id';
+export const LABEL_PORT = 'sbx.port';
+export const LABEL_SKILLS_ROOT = 'sbx.skills-root';
+
+/**
+ * `bridge`: the production shape, the image's port 8080 published on the bind host.
+ * `host`: the container shares the host's network and is told its port through `SBX_AIO_PORT`;
+ * it is reached on 127.0.0.1. Meant for images that honour the variable (the test stand-in);
+ * the real all-in-one image always listens on 8080.
+ */
+export type ContainerNetworkMode = 'bridge' | 'host';
+
+export interface ContainerSpecInput {
+  name: string;
+  sandboxId: string;
+  image: string;
+  port: number;
+  network: ContainerNetworkMode;
+  /** Address the port is published on (bridge mode); `[::1]` style brackets allowed. */
+  bindHost: string;
+  environment: Readonly<Record<string, string>>;
+  /** Config mounts first, then per-sandbox mounts. */
+  mounts: readonly MountSpec[];
+  skillsRoot: string;
+  extraLabels?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The container to create, equivalent to
+ * `docker run --security-opt seccomp=unconfined --rm -d -p <bind>:<port>:8080 --name <name>
+ *  -e K=V... --mount type=bind,src=..,dst=..[,readonly]... <image>` plus sbx's labels. Bind mounts
+ * are structured (`Mounts`), never `-v host:ctr` strings, so Windows drive letters stay intact.
+ */
+export function buildContainerSpec(input: ContainerSpecInput): DockerCreateOptions {
+  const env = Object.entries(input.environment).map(([k, v]) => `${k}=${v}`);
+  if (input.network === 'host') env.push(`${AIO_PORT_ENV}=${input.port}`);
+  const spec: DockerCreateOptions = {
+    name: input.name,
+    Image: input.image,
+    Env: env,
+    Labels: {
+      ...(input.extraLabels ?? {}),
+      [LABEL_MANAGED]: 'true',
+      [LABEL_SANDBOX_ID]: input.sandboxId,
+      [LABEL_PORT]: String(input.port),
+      [LABEL_SKILLS_ROOT]: input.skillsRoot,
+    },
+    HostConfig: {
+      AutoRemove: true,
+      SecurityOpt: ['seccomp=unconfined'],
+      Mounts: input.mounts.map((m) => ({
+        Type: 'bind',
+        Source: m.hostPath,
+        Target: posix.normalize(m.containerPath),
+        ReadOnly: m.readOnly,
+      })),
+    },
+  };
+  if (input.network === 'host') {
+    spec.HostConfig.NetworkMode = 'host';
+  } else {
+    const key = `${AIO_CONTAINER_PORT}/tcp`;
+    spec.ExposedPorts = { [key]: {} };
+    spec.HostConfig.PortBindings = {
+      [key]: [{ HostIp: input.bindHost.replace(/^\[(.*)\]$/, '$1'), HostPort: String(input.port) }],
+    };
+  }
+  return spec;
+}
+
+/**
+ * The spec as the equivalent `docker run` line, for the log: environment values are replaced by
+ * `<redacted>` (they may be credentials); names, mounts and ports are shown.
+ */
+export function describeContainerSpec(spec: DockerCreateOptions): string {
+  const quote = (s: string) =>
+    /^[A-Za-z0-9_./:=@,+<>[\]-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+  const args = ['docker', 'run', '--security-opt', 'seccomp=unconfined', '--rm', '-d'];
+  if (spec.HostConfig.NetworkMode === 'host') args.push('--network', 'host');
+  for (const [key, bindings] of Object.entries(spec.HostConfig.PortBindings ?? {})) {
+    for (const b of bindings) {
+      const ip = b.HostIp && b.HostIp.includes(':') ? `[${b.HostIp}]` : b.HostIp;
+      args.push('-p', `${ip ? `${ip}:` : ''}${b.HostPort}:${key.replace('/tcp', '')}`);
+    }
+  }
+  args.push('--name', spec.name);
+  for (const entry of spec.Env) {
+    const eq = entry.indexOf('=');
+    args.push('-e', eq === -1 ? entry : `${entry.slice(0, eq)}=<redacted>`);
+  }
+  for (const [k, v] of Object.entries(spec.Labels)) args.push('--label', `${k}=${v}`);
+  for (const m of spec.HostConfig.Mounts) {
+    args.push(
+      '--mount',
+      `type=bind,src=${m.Source},dst=${m.Target}${m.ReadOnly ? ',readonly' : ''}`,
+    );
+  }
+  args.push(spec.Image);
+  return args.map(quote).join(' ');
+}
