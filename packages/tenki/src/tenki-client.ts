@@ -1,0 +1,122 @@
+import { SandboxRuntimeError, interopDefault, loadOptionalDependency } from '@sbx/core';
+import type { ModuleImporter } from '@sbx/core';
+
+/*
+ * The Tenki client port. Tenki publishes no JavaScript SDK (its Python SDK speaks gRPC), so sbx
+ * defines the interface it needs and takes an implementation by injection: a `TenkiClient` object,
+ * or the name of a module exporting a factory (`createTenkiClient`, or a default export) that
+ * builds one. Errors raised by an implementation should carry the Python SDK's class names as
+ * `name` (`SessionTerminatedError`, `FileNotFoundError`, ...), or Node's errno `code`s, which is
+ * how the adapter classifies them (see `tenki-errors.ts`).
+ */
+
+export interface TenkiCreateOptions {
+  /** `<name_prefix><sandbox id>`. */
+  readonly name: string;
+  /** `null` lets the service infer the workspace from the API key. */
+  readonly workspaceId: string | null;
+  readonly sticky: boolean;
+  /** Always false: sbx waits for readiness itself, so it can terminate a VM that never gets ready. */
+  readonly wait: false;
+  /** Omitted to use the account default. */
+  readonly maxDurationSeconds?: number;
+  readonly image?: string;
+  readonly cpuCores?: number;
+  readonly memoryMb?: number;
+  /** Omitted when empty. */
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+export interface TenkiExecOptions {
+  readonly env?: Readonly<Record<string, string>>;
+  /** Enforced by the service inside the VM. */
+  readonly timeoutSeconds?: number;
+  readonly cwd?: string;
+  /** Fires when sbx stopped waiting (deadline or abort); implementations should cancel the call. */
+  readonly signal?: AbortSignal;
+}
+
+export interface TenkiExecResult {
+  /** `null` when the service reports none (e.g. the command was killed). */
+  readonly exitCode: number | null;
+  readonly stdout: Uint8Array;
+  readonly stderr: Uint8Array;
+}
+
+export interface TenkiStat {
+  readonly path: string;
+  readonly size: number;
+  readonly isDir: boolean;
+}
+
+/** Native file API of a sandbox: binary-safe and streaming, no shell involved. */
+export interface TenkiFs {
+  mkdir(path: string, options?: { recursive?: boolean; mode?: number }): Promise<void>;
+  readBytes(path: string): Promise<Uint8Array>;
+  /** Errors may surface while iterating. Breaking out of the loop must cancel the transfer. */
+  readStream(path: string): AsyncIterable<Uint8Array>;
+  writeStream(
+    path: string,
+    chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+    options?: { mode?: number; truncate?: boolean },
+  ): Promise<void>;
+  stat(path: string): Promise<TenkiStat>;
+}
+
+/** One Tenki microVM. */
+export interface TenkiRemoteSandbox {
+  readonly id: string;
+  readonly fs: TenkiFs;
+  waitReady(timeoutSeconds?: number): Promise<void>;
+  exec(argv: readonly string[], options?: TenkiExecOptions): Promise<TenkiExecResult>;
+  /** Terminates the microVM. */
+  close(): Promise<void>;
+}
+
+export interface TenkiClient {
+  create(options: TenkiCreateOptions): Promise<TenkiRemoteSandbox>;
+  /** Releases client resources (channels); called at provider shutdown when present. */
+  close?(): Promise<void>;
+}
+
+export interface TenkiClientOptions {
+  /** Absent: the implementation's own fallback (the Python SDK reads `TENKI_API_KEY`). */
+  readonly apiKey?: string;
+  readonly baseUrl?: string;
+}
+
+export type TenkiClientFactory = (
+  options: TenkiClientOptions,
+) => TenkiClient | Promise<TenkiClient>;
+
+/** The export a client module provides (or its default export). */
+export const TENKI_CLIENT_FACTORY_EXPORT = 'createTenkiClient';
+
+/**
+ * Imports `moduleName` on first use and builds a client with its factory.
+ *
+ * @throws MissingDependencyError when the module is not installed
+ * @throws SandboxRuntimeError when it exports no factory
+ */
+export async function loadTenkiClient(
+  moduleName: string,
+  options: TenkiClientOptions,
+  importer?: ModuleImporter,
+): Promise<TenkiClient> {
+  const mod = await loadOptionalDependency<unknown>(
+    moduleName,
+    '@sbx/tenki TenkiSandboxProvider',
+    importer,
+  );
+  const named =
+    typeof mod === 'object' && mod !== null
+      ? (mod as Record<string, unknown>)[TENKI_CLIENT_FACTORY_EXPORT]
+      : undefined;
+  const factory = typeof named === 'function' ? named : interopDefault<unknown>(mod);
+  if (typeof factory !== 'function') {
+    throw new SandboxRuntimeError(
+      `Tenki client module "${moduleName}" must export a "${TENKI_CLIENT_FACTORY_EXPORT}" function or a default factory`,
+    );
+  }
+  return (factory as TenkiClientFactory)(options);
+}

@@ -1,0 +1,35 @@
+import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import { FakeTenkiClient } from './testing/fake-tenki-client.js';
+import type { Userland } from './testing/host-shell.js';
+import { tenkiConfig } from './testing/harness.js';
+import { TenkiSandboxProvider } from './tenki-provider.js';
+
+/*
+ * The shared conformance suites on the stand-in client: real commands and real files in a
+ * per-sandbox directory, with the host's GNU tools and with busybox only (Tenki images are often
+ * busybox-based, which is what the search protocol's portable branch is for).
+ */
+
+describeProviderContract('TenkiSandboxProvider on FakeTenkiClient', async () => {
+  const client = new FakeTenkiClient();
+  const provider = new TenkiSandboxProvider({ config: tenkiConfig({ replicas: 50 }), client });
+  return { provider, cleanup: () => client.dispose() };
+});
+
+for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[]) {
+  describeSandboxContract(`TenkiSandbox on FakeTenkiClient (${userland} userland)`, async () => {
+    const client = new FakeTenkiClient({ userland });
+    const provider = new TenkiSandboxProvider({ config: tenkiConfig(), client });
+    const id = await provider.acquire({ userId: 'contract', threadId: `sandbox-${userland}` });
+    const sandbox = provider.get(id);
+    if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
+    return {
+      sandbox,
+      workdir: '/mnt/user-data/workspace',
+      cleanup: async () => {
+        await provider.shutdown();
+        await client.dispose();
+      },
+    };
+  });
+}

@@ -1,0 +1,477 @@
+import { randomBytes } from 'node:crypto';
+import {
+  AbortedError,
+  AcquireSerializer,
+  ProviderClosedError,
+  SandboxProvider,
+  SandboxRuntimeError,
+  SerializerClosedError,
+  WarmPool,
+  deriveSandboxScopeToken,
+  resolveEffectiveUserId,
+  shellQuote,
+  silentLogger,
+  systemClock,
+} from '@sbx/core';
+import type {
+  AcquireOptions,
+  Clock,
+  Logger,
+  ModuleImporter,
+  SandboxProviderInit,
+  WarmEntry,
+  WarmPoolDestroyReason,
+} from '@sbx/core';
+import type { TenkiClient, TenkiCreateOptions, TenkiRemoteSandbox } from './tenki-client.js';
+import { loadTenkiClient } from './tenki-client.js';
+import type { TenkiSettings } from './tenki-config.js';
+import { TENKI_BOOTSTRAP_TIMEOUT_SECONDS, resolveTenkiSettings } from './tenki-config.js';
+import { TenkiSandbox } from './tenki-sandbox.js';
+
+export interface TenkiProviderOptions extends SandboxProviderInit {
+  /** The client, or a function building it on first use. Takes precedence over `clientModule`. */
+  readonly client?: TenkiClient | (() => Promise<TenkiClient>);
+  /**
+   * npm name of a module exporting `createTenkiClient(options)` (or a default factory), imported
+   * on first use. Default: `sandbox.tenki.client_module`.
+   */
+  readonly clientModule?: string;
+  /** Loads `clientModule`; default a dynamic `import()`. */
+  readonly importer?: ModuleImporter;
+  /** Drives idle expiry and every deadline. Default: the system clock. */
+  readonly clock?: Clock;
+  /**
+   * The sandbox id of (user, thread). Default: `deriveSandboxScopeToken` of `@sbx/core`
+   * (sha256("<user>:<thread>")[:16], shared with every remote provider). Override only for tests
+   * or migrations.
+   */
+  readonly deriveSandboxId?: (identity: { userId: string; threadId: string }) => string;
+}
+
+export const BOOTSTRAP_MARKER = 'SBX_BOOTSTRAP_OK';
+
+const PROVIDER_NAME = 'tenki';
+
+function abortIfNeeded(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
+}
+
+/**
+ * The best-effort bootstrap: the user-data directories under HOME, and, when `sudo` works without
+ * a password and nothing real sits at `/mnt/user-data`, a symlink from there to HOME so shell
+ * commands that name virtual paths work too. Failures are swallowed here and judged by the marker.
+ */
+export function bootstrapScript(homeDir: string): string {
+  const home = shellQuote(homeDir);
+  const dirs = ['workspace', 'uploads', 'outputs']
+    .map((d) => shellQuote(`${homeDir}/${d}`))
+    .join(' ');
+  return [
+    `mkdir -p ${dirs} || exit 1`,
+    'if command -v sudo >/dev/null 2>&1 && { [ ! -e /mnt/user-data ] || [ -L /mnt/user-data ]; }; then',
+    `  sudo -n mkdir -p /mnt 2>/dev/null; sudo -n ln -sfn ${home} /mnt/user-data 2>/dev/null || true`,
+    'fi',
+    `echo ${BOOTSTRAP_MARKER}`,
+  ].join('\n');
+}
+
+/**
+ * Tenki cloud microVMs, one per (user, thread), kept warm between turns.
+ *
+ * - Identity: sandbox id `sha256("<user>:<thread>")[:16]` (the shared derivation), VM name
+ *   `<name_prefix><id>`. The warm pool is keyed by that id alone: the id already encodes the
+ *   identity, so no separate identity table is kept.
+ * - Acquire and release of one id are serialized (`AcquireSerializer`); thread-less acquires get a
+ *   random id and are terminated at release (nobody could reclaim them).
+ * - Create asks for the VM without waiting, then waits for readiness itself: a VM that never gets
+ *   ready is terminated rather than leaked. A best-effort bootstrap prepares HOME.
+ * - Reclaim runs a bounded liveness check first; a dead VM is terminated and replaced.
+ * - A session-ending failure evicts the VM; the next acquire creates a new one.
+ * - `replicas` soft cap (evicts warm VMs, never active ones), `idle_timeout` expiry, `reset()` parks
+ *   active VMs for later cleanup, `shutdown()` terminates everything.
+ *
+ * Single-process: VMs of a crashed process are not adopted (Tenki's `max_duration` ends them).
+ */
+export class TenkiSandboxProvider extends SandboxProvider {
+  readonly settings: TenkiSettings;
+  readonly #options: TenkiProviderOptions;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #active = new Map<string, TenkiSandbox>();
+  /** Active sandboxes created without a thread; terminated at release. */
+  readonly #anonymous = new Set<string>();
+  readonly #pool: WarmPool<TenkiSandbox>;
+  readonly #creating = new Set<string>();
+  #serializer: AcquireSerializer;
+  #client: Promise<TenkiClient> | undefined;
+  #closed = false;
+  #shutdown: Promise<void> | undefined;
+
+  constructor(options: TenkiProviderOptions) {
+    super();
+    this.#options = options;
+    this.settings = resolveTenkiSettings(options.config);
+    this.#logger = options.logger ?? silentLogger;
+    this.#clock = options.clock ?? systemClock;
+    this.#serializer = this.#newSerializer();
+    this.#pool = new WarmPool<TenkiSandbox>({
+      name: PROVIDER_NAME,
+      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
+      checkIntervalSeconds: this.settings.idleCheckIntervalSeconds,
+      replicas: this.settings.replicas,
+      clock: this.#clock,
+      logger: this.#logger,
+      destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+    });
+    if (this.settings.idleTimeoutSeconds > 0) this.#pool.start();
+  }
+
+  get activeIds(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  /** Warm ids, oldest first. */
+  get warmIds(): string[] {
+    return this.#pool.ids();
+  }
+
+  get idleCheckerRunning(): boolean {
+    return this.#pool.idleCheckerRunning;
+  }
+
+  replicaCount(): { replicas: number; total: number } {
+    return this.#pool.replicaCount(this.#active.size);
+  }
+
+  sandboxName(sandboxId: string): string {
+    return `${this.settings.namePrefix}${sandboxId}`;
+  }
+
+  sandboxIdFor(userId: string | undefined, threadId: string): string {
+    const identity = { userId: resolveEffectiveUserId(userId), threadId };
+    return this.#options.deriveSandboxId?.(identity) ?? deriveSandboxScopeToken(identity);
+  }
+
+  runIdleCheck(): Promise<void> {
+    return this.#pool.runIdleCheck();
+  }
+
+  override async acquire(options: AcquireOptions = {}): Promise<string> {
+    this.admit(options);
+    this.#assertOpen();
+    abortIfNeeded(options.signal);
+    const client = await this.#ensureClient();
+    if (options.threadId === undefined) {
+      const id = `anon-${randomBytes(6).toString('hex')}`;
+      await this.#create(client, id);
+      this.#anonymous.add(id);
+      return id;
+    }
+    const id = this.sandboxIdFor(options.userId, options.threadId);
+    return this.#serialized(
+      id,
+      () => this.#acquireThread(client, id, options.signal),
+      options.signal,
+    );
+  }
+
+  override get(sandboxId: string): TenkiSandbox | undefined {
+    return this.#active.get(sandboxId);
+  }
+
+  override async release(sandboxId: string): Promise<void> {
+    const sandbox = this.#active.get(sandboxId);
+    if (sandbox === undefined) return;
+    if (this.#anonymous.has(sandboxId) || this.#closed) {
+      this.#active.delete(sandboxId);
+      this.#anonymous.delete(sandboxId);
+      await this.#terminateQuietly(
+        sandboxId,
+        sandbox,
+        this.#closed ? 'shutdown' : 'anonymous_release',
+      );
+      return;
+    }
+    await this.#serialized(sandboxId, async () => {
+      const current = this.#active.get(sandboxId);
+      if (current === undefined) return;
+      this.#active.delete(sandboxId);
+      if (this.#closed || current.closed) {
+        await this.#terminateQuietly(sandboxId, current, this.#closed ? 'shutdown' : 'closed');
+        return;
+      }
+      if (this.#pool.put(sandboxId, current) === undefined) {
+        await this.#terminateQuietly(sandboxId, current, 'teardown_in_flight');
+      }
+    });
+  }
+
+  /**
+   * Parks every active sandbox in the warm pool (this instance still cleans them up: reclaim,
+   * idle expiry or shutdown) and starts a fresh acquire lock table. The provider stays usable.
+   */
+  override async reset(): Promise<void> {
+    const old = this.#serializer;
+    this.#serializer = this.#newSerializer();
+    old.close();
+    for (const [id, sandbox] of [...this.#active]) {
+      this.#active.delete(id);
+      this.#anonymous.delete(id);
+      if (this.#pool.put(id, sandbox) === undefined)
+        await this.#terminateQuietly(id, sandbox, 'reset');
+    }
+  }
+
+  /** Stops the idle checker and terminates every sandbox. Idempotent. */
+  override shutdown(): Promise<void> {
+    this.#shutdown ??= this.#doShutdown();
+    return this.#shutdown;
+  }
+
+  async #acquireThread(
+    client: TenkiClient,
+    id: string,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    this.#assertOpen();
+    if (this.#active.has(id)) return id;
+    if (await this.#reclaimWarm(id)) return id;
+    abortIfNeeded(signal);
+    await this.#create(client, id);
+    return id;
+  }
+
+  async #reclaimWarm(id: string): Promise<boolean> {
+    const entry = this.#pool.get(id);
+    if (entry === undefined) return false;
+    // Out of the pool before the check, so the idle checker cannot terminate it under us.
+    const taken = this.#pool.take(id, entry);
+    if (taken === undefined) return false;
+    const sandbox = taken.value;
+    if (await sandbox.healthCheck(this.settings.healthCheckTimeoutSeconds)) {
+      if (this.#closed) {
+        await this.#terminateQuietly(id, sandbox, 'shutdown');
+        throw new ProviderClosedError('Tenki provider has been shut down');
+      }
+      this.#active.set(id, sandbox);
+      return true;
+    }
+    this.#logger.warn('Warm Tenki sandbox failed its liveness check; replacing it', {
+      sandboxId: id,
+    });
+    await this.#terminateQuietly(id, sandbox, 'health_check_failed');
+    return false;
+  }
+
+  async #create(client: TenkiClient, id: string): Promise<void> {
+    this.#creating.add(id);
+    let sandbox: TenkiSandbox;
+    try {
+      await this.#pool.ensureCapacity(this.#active.size + this.#creating.size - 1, id);
+      const remote = await client.create(this.#createOptions(id));
+      await this.#waitReady(id, remote);
+      sandbox = this.#adapter(id, remote);
+      await this.#bootstrap(sandbox);
+    } finally {
+      this.#creating.delete(id);
+    }
+    if (this.#closed) {
+      await this.#terminateQuietly(id, sandbox, 'shutdown');
+      throw new ProviderClosedError('Tenki provider has been shut down');
+    }
+    // Only possible across a reset(), whose fresh lock table lets an older acquire finish late;
+    // the id encodes the identity, so the registered sandbox is the same tenant's: keep it.
+    if (this.#active.has(id)) {
+      await this.#terminateQuietly(id, sandbox, 'duplicate');
+      return;
+    }
+    this.#active.set(id, sandbox);
+    this.#logger.info('Created Tenki sandbox', { sandboxId: id, remoteId: sandbox.remote.id });
+  }
+
+  #createOptions(id: string): TenkiCreateOptions {
+    const s = this.settings;
+    return {
+      name: this.sandboxName(id),
+      workspaceId: s.workspaceId ?? null,
+      sticky: s.sticky,
+      wait: false,
+      ...(s.maxDurationSeconds > 0 ? { maxDurationSeconds: s.maxDurationSeconds } : {}),
+      ...(s.image !== undefined ? { image: s.image } : {}),
+      ...(s.cpuCores !== undefined ? { cpuCores: s.cpuCores } : {}),
+      ...(s.memoryMb !== undefined ? { memoryMb: s.memoryMb } : {}),
+      ...(Object.keys(s.environment).length > 0 ? { env: s.environment } : {}),
+    };
+  }
+
+  /** A VM that never gets ready is terminated here, while its handle is still ours. */
+  async #waitReady(id: string, remote: TenkiRemoteSandbox): Promise<void> {
+    try {
+      await remote.waitReady(this.settings.readyTimeoutSeconds);
+    } catch (error) {
+      try {
+        await remote.close();
+      } catch (closeError) {
+        this.#logger.error(
+          'Failed to terminate a Tenki sandbox that never became ready; it may leak until its max_duration',
+          {
+            sandboxId: id,
+            remoteId: remote.id,
+            error: closeError,
+          },
+        );
+      }
+      throw new SandboxRuntimeError(
+        `Tenki sandbox ${this.sandboxName(id)} did not become ready: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
+  }
+
+  async #bootstrap(sandbox: TenkiSandbox): Promise<void> {
+    let problem: unknown;
+    try {
+      const result = await sandbox.remote.exec(
+        ['sh', '-c', bootstrapScript(this.settings.homeDir)],
+        {
+          timeoutSeconds: TENKI_BOOTSTRAP_TIMEOUT_SECONDS,
+        },
+      );
+      const stdout = new TextDecoder().decode(result.stdout);
+      if ((result.exitCode ?? 0) !== 0 || !stdout.includes(BOOTSTRAP_MARKER)) {
+        problem = `exit code ${String(result.exitCode)}: ${new TextDecoder().decode(result.stderr).trim()}`;
+      }
+    } catch (error) {
+      problem = error;
+    }
+    if (problem !== undefined) {
+      this.#logger.warn('Tenki sandbox bootstrap did not complete; continuing with it', {
+        sandboxId: sandbox.id,
+        error: problem,
+      });
+    }
+  }
+
+  /** Drops only this adapter's registrations, so a stale adapter cannot evict its replacement. */
+  #onTerminalFailure(sandbox: TenkiSandbox): void {
+    const id = sandbox.id;
+    let dropped = false;
+    if (this.#active.get(id) === sandbox) {
+      this.#active.delete(id);
+      this.#anonymous.delete(id);
+      dropped = true;
+    }
+    const warm = this.#pool.get(id);
+    if (warm?.value === sandbox && this.#pool.forget(id, warm)) dropped = true;
+    if (dropped) void this.#terminateQuietly(id, sandbox, 'terminal_failure');
+  }
+
+  async #destroyWarm(entry: WarmEntry<TenkiSandbox>, reason: WarmPoolDestroyReason): Promise<void> {
+    await entry.value.terminate();
+    this.#logger.info('Terminated warm Tenki sandbox', { sandboxId: entry.id, reason });
+  }
+
+  /** Terminates, logging instead of throwing: used where the caller has nothing better to do. */
+  async #terminateQuietly(id: string, sandbox: TenkiSandbox, reason: string): Promise<void> {
+    try {
+      await sandbox.terminate();
+      this.#logger.info('Terminated Tenki sandbox', { sandboxId: id, reason });
+    } catch (error) {
+      this.#logger.error('Failed to terminate Tenki sandbox', { sandboxId: id, reason, error });
+    }
+  }
+
+  async #doShutdown(): Promise<void> {
+    this.#closed = true;
+    this.#serializer.close();
+    await this.#pool.destroyAll();
+    const active = [...this.#active];
+    this.#active.clear();
+    this.#anonymous.clear();
+    await Promise.all(
+      active.map(([id, sandbox]) => this.#terminateQuietly(id, sandbox, 'shutdown')),
+    );
+    const left = this.#pool.ids();
+    if (left.length > 0)
+      this.#logger.error('Tenki sandboxes could not be terminated at shutdown', {
+        sandboxIds: left,
+      });
+    const client = this.#client;
+    if (client === undefined) return;
+    try {
+      await (await client).close?.();
+    } catch (error) {
+      this.#logger.debug('Tenki client did not close cleanly', { error });
+    }
+  }
+
+  #ensureClient(): Promise<TenkiClient> {
+    if (this.#client === undefined) {
+      const loading = this.#loadClient();
+      this.#client = loading;
+      loading.catch(() => {
+        if (this.#client === loading) this.#client = undefined;
+      });
+    }
+    return this.#client;
+  }
+
+  async #loadClient(): Promise<TenkiClient> {
+    const given = this.#options.client;
+    if (typeof given === 'function') return given();
+    if (given !== undefined) return given;
+    const moduleName = this.#options.clientModule ?? this.settings.clientModule;
+    if (moduleName === undefined) {
+      throw new SandboxRuntimeError(
+        'No Tenki client: Tenki has no JavaScript SDK, so pass `client` to TenkiSandboxProvider or name a module exporting createTenkiClient in sandbox.tenki.client_module',
+      );
+    }
+    return loadTenkiClient(
+      moduleName,
+      {
+        ...(this.settings.apiKey !== undefined ? { apiKey: this.settings.apiKey } : {}),
+        ...(this.settings.baseUrl !== undefined ? { baseUrl: this.settings.baseUrl } : {}),
+      },
+      this.#options.importer,
+    );
+  }
+
+  #adapter(id: string, remote: TenkiRemoteSandbox): TenkiSandbox {
+    return new TenkiSandbox(id, {
+      remote,
+      homeDir: this.settings.homeDir,
+      environment: this.settings.environment,
+      commandTimeoutSeconds: this.settings.commandTimeoutSeconds,
+      onTerminalFailure: (sandbox) => this.#onTerminalFailure(sandbox),
+      clock: this.#clock,
+      logger: this.#logger,
+    });
+  }
+
+  /** See BoxliteProvider: a caller queued on a lock table that `reset()` closed queues again. */
+  async #serialized<T>(id: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    for (;;) {
+      const serializer = this.#serializer;
+      try {
+        return await serializer.hold(id, fn, signal ? { signal } : {});
+      } catch (error) {
+        if (!(error instanceof SerializerClosedError)) throw error;
+        if (this.#closed) throw new ProviderClosedError('Tenki provider has been shut down');
+        if (serializer === this.#serializer) throw error;
+      }
+    }
+  }
+
+  #newSerializer(): AcquireSerializer {
+    return new AcquireSerializer({ name: 'tenki-acquire', logger: this.#logger });
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new ProviderClosedError('Tenki provider has been shut down');
+  }
+}
+
+/** Factory form of `new TenkiSandboxProvider(init)`. */
+export function createTenkiProvider(init: TenkiProviderOptions): TenkiSandboxProvider {
+  return new TenkiSandboxProvider(init);
+}

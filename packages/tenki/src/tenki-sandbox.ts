@@ -1,0 +1,482 @@
+import { posix } from 'node:path';
+import {
+  AcquireSerializer,
+  InvalidArgumentError,
+  Sandbox,
+  SandboxFileError,
+  SandboxFileNotFoundError,
+  SandboxPermissionError,
+  SandboxRuntimeError,
+  VIRTUAL_PATH_PREFIX,
+  isSbxError,
+  isUnderVirtualPrefix,
+  planRemoteGlob,
+  planRemoteGrep,
+  planRemoteListDir,
+  rejectPathTraversal,
+  silentLogger,
+  systemClock,
+  validateExtraEnv,
+} from '@sbx/core';
+import type {
+  Clock,
+  ExecuteCommandOptions,
+  GlobOptions,
+  GlobResult,
+  GrepOptions,
+  GrepResult,
+  ListDirOptions,
+  Logger,
+  ReadFileOptions,
+  RemoteSearchPlan,
+  WriteFileOptions,
+} from '@sbx/core';
+import { assembleCommandOutput } from './command-output.js';
+import { sliceLines } from './line-range.js';
+import type { TenkiExecResult, TenkiRemoteSandbox } from './tenki-client.js';
+import { isTerminalTenkiError, tenkiFileProblem } from './tenki-errors.js';
+import { withDeadline } from './with-deadline.js';
+
+/** Largest file `downloadFile` transfers: 100 MiB, counted on the bytes actually received. */
+export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
+/** Frame size of streamed uploads. */
+export const STREAM_CHUNK_BYTES = 1024 * 1024;
+/** Extra wait beyond the in-VM timeout before sbx gives up on a command. */
+export const COMMAND_DEADLINE_GRACE_MS = 5_000;
+export const SANDBOX_CLOSED_MESSAGE = 'sandbox has been closed';
+
+export type TenkiTerminalListener = (sandbox: TenkiSandbox, error: unknown) => void;
+
+export interface TenkiSandboxOptions {
+  readonly remote: TenkiRemoteSandbox;
+  /** The writable HOME that stands in for `/mnt/user-data`. Default `/home/tenki`. */
+  readonly homeDir?: string;
+  readonly environment?: Readonly<Record<string, string>>;
+  readonly commandTimeoutSeconds?: number | undefined;
+  /** Told when a call fails in a way that means the microVM is gone. */
+  readonly onTerminalFailure?: TenkiTerminalListener;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+}
+
+const lenientDecoder = new TextDecoder('utf-8');
+const encoder = new TextEncoder();
+
+function checkPath(path: string): void {
+  if (typeof path !== 'string' || path === '') {
+    throw new InvalidArgumentError('path must be a non-empty string');
+  }
+  rejectPathTraversal(path);
+}
+
+function* frames(bytes: Uint8Array): Generator<Uint8Array> {
+  if (bytes.length === 0) {
+    yield bytes;
+    return;
+  }
+  for (let at = 0; at < bytes.length; at += STREAM_CHUNK_BYTES) {
+    yield bytes.subarray(at, at + STREAM_CHUNK_BYTES);
+  }
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a, 0);
+  out.set(b, a.length);
+  return out;
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * A `Sandbox` over one Tenki microVM.
+ *
+ * The VM runs as the unprivileged `tenki` user, so `/mnt/user-data[/x]` is served from
+ * `<home>[/x]` for every file and search operation, and results are mapped back, so what
+ * `listDir`/`glob`/`grep` return feeds straight into the file calls. (Shell commands see the
+ * virtual path through the symlink the provider tries to create at bootstrap.)
+ *
+ * Files travel through Tenki's native file API (streamed, binary-safe); only searches shell out,
+ * to the `find`/`grep` protocol of `@sbx/core`. Commands are never retried (they need not be
+ * idempotent). A failure that means the session is gone is reported to the provider, which evicts
+ * the microVM; other failures just fail the call.
+ */
+export class TenkiSandbox extends Sandbox {
+  readonly remote: TenkiRemoteSandbox;
+  readonly homeDir: string;
+  readonly #environment: Readonly<Record<string, string>>;
+  readonly #commandTimeoutSeconds: number | undefined;
+  readonly #onTerminalFailure: TenkiTerminalListener | undefined;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  /** Appends are read-modify-write (no native append): one at a time per file. */
+  readonly #appends = new AcquireSerializer({ name: 'tenki-append' });
+  #closed = false;
+  #terminated = false;
+  #terminating: Promise<void> | undefined;
+
+  constructor(id: string, options: TenkiSandboxOptions) {
+    super(id);
+    this.remote = options.remote;
+    this.homeDir = (options.homeDir ?? '/home/tenki').replace(/(.)\/+$/, '$1');
+    this.#environment = { ...(options.environment ?? {}) };
+    this.#commandTimeoutSeconds = options.commandTimeoutSeconds;
+    this.#onTerminalFailure = options.onTerminalFailure;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The path inside the VM for a path the agent uses (`/mnt/user-data` → HOME). */
+  resolvePath(path: string): string {
+    if (!isUnderVirtualPrefix(path, VIRTUAL_PATH_PREFIX)) return path;
+    return this.homeDir + path.slice(VIRTUAL_PATH_PREFIX.length);
+  }
+
+  /** The agent's path for a path inside the VM (HOME → `/mnt/user-data`). */
+  virtualPath(path: string): string {
+    if (!isUnderVirtualPrefix(path, this.homeDir)) return path;
+    return VIRTUAL_PATH_PREFIX + path.slice(this.homeDir.length);
+  }
+
+  /** True once the microVM was terminated (or found already gone). */
+  get terminated(): boolean {
+    return this.#terminated;
+  }
+
+  /**
+   * Terminates the microVM. Idempotent. Done only once that succeeded, or the session turned out
+   * to be gone already; any other failure is thrown and leaves the adapter as it was (usable, if
+   * it was), so termination can be retried.
+   */
+  terminate(): Promise<void> {
+    if (this.#terminated) return Promise.resolve();
+    this.#terminating ??= this.remote.close().then(
+      () => this.#markTerminated(),
+      (error: unknown) => {
+        this.#terminating = undefined;
+        if (!isTerminalTenkiError(error)) throw error;
+        this.#markTerminated();
+      },
+    );
+    return this.#terminating;
+  }
+
+  #markTerminated(): void {
+    this.#terminated = true;
+    this.markClosed();
+  }
+
+  /** Marks the adapter closed without a remote call (the VM is gone or no longer ours). */
+  markClosed(): void {
+    this.#closed = true;
+    this.#appends.close();
+  }
+
+  /** `echo ok` bounded by `timeoutSeconds` inside the VM and for this wait. Never throws. */
+  async healthCheck(timeoutSeconds: number): Promise<boolean> {
+    if (this.#closed) return false;
+    const controller = new AbortController();
+    try {
+      const outcome = await withDeadline(
+        this.remote.exec(['sh', '-c', 'echo ok'], {
+          timeoutSeconds,
+          signal: controller.signal,
+        }),
+        {
+          clock: this.#clock,
+          ms: timeoutSeconds * 1000,
+          controller,
+          logger: this.#logger,
+          label: 'health check',
+        },
+      );
+      if (outcome.timedOut) {
+        this.#logger.warn('Tenki liveness check timed out', { sandboxId: this.id, timeoutSeconds });
+        return false;
+      }
+      const { value } = outcome;
+      return (value.exitCode ?? 0) === 0 && lenientDecoder.decode(value.stdout).includes('ok');
+    } catch (error) {
+      this.#logger.warn('Tenki liveness check failed', { sandboxId: this.id, error });
+      return false;
+    }
+  }
+
+  override async executeCommand(
+    command: string,
+    options: ExecuteCommandOptions = {},
+  ): Promise<string> {
+    validateExtraEnv(options.env);
+    this.#assertOpen();
+    const env = { ...this.#environment, ...(options.env ?? {}) };
+    const timeoutSeconds =
+      options.timeoutMs !== undefined ? options.timeoutMs / 1000 : this.#commandTimeoutSeconds;
+    const result = await this.#exec(['sh', '-lc', command], env, timeoutSeconds, options.signal);
+    if (result === undefined) {
+      return assembleCommandOutput({
+        stdout: '',
+        stderr: '',
+        exitCode: 0,
+        timedOutAfterSeconds: timeoutSeconds,
+      });
+    }
+    return assembleCommandOutput({
+      stdout: lenientDecoder.decode(result.stdout),
+      stderr: lenientDecoder.decode(result.stderr),
+      exitCode: result.exitCode ?? 0,
+    });
+  }
+
+  override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
+    checkPath(path);
+    this.#assertOpen();
+    const remotePath = this.resolvePath(path);
+    let bytes: Uint8Array;
+    try {
+      bytes = await this.remote.fs.readBytes(remotePath);
+    } catch (error) {
+      throw this.#fileError(error, path, 'read');
+    }
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+    } catch (error) {
+      throw new SandboxFileError(
+        `File is not valid UTF-8 text: ${path}`,
+        { path, operation: 'read', kind: 'EILSEQ' },
+        { cause: error },
+      );
+    }
+    return sliceLines(text, options);
+  }
+
+  /**
+   * Streams the file and counts what actually arrives: the cap holds even when a size reported
+   * up front would be stale or wrong. Over the cap is the caller's problem (EFBIG), not the VM's.
+   */
+  override async downloadFile(path: string): Promise<Uint8Array> {
+    checkPath(path);
+    if (!isUnderVirtualPrefix(path, VIRTUAL_PATH_PREFIX)) {
+      throw new SandboxPermissionError(
+        `Access denied: only files under ${VIRTUAL_PATH_PREFIX} can be downloaded`,
+        { path, operation: 'download', kind: 'EACCES' },
+      );
+    }
+    this.#assertOpen();
+    const parts: Uint8Array[] = [];
+    let received = 0;
+    try {
+      for await (const chunk of this.remote.fs.readStream(this.resolvePath(path))) {
+        received += chunk.length;
+        if (received > MAX_DOWNLOAD_BYTES) {
+          throw new SandboxFileError(
+            `File too large: ${path} exceeds ${MAX_DOWNLOAD_BYTES} bytes`,
+            { path, operation: 'download', kind: 'EFBIG' },
+          );
+        }
+        parts.push(chunk);
+      }
+    } catch (error) {
+      if (isSbxError(error)) throw error;
+      throw this.#fileError(error, path, 'download');
+    }
+    const out = new Uint8Array(received);
+    let at = 0;
+    for (const part of parts) {
+      out.set(part, at);
+      at += part.length;
+    }
+    return out;
+  }
+
+  override async writeFile(
+    path: string,
+    content: string,
+    options: WriteFileOptions = {},
+  ): Promise<void> {
+    checkPath(path);
+    const bytes = encoder.encode(content);
+    if (!options.append) {
+      await this.#write(path, bytes, 'write');
+      return;
+    }
+    this.#assertOpen();
+    await this.#appends.hold(this.resolvePath(path), async () => {
+      let existing: Uint8Array;
+      try {
+        await this.#mkdirParent(path, 'write');
+        existing = await this.remote.fs.readBytes(this.resolvePath(path));
+      } catch (error) {
+        if (isSbxError(error)) throw error;
+        if (tenkiFileProblem(error) !== 'missing') throw this.#fileError(error, path, 'write');
+        existing = new Uint8Array(0);
+      }
+      await this.#write(path, concat(existing, bytes), 'write');
+    });
+  }
+
+  override async updateFile(path: string, content: Uint8Array): Promise<void> {
+    checkPath(path);
+    await this.#write(path, content, 'update');
+  }
+
+  override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
+    checkPath(path);
+    const entries = await this.#search(planRemoteListDir(this.resolvePath(path), options));
+    return entries.map((e) =>
+      e.endsWith('/') ? `${this.virtualPath(e.slice(0, -1))}/` : this.virtualPath(e),
+    );
+  }
+
+  override async glob(
+    path: string,
+    pattern: string,
+    options: GlobOptions = {},
+  ): Promise<GlobResult> {
+    checkPath(path);
+    const plan = planRemoteGlob(this.resolvePath(path), pattern, { ...options, displayPath: path });
+    const result = await this.#search(plan);
+    return { paths: result.paths.map((p) => this.virtualPath(p)), truncated: result.truncated };
+  }
+
+  override async grep(
+    path: string,
+    pattern: string,
+    options: GrepOptions = {},
+  ): Promise<GrepResult> {
+    checkPath(path);
+    const plan = planRemoteGrep(this.resolvePath(path), pattern, { ...options, displayPath: path });
+    const result = await this.#search(plan);
+    return {
+      matches: result.matches.map((m) => ({ ...m, path: this.virtualPath(m.path) })),
+      truncated: result.truncated,
+    };
+  }
+
+  #assertOpen(): void {
+    // Closed is an expected state (evicted, shut down): reported to the caller, not logged.
+    if (this.#closed) throw new SandboxRuntimeError(SANDBOX_CLOSED_MESSAGE);
+  }
+
+  /** Reports a session-ending failure to the provider (once per adapter). */
+  #terminal(error: unknown): void {
+    if (this.#closed) return;
+    this.#logger.warn('Tenki session is gone; evicting the sandbox', {
+      sandboxId: this.id,
+      error: messageOf(error),
+    });
+    this.markClosed();
+    this.#onTerminalFailure?.(this, error);
+  }
+
+  /** One exec, never retried; `undefined` when sbx stopped waiting at the deadline. */
+  async #exec(
+    argv: readonly string[],
+    env: Readonly<Record<string, string>>,
+    timeoutSeconds: number | undefined,
+    signal?: AbortSignal,
+  ): Promise<TenkiExecResult | undefined> {
+    this.#assertOpen();
+    const controller = new AbortController();
+    try {
+      const outcome = await withDeadline(
+        this.remote.exec(argv, {
+          env,
+          signal: controller.signal,
+          ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
+        }),
+        {
+          clock: this.#clock,
+          ms:
+            timeoutSeconds === undefined
+              ? undefined
+              : timeoutSeconds * 1000 + COMMAND_DEADLINE_GRACE_MS,
+          signal,
+          controller,
+          logger: this.#logger,
+          label: 'exec',
+        },
+      );
+      return outcome.timedOut ? undefined : outcome.value;
+    } catch (error) {
+      if (isSbxError(error)) throw error;
+      if (isTerminalTenkiError(error)) this.#terminal(error);
+      throw new SandboxRuntimeError(messageOf(error), { cause: error });
+    }
+  }
+
+  #fileError(error: unknown, path: string, operation: string): Error {
+    if (isSbxError(error)) return error;
+    switch (tenkiFileProblem(error)) {
+      case 'missing':
+        return new SandboxFileNotFoundError(
+          `File not found: ${path}`,
+          { path, operation, kind: 'ENOENT' },
+          { cause: error },
+        );
+      case 'not-directory':
+        return new SandboxFileNotFoundError(
+          `File not found: ${path}`,
+          { path, operation, kind: 'ENOTDIR' },
+          { cause: error },
+        );
+      case 'is-directory':
+        return new SandboxFileError(
+          `Path is a directory, not a file: ${path}`,
+          { path, operation, kind: 'EISDIR' },
+          { cause: error },
+        );
+      case 'permission':
+        return new SandboxPermissionError(
+          `Permission denied: ${path}`,
+          { path, operation, kind: 'EACCES' },
+          { cause: error },
+        );
+      default:
+        break;
+    }
+    if (isTerminalTenkiError(error)) {
+      this.#terminal(error);
+      return new SandboxRuntimeError(
+        `cannot ${operation} '${path}': the sandbox session is gone (${messageOf(error)})`,
+        { cause: error },
+      );
+    }
+    return new SandboxFileError(
+      `cannot ${operation} '${path}' in the sandbox: ${messageOf(error)}`,
+      { path, operation, kind: 'EIO' },
+      { cause: error },
+    );
+  }
+
+  async #mkdirParent(path: string, operation: string): Promise<void> {
+    try {
+      await this.remote.fs.mkdir(posix.dirname(this.resolvePath(path)), { recursive: true });
+    } catch (error) {
+      throw this.#fileError(error, path, operation);
+    }
+  }
+
+  async #write(path: string, bytes: Uint8Array, operation: string): Promise<void> {
+    this.#assertOpen();
+    await this.#mkdirParent(path, operation);
+    try {
+      await this.remote.fs.writeStream(this.resolvePath(path), frames(bytes), { truncate: true });
+    } catch (error) {
+      throw this.#fileError(error, path, operation);
+    }
+  }
+
+  async #search<T>(plan: RemoteSearchPlan<T>): Promise<T> {
+    const result = await this.#exec(['sh', '-c', plan.command], this.#environment, undefined);
+    // Without a timeout there is no deadline; the check narrows the type.
+    if (result === undefined) throw new SandboxRuntimeError('sandbox search timed out');
+    return plan.parse(lenientDecoder.decode(result.stdout));
+  }
+}
