@@ -1,0 +1,569 @@
+import { randomUUID } from 'node:crypto';
+import {
+  AbortedError,
+  AcquireSerializer,
+  ProviderClosedError,
+  SandboxIdentityCollisionError,
+  SandboxProvider,
+  SandboxRuntimeError,
+  SerializerClosedError,
+  VIRTUAL_OUTPUTS_PATH,
+  VIRTUAL_UPLOADS_PATH,
+  VIRTUAL_WORKSPACE_PATH,
+  WarmPool,
+  deriveSandboxScopeToken,
+  resolveEffectiveUserId,
+  shellQuote,
+  systemClock,
+} from '@sbx/core';
+import type {
+  AcquireOptions,
+  Clock,
+  Logger,
+  ModuleImporter,
+  SandboxProviderInit,
+  WarmEntry,
+  WarmPoolDestroyReason,
+} from '@sbx/core';
+import type { OpenSandboxProviderConfig, OpenSandboxSettings } from './opensandbox-config.js';
+import {
+  BOOTSTRAP_TIMEOUT_SECONDS,
+  HEALTH_CHECK_TIMEOUT_SECONDS,
+  connectionWarnings,
+  resolveOpenSandboxSettings,
+} from './opensandbox-config.js';
+import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
+import type { OpenSandboxSdk } from './opensandbox-sdk.js';
+import { loadOpenSandboxSdk } from './opensandbox-sdk.js';
+import { describeRemoteError } from './terminal-errors.js';
+
+/** Tags every remote carries; the names are the reference implementation's, for operators' filters. */
+export const OPENSANDBOX_METADATA = {
+  provider: 'deer_flow_provider',
+  thread: 'deer_flow_thread',
+  user: 'deer_flow_user',
+} as const;
+export const OPENSANDBOX_PROVIDER_TAG_VALUE = 'opensandbox';
+
+export const PROVIDER_SHUT_DOWN_MESSAGE = 'OpenSandboxProvider has been shut down';
+export const PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE =
+  'OpenSandboxProvider shut down during acquire';
+
+/** Directories every new remote gets before it is handed out. */
+export const BOOTSTRAP_DIRECTORIES = [
+  VIRTUAL_WORKSPACE_PATH,
+  VIRTUAL_UPLOADS_PATH,
+  VIRTUAL_OUTPUTS_PATH,
+] as const;
+
+/** The (user, thread) a sandbox was created for. */
+export interface OpenSandboxIdentity {
+  readonly userId: string;
+  readonly threadId: string;
+}
+
+export interface OpenSandboxProviderOptions extends Omit<SandboxProviderInit, 'config'> {
+  /** The parsed `sandbox` configuration (`SandboxConfig` of @sbx/core, or the parts read here). */
+  readonly config?: OpenSandboxProviderConfig;
+  /**
+   * The SDK module (or a function loading it). Default: `@alibaba-group/opensandbox`, imported on
+   * the first acquire. Tests inject an in-memory fake here.
+   */
+  readonly sdk?: OpenSandboxSdk | (() => Promise<OpenSandboxSdk>);
+  /** Imports the default SDK; default a dynamic `import()`. */
+  readonly importer?: ModuleImporter;
+  /** Drives idle expiry, lifetimes and command deadlines. Default: the system clock. */
+  readonly clock?: Clock;
+  /** Consulted for `OPEN_SANDBOX_API_KEY` / `OPEN_SANDBOX_DOMAIN` in the startup warnings. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Largest `downloadFile`; default 100 MiB. */
+  readonly maxDownloadBytes?: number;
+}
+
+/** A released sandbox waiting in the warm pool for its (user, thread). */
+export interface WarmOpenSandbox {
+  readonly sandbox: OpenSandboxSandbox;
+  readonly identity: OpenSandboxIdentity;
+}
+
+interface ActiveSandbox {
+  readonly sandbox: OpenSandboxSandbox;
+  /** `undefined` for an anonymous (thread-less) sandbox. */
+  readonly identity: OpenSandboxIdentity | undefined;
+}
+
+const PROVIDER_NAME = 'opensandbox';
+
+/** Warnings the specification requires are printed by default; nothing else is. */
+const requiredLogger: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: (msg, fields) => console.warn(`[sbx/opensandbox] ${msg}`, fields ?? ''),
+  error: (msg, fields) => console.error(`[sbx/opensandbox] ${msg}`, fields ?? ''),
+};
+
+function sameIdentity(a: OpenSandboxIdentity, b: OpenSandboxIdentity): boolean {
+  return a.userId === b.userId && a.threadId === b.threadId;
+}
+
+function describeIdentity(identity: OpenSandboxIdentity | undefined): string {
+  return identity === undefined
+    ? 'an anonymous sandbox'
+    : `(${identity.userId}, ${identity.threadId})`;
+}
+
+function abortIfNeeded(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
+}
+
+/**
+ * OpenSandbox sandboxes, one per (user, thread), kept warm between turns.
+ *
+ * - Identity: the sbx id of (user, thread) is `deriveSandboxScopeToken` (16 hex characters), the
+ *   remote's own id is the server's. There is no cross-process discovery: the warm pool and the
+ *   replica cap are per process.
+ * - Acquire and release of one id run one at a time (`AcquireSerializer`, keyed by the id), so
+ *   concurrent acquires of a thread create one remote. Thread-less acquires get a random id and
+ *   never wait on that lock.
+ * - Acquire: an active sandbox is renewed and handed out again (a renewal that finds the remote gone
+ *   rebuilds it in the same acquire; any other renewal failure is thrown and the sandbox kept); a
+ *   warm one is reclaimed after a `true` health check (10 s), or deleted and replaced; otherwise a
+ *   remote is created with its own connection configuration and prepared with the user-data
+ *   directories (a remote that cannot be prepared is deleted).
+ * - Release parks the sandbox in the shared `WarmPool`; `replicas` is a soft cap (warm sandboxes
+ *   are evicted oldest first, active ones never), `idle_timeout` deletes long-parked ones.
+ * - `reset()` moves active sandboxes to the warm pool and starts a fresh lock table; `shutdown()`
+ *   stops the idle checker and deletes every remote exactly once. Idempotent.
+ */
+export class OpenSandboxProvider extends SandboxProvider {
+  readonly settings: OpenSandboxSettings;
+  readonly #options: OpenSandboxProviderOptions;
+  readonly #logger: Logger;
+  readonly #clock: Clock;
+  readonly #active = new Map<string, ActiveSandbox>();
+  readonly #pool: WarmPool<WarmOpenSandbox>;
+  /** Ids being created right now: counted as active for the replica cap. */
+  readonly #creating = new Set<string>();
+  /** Deletes of evicted sandboxes still running; shutdown waits for them. */
+  readonly #evictions = new Set<Promise<void>>();
+  #serializer: AcquireSerializer;
+  #sdk: Promise<OpenSandboxSdk> | undefined;
+  #closed = false;
+  #shutdown: Promise<void> | undefined;
+
+  constructor(options: OpenSandboxProviderOptions = {}) {
+    super();
+    this.#options = options;
+    this.settings = resolveOpenSandboxSettings(options.config);
+    this.#logger = options.logger ?? requiredLogger;
+    this.#clock = options.clock ?? systemClock;
+    for (const warning of connectionWarnings(this.settings, options.env ?? process.env)) {
+      this.#logger.warn(warning);
+    }
+    this.#serializer = this.#newSerializer();
+    this.#pool = new WarmPool<WarmOpenSandbox>({
+      name: `${PROVIDER_NAME}-idle-reaper`,
+      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
+      checkIntervalSeconds: this.settings.idleCheckIntervalSeconds,
+      replicas: this.settings.replicas,
+      clock: this.#clock,
+      logger: this.#logger,
+      destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+    });
+    // A timeout of 0 keeps warm sandboxes until shutdown: there is nothing for a checker to do.
+    if (this.settings.idleTimeoutSeconds > 0) this.#pool.start();
+  }
+
+  /** Ids of active (acquired, not released) sandboxes. */
+  get activeIds(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  /** Ids of warm (released, still running) sandboxes, oldest first. */
+  get warmIds(): string[] {
+    return this.#pool.ids();
+  }
+
+  /** Whether the idle checker runs (only when `idle_timeout > 0`, until shutdown). */
+  get idleCheckerRunning(): boolean {
+    return this.#pool.idleCheckerRunning;
+  }
+
+  /** `(replicas, active + warm)`. */
+  replicaCount(): { replicas: number; total: number } {
+    return this.#pool.replicaCount(this.#active.size);
+  }
+
+  /** The sbx sandbox id of (user, thread): `deriveSandboxScopeToken` of @sbx/core. */
+  sandboxIdFor(userId: string | undefined, threadId: string): string {
+    return deriveSandboxScopeToken({ userId: resolveEffectiveUserId(userId), threadId });
+  }
+
+  /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
+  runIdleCheck(): Promise<void> {
+    return this.#pool.runIdleCheck();
+  }
+
+  override async acquire(options: AcquireOptions = {}): Promise<string> {
+    this.admit(options);
+    this.#assertOpen();
+    abortIfNeeded(options.signal);
+    const sdk = await this.#loadSdk();
+    this.#assertOpen();
+    if (options.threadId === undefined) {
+      const id = randomUUID().slice(0, 8);
+      return this.#create(sdk, id, undefined);
+    }
+    const identity: OpenSandboxIdentity = {
+      userId: resolveEffectiveUserId(options.userId),
+      threadId: options.threadId,
+    };
+    const id = deriveSandboxScopeToken(identity);
+    return this.#serialized(
+      id,
+      () => this.#acquireThread(sdk, id, identity, options.signal),
+      options.signal,
+    );
+  }
+
+  /** A pure in-memory lookup of an active sandbox. */
+  override get(sandboxId: string): OpenSandboxSandbox | undefined {
+    return this.#active.get(sandboxId)?.sandbox;
+  }
+
+  override async release(sandboxId: string): Promise<void> {
+    const active = this.#active.get(sandboxId);
+    if (active === undefined) return;
+    if (active.identity === undefined) {
+      // Nobody can ever reclaim a random id: parking it would only hold a replica slot until it
+      // idles out, so it is deleted at once.
+      this.#active.delete(sandboxId);
+      await this.#destroyQuietly(active.sandbox, 'anonymous_release');
+      return;
+    }
+    if (this.#closed) {
+      this.#active.delete(sandboxId);
+      await this.#destroyQuietly(active.sandbox, 'shutdown');
+      return;
+    }
+    await this.#serialized(sandboxId, async () => this.#park(sandboxId));
+  }
+
+  /**
+   * Lightweight: forgets which sandboxes are in use (they move to the warm pool, still running,
+   * for the same threads to reclaim, or for the idle checker to delete) and starts a fresh acquire
+   * lock table. Remotes and idle checker keep running; full teardown is `shutdown()`.
+   */
+  override async reset(): Promise<void> {
+    const old = this.#serializer;
+    this.#serializer = this.#newSerializer();
+    old.close();
+    for (const [id, active] of [...this.#active]) {
+      this.#active.delete(id);
+      if (active.identity === undefined || active.sandbox.closed) {
+        await this.#destroyQuietly(active.sandbox, 'reset');
+        continue;
+      }
+      const parked = this.#pool.put(id, { sandbox: active.sandbox, identity: active.identity });
+      if (parked === undefined) await this.#destroyQuietly(active.sandbox, 'reset');
+    }
+  }
+
+  /** Stops the idle checker and deletes every warm and active remote, each once. Idempotent. */
+  override shutdown(): Promise<void> {
+    this.#shutdown ??= this.#doShutdown();
+    return this.#shutdown;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // acquire
+
+  async #acquireThread(
+    sdk: OpenSandboxSdk,
+    id: string,
+    identity: OpenSandboxIdentity,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    this.#assertOpen();
+    const active = this.#active.get(id);
+    if (active !== undefined) {
+      if (active.identity === undefined || !sameIdentity(active.identity, identity)) {
+        throw new SandboxIdentityCollisionError(
+          id,
+          describeIdentity(active.identity),
+          describeIdentity(identity),
+        );
+      }
+      if (await this.#renewActive(active)) return id;
+    }
+    if (await this.#reclaimWarm(id, identity)) return id;
+    abortIfNeeded(signal);
+    return this.#create(sdk, id, identity);
+  }
+
+  /**
+   * True when the active sandbox may be handed out again. A renewal that found the remote gone
+   * has closed the adapter (and evicted it): the caller then rebuilds. Any other failure is the
+   * caller's, and the sandbox stays registered.
+   */
+  async #renewActive(active: ActiveSandbox): Promise<boolean> {
+    if (!active.sandbox.closed) {
+      try {
+        await active.sandbox.renewLifetime();
+        return true;
+      } catch (error) {
+        if (!active.sandbox.closed || this.#closed) throw error;
+        this.#logger.info('Active OpenSandbox sandbox is gone; creating a new one', {
+          sandboxId: active.sandbox.id,
+          remoteId: active.sandbox.remoteId,
+        });
+      }
+    }
+    this.#evict(active.sandbox);
+    return false;
+  }
+
+  async #reclaimWarm(id: string, identity: OpenSandboxIdentity): Promise<boolean> {
+    const entry = this.#pool.get(id);
+    if (entry === undefined) return false;
+    if (!sameIdentity(entry.value.identity, identity)) {
+      throw new SandboxIdentityCollisionError(
+        id,
+        describeIdentity(entry.value.identity),
+        describeIdentity(identity),
+      );
+    }
+    // Out of the pool before the (slow) check, so the idle checker cannot delete it under us;
+    // refused while a teardown holds it, in which case it is as good as gone.
+    const taken = this.#pool.take(id, entry);
+    if (taken === undefined) return false;
+    const { sandbox } = taken.value;
+    if (await sandbox.healthCheck(HEALTH_CHECK_TIMEOUT_SECONDS)) {
+      if (this.#closed) {
+        await this.#destroyQuietly(sandbox, 'shutdown');
+        throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
+      }
+      this.#active.set(id, { sandbox, identity });
+      this.#logger.debug('Reclaimed a warm OpenSandbox sandbox', {
+        sandboxId: id,
+        remoteId: sandbox.remoteId,
+      });
+      return true;
+    }
+    this.#logger.warn('Warm OpenSandbox sandbox failed its health check; replacing it', {
+      sandboxId: id,
+      remoteId: sandbox.remoteId,
+    });
+    await this.#destroyQuietly(sandbox, 'health_check_failed');
+    return false;
+  }
+
+  async #create(
+    sdk: OpenSandboxSdk,
+    id: string,
+    identity: OpenSandboxIdentity | undefined,
+  ): Promise<string> {
+    this.#creating.add(id);
+    let sandbox: OpenSandboxSandbox;
+    try {
+      await this.#pool.ensureCapacity(this.#active.size + this.#creating.size - 1, id);
+      sandbox = await this.#createRemote(sdk, id, identity);
+      await this.#bootstrap(sandbox);
+    } finally {
+      this.#creating.delete(id);
+    }
+    if (this.#closed) {
+      await this.#destroyQuietly(sandbox, 'shutdown');
+      throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
+    }
+    this.#active.set(id, { sandbox, identity });
+    this.#logger.info('Created OpenSandbox sandbox', { sandboxId: id, remoteId: sandbox.remoteId });
+    return id;
+  }
+
+  async #createRemote(
+    sdk: OpenSandboxSdk,
+    id: string,
+    identity: OpenSandboxIdentity | undefined,
+  ): Promise<OpenSandboxSandbox> {
+    const s = this.settings;
+    // A fresh configuration per remote: the SDK gives each configuration its own HTTP agent, so
+    // closing one sandbox's transport never cuts off another's.
+    const connectionConfig = new sdk.ConnectionConfig({
+      ...(s.apiKey === undefined ? {} : { apiKey: s.apiKey }),
+      ...(s.domain === undefined ? {} : { domain: s.domain }),
+      protocol: s.protocol,
+      requestTimeoutSeconds: s.requestTimeoutSeconds,
+      useServerProxy: s.useServerProxy,
+      disableMetrics: s.disableMetrics,
+    });
+    const metadata: Record<string, string> = {
+      [OPENSANDBOX_METADATA.provider]: OPENSANDBOX_PROVIDER_TAG_VALUE,
+    };
+    if (identity !== undefined) {
+      metadata[OPENSANDBOX_METADATA.thread] = identity.threadId;
+      metadata[OPENSANDBOX_METADATA.user] = identity.userId;
+    }
+    const environment = { ...s.environment };
+    const remote = await sdk.Sandbox.create({
+      image: s.image,
+      connectionConfig,
+      ...(Object.keys(environment).length > 0 ? { env: environment } : {}),
+      metadata,
+      timeoutSeconds: s.lifetimeSeconds,
+      readyTimeoutSeconds: s.readyTimeoutSeconds,
+    });
+    return new OpenSandboxSandbox(id, {
+      remote,
+      environment,
+      lifetimeSeconds: s.lifetimeSeconds,
+      commandTimeoutSeconds: s.commandTimeoutSeconds,
+      ...(this.#options.maxDownloadBytes === undefined
+        ? {}
+        : { maxDownloadBytes: this.#options.maxDownloadBytes }),
+      onTerminalFailure: (failed) => this.#evict(failed),
+      clock: this.#clock,
+      logger: this.#logger,
+    });
+  }
+
+  /** Creates the user-data directories; a remote that cannot be prepared is deleted, not used. */
+  async #bootstrap(sandbox: OpenSandboxSandbox): Promise<void> {
+    const command = `mkdir -p ${BOOTSTRAP_DIRECTORIES.map(shellQuote).join(' ')}`;
+    let failure: unknown;
+    let detail: string;
+    try {
+      const result = await sandbox.probe(command, BOOTSTRAP_TIMEOUT_SECONDS);
+      if (result.exitCode === 0) return;
+      detail = result.detail;
+    } catch (error) {
+      failure = error;
+      detail = describeRemoteError(error);
+    }
+    await this.#destroyQuietly(sandbox, 'bootstrap_failed');
+    throw new SandboxRuntimeError(`OpenSandbox bootstrap failed: ${detail}`, {
+      details: { sandbox_id: sandbox.id, remote_id: sandbox.remoteId },
+      ...(failure === undefined ? {} : { cause: failure }),
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // release, eviction, teardown
+
+  async #park(id: string): Promise<void> {
+    const active = this.#active.get(id);
+    if (active === undefined) return;
+    this.#active.delete(id);
+    if (active.sandbox.closed || active.identity === undefined) {
+      await this.#destroyQuietly(active.sandbox, 'release');
+      return;
+    }
+    const parked = this.#pool.put(id, { sandbox: active.sandbox, identity: active.identity });
+    if (parked === undefined) await this.#destroyQuietly(active.sandbox, 'release');
+  }
+
+  /**
+   * Drops a sandbox whose remote is gone from the active registry (only if it is still this exact
+   * adapter: a replacement may be registered by now) and deletes it once.
+   */
+  #evict(sandbox: OpenSandboxSandbox): void {
+    if (this.#active.get(sandbox.id)?.sandbox === sandbox) this.#active.delete(sandbox.id);
+    const deletion = this.#destroyQuietly(sandbox, 'evicted');
+    this.#evictions.add(deletion);
+    void deletion.finally(() => this.#evictions.delete(deletion));
+  }
+
+  async #destroyWarm(
+    entry: WarmEntry<WarmOpenSandbox>,
+    reason: WarmPoolDestroyReason,
+  ): Promise<boolean> {
+    this.#logger.info('Deleting warm OpenSandbox sandbox', {
+      sandboxId: entry.id,
+      remoteId: entry.value.sandbox.remoteId,
+      reason,
+    });
+    // A failure propagates: the pool keeps the entry and retries on a later pass.
+    await entry.value.sandbox.destroy();
+    return true;
+  }
+
+  /** Deletes a remote; a failure is logged (the remote may leak), never thrown. */
+  async #destroyQuietly(sandbox: OpenSandboxSandbox, reason: string): Promise<void> {
+    try {
+      await sandbox.destroy();
+    } catch (error) {
+      this.#logger.error('Failed to delete OpenSandbox sandbox', {
+        sandboxId: sandbox.id,
+        remoteId: sandbox.remoteId,
+        reason,
+        error: describeRemoteError(error),
+      });
+    }
+  }
+
+  async #doShutdown(): Promise<void> {
+    this.#closed = true;
+    this.#serializer.close();
+    await this.#pool.destroyAll();
+    const actives = [...this.#active.values()];
+    this.#active.clear();
+    await Promise.all(actives.map((a) => this.#destroyQuietly(a.sandbox, 'shutdown')));
+    await Promise.all([...this.#evictions]);
+    for (const id of this.#pool.ids()) {
+      this.#logger.error('Warm OpenSandbox sandbox could not be deleted at shutdown', {
+        sandboxId: id,
+      });
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  #assertOpen(): void {
+    if (this.#closed) throw new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE);
+  }
+
+  #newSerializer(): AcquireSerializer {
+    return new AcquireSerializer({ name: `${PROVIDER_NAME}-acquire`, logger: this.#logger });
+  }
+
+  async #serialized<T>(id: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    for (;;) {
+      const serializer = this.#serializer;
+      try {
+        return await serializer.hold(id, fn, signal === undefined ? {} : { signal });
+      } catch (error) {
+        if (!(error instanceof SerializerClosedError)) throw error;
+        // The lock table closes on shutdown: a waiter then sees the provider's state, not the
+        // table's. A reset replaces the table: a waiter queues again on the new one.
+        if (this.#closed)
+          throw new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE, { cause: error });
+        if (serializer === this.#serializer) throw error;
+      }
+    }
+  }
+
+  #loadSdk(): Promise<OpenSandboxSdk> {
+    if (this.#sdk === undefined) {
+      const source = this.#options.sdk;
+      const attempt =
+        source === undefined
+          ? loadOpenSandboxSdk(this.#options.importer)
+          : typeof source === 'function'
+            ? source()
+            : Promise.resolve(source);
+      this.#sdk = attempt;
+      // A failed load is not kept: installing the SDK later in a long-lived process works.
+      attempt.catch(() => {
+        if (this.#sdk === attempt) this.#sdk = undefined;
+      });
+    }
+    return this.#sdk;
+  }
+}
+
+/** `use: "@sbx/opensandbox"` with a factory: builds the provider from `{ config, logger }`. */
+export function createOpenSandboxProvider(
+  init: OpenSandboxProviderOptions = {},
+): OpenSandboxProvider {
+  return new OpenSandboxProvider(init);
+}

@@ -1,0 +1,632 @@
+import { posix } from 'node:path';
+import {
+  AbortedError,
+  InvalidArgumentError,
+  Sandbox,
+  SandboxFileError,
+  SandboxPermissionError,
+  SandboxRuntimeError,
+  VIRTUAL_PATH_PREFIX,
+  isSbxError,
+  isUnderVirtualPrefix,
+  planRemoteGlob,
+  planRemoteGrep,
+  planRemoteListDir,
+  silentLogger,
+  systemClock,
+  validateExtraEnv,
+} from '@sbx/core';
+import type {
+  Clock,
+  ExecuteCommandOptions,
+  GlobOptions,
+  GlobResult,
+  GrepMatch,
+  GrepOptions,
+  GrepResult,
+  ListDirOptions,
+  Logger,
+  ReadFileOptions,
+  RemoteSearchPlan,
+  WriteFileOptions,
+} from '@sbx/core';
+import {
+  assembleCommandOutput,
+  exitCodeOf,
+  joinOutputLines,
+  missingExitDetail,
+  stdoutOf,
+} from './command-output.js';
+import {
+  COMMAND_TTL_GRACE_SECONDS,
+  DEFAULT_COMMAND_TIMEOUT_SECONDS,
+  DEFAULT_SANDBOX_LIFETIME_SECONDS,
+} from './opensandbox-config.js';
+import type { OpenSandboxExecution, OpenSandboxRemote } from './opensandbox-sdk.js';
+import { fileErrorFromRemote, tooLargeError } from './file-errors.js';
+import { KeyedLock } from './keyed-lock.js';
+import { sliceLines } from './line-range.js';
+import { checkRemotePath } from './remote-path.js';
+import type { RemoteOperation } from './terminal-errors.js';
+import { describeRemoteError, isTerminalRemoteError } from './terminal-errors.js';
+
+/** Largest file `downloadFile` transfers: 100 MiB. */
+export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
+/** Permission bits of files written through the file API (octal digits, as execd reads them). */
+export const WRITE_FILE_MODE = 644;
+export const SANDBOX_CLOSED_MESSAGE = 'OpenSandbox sandbox has been closed';
+
+export type TerminalFailureListener = (sandbox: OpenSandboxSandbox, error: unknown) => void;
+
+export interface OpenSandboxSandboxOptions {
+  readonly remote: OpenSandboxRemote;
+  /** Static variables of every command; a call's `env` is layered on top. */
+  readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Seconds the remote lives past the latest operation (default 4 h); `null` = explicit-cleanup
+   * mode: the sandbox has no lifetime and is never renewed.
+   */
+  readonly lifetimeSeconds?: number | null;
+  /** Limit of `executeCommand` when the caller gives none, and of search commands. Default 600. */
+  readonly commandTimeoutSeconds?: number;
+  /** Default `MAX_DOWNLOAD_BYTES`. */
+  readonly maxDownloadBytes?: number;
+  /** Told once when a failure means the remote is gone; the provider then evicts and deletes it. */
+  readonly onTerminalFailure?: TerminalFailureListener;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+}
+
+/** Outcome of a command run without renewal (bootstrap, health check). */
+export interface ProbeResult {
+  readonly exitCode: number | null;
+  /** `exit code N`, or what is known about a run that reported no exit code. */
+  readonly detail: string;
+}
+
+interface RunOutcome {
+  readonly execution: OpenSandboxExecution;
+  readonly timedOut: boolean;
+}
+
+const EMPTY_EXECUTION: OpenSandboxExecution = {
+  logs: { stdout: [], stderr: [] },
+  result: [],
+  exitCode: null,
+};
+
+const strictUtf8 = () => new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const encoder = new TextEncoder();
+const noop = (): void => {};
+
+function concatBytes(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+function abortError(signal: AbortSignal): AbortedError {
+  return new AbortedError(undefined, { cause: signal.reason });
+}
+
+function dedupeMatches(matches: readonly GrepMatch[]): GrepMatch[] {
+  const seen = new Set<string>();
+  const out: GrepMatch[] = [];
+  for (const match of matches) {
+    const key = `${match.path}\0${match.lineNumber}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(match);
+  }
+  return out;
+}
+
+/**
+ * A `Sandbox` over one OpenSandbox remote, through the SDK's execd transport.
+ *
+ * - Commands run through `commands.run` (execd streams the output over SSE) with the caller's
+ *   limit, or `bash_command_timeout`, enforced by execd; sbx stops waiting 30 s after that. Output
+ *   follows the core contract (`Std Error:` header, `Exit Code: N`, timeout notice); a run that
+ *   reports no exit code raises instead of passing for success.
+ * - Files use execd's file API (byte-exact upload and download, mode 644); an append is a
+ *   serialised read-modify-write. `listDir`, `glob` and `grep` run the shared remote search
+ *   commands of `@sbx/core` and parse them exactly like the local walkers.
+ * - Lifetime: every operation renews the remote's expiry before it runs (commands for their own
+ *   limit plus 30 s when that is longer than the lifetime). Renewal sets an absolute expiry, so a
+ *   renewal never asks for less than what is already granted: a short file operation can never
+ *   cut short the horizon of a long command still running. Explicit-cleanup mode never renews.
+ * - A failure that means the remote is gone (see `isTerminalRemoteError`) closes this adapter and
+ *   tells the provider, which evicts and deletes the remote; the next acquire creates a new one.
+ *   A missing file (404 from the file API) is only a missing file.
+ */
+export class OpenSandboxSandbox extends Sandbox {
+  readonly remote: OpenSandboxRemote;
+  readonly #environment: Readonly<Record<string, string>>;
+  readonly #lifetimeSeconds: number | null;
+  readonly #commandTimeoutSeconds: number;
+  readonly #maxDownloadBytes: number;
+  readonly #onTerminalFailure: TerminalFailureListener | undefined;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #writes = new KeyedLock();
+  /** Expiry granted so far, in clock milliseconds (meaningless in explicit-cleanup mode). */
+  #expiresAt: number;
+  /** Renewals run one after another, so the server applies them in the order they were computed. */
+  #renewTail: Promise<void> = Promise.resolve();
+  #closed = false;
+  #destroying: Promise<void> | undefined;
+  #transportClosed: Promise<void> | undefined;
+
+  /** `id` is the sbx sandbox id; the remote's own id is `remoteId`. */
+  constructor(id: string, options: OpenSandboxSandboxOptions) {
+    super(id);
+    this.remote = options.remote;
+    this.#environment = { ...(options.environment ?? {}) };
+    this.#lifetimeSeconds =
+      options.lifetimeSeconds === undefined
+        ? DEFAULT_SANDBOX_LIFETIME_SECONDS
+        : options.lifetimeSeconds;
+    this.#commandTimeoutSeconds = options.commandTimeoutSeconds ?? DEFAULT_COMMAND_TIMEOUT_SECONDS;
+    this.#maxDownloadBytes = options.maxDownloadBytes ?? MAX_DOWNLOAD_BYTES;
+    this.#onTerminalFailure = options.onTerminalFailure;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? silentLogger;
+    // The remote was created with this lifetime just now.
+    this.#expiresAt = this.#clock.now() + (this.#lifetimeSeconds ?? 0) * 1000;
+  }
+
+  /** The server-assigned id of the remote sandbox. */
+  get remoteId(): string {
+    return this.remote.id;
+  }
+
+  /** True once the remote was found gone, deleted, or the transport closed; later calls fail fast. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** `null` in explicit-cleanup mode. */
+  get lifetimeSeconds(): number | null {
+    return this.#lifetimeSeconds;
+  }
+
+  /** The expiry granted so far (clock milliseconds); `undefined` in explicit-cleanup mode. */
+  get expiresAt(): number | undefined {
+    return this.#lifetimeSeconds === null ? undefined : this.#expiresAt;
+  }
+
+  /**
+   * Renews the remote for another lifetime (never less than already granted). Used when an active
+   * sandbox is handed out again: the renewal doubles as proof that the remote still exists. A
+   * terminal failure closes this adapter (and tells the provider) before it is thrown.
+   */
+  renewLifetime(): Promise<void> {
+    return this.#renew(this.#lifetimeSeconds ?? 0);
+  }
+
+  /**
+   * Runs `true` with `timeoutSeconds` enforced by execd and by this wait; healthy means exit code
+   * exactly 0. Never throws, does not renew.
+   */
+  async healthCheck(timeoutSeconds: number): Promise<boolean> {
+    if (this.#closed) return false;
+    try {
+      const result = await this.probe('true', timeoutSeconds);
+      if (result.exitCode === 0) return true;
+      this.#logger.warn('OpenSandbox health check failed', {
+        sandboxId: this.id,
+        remoteId: this.remoteId,
+        detail: result.detail,
+      });
+      return false;
+    } catch (error) {
+      this.#logger.warn('OpenSandbox health check failed', {
+        sandboxId: this.id,
+        remoteId: this.remoteId,
+        error: describeRemoteError(error),
+      });
+      return false;
+    }
+  }
+
+  /** One command with the static environment and no renewal; transport failures are thrown. */
+  async probe(command: string, timeoutSeconds: number): Promise<ProbeResult> {
+    this.#assertOpen();
+    const { execution, timedOut } = await this.#run(command, timeoutSeconds, this.#environment);
+    if (timedOut) return { exitCode: null, detail: `timed out after ${timeoutSeconds} seconds` };
+    const exitCode = exitCodeOf(execution);
+    return {
+      exitCode,
+      detail: exitCode === null ? missingExitDetail(execution) : `exit code ${exitCode}`,
+    };
+  }
+
+  override async executeCommand(
+    command: string,
+    options: ExecuteCommandOptions = {},
+  ): Promise<string> {
+    validateExtraEnv(options.env);
+    const timeoutSeconds = this.#commandTimeout(options.timeoutMs);
+    if (typeof command !== 'string' || command.trim() === '') {
+      throw new InvalidArgumentError('command must be a non-empty string');
+    }
+    if (options.signal?.aborted) throw abortError(options.signal);
+    this.#assertOpen();
+    await this.#renewForCommand(timeoutSeconds);
+    const envs = { ...this.#environment, ...(options.env ?? {}) };
+    const { execution, timedOut } = await this.#run(command, timeoutSeconds, envs, options.signal);
+    const stdout = stdoutOf(execution);
+    const stderr = joinOutputLines(execution.logs.stderr);
+    if (timedOut) {
+      return assembleCommandOutput({
+        stdout,
+        stderr,
+        exitCode: 0,
+        timedOutAfterSeconds: timeoutSeconds,
+      });
+    }
+    const exitCode = exitCodeOf(execution);
+    if (exitCode === null) {
+      throw new SandboxRuntimeError(
+        `OpenSandbox command completed without an exit code: ${missingExitDetail(execution)}`,
+      );
+    }
+    return assembleCommandOutput({ stdout, stderr, exitCode });
+  }
+
+  override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
+    checkRemotePath(path);
+    this.#assertOpen();
+    await this.#renew(this.#lifetimeSeconds ?? 0);
+    const bytes = await this.#readBytes(path, 'read');
+    let text: string;
+    try {
+      text = strictUtf8().decode(bytes);
+    } catch (error) {
+      throw new SandboxFileError(
+        `File is not valid UTF-8 text: ${path}`,
+        { path, operation: 'read', kind: 'EILSEQ' },
+        { cause: error },
+      );
+    }
+    return sliceLines(text, options);
+  }
+
+  override async downloadFile(path: string): Promise<Uint8Array> {
+    checkRemotePath(path);
+    if (!isUnderVirtualPrefix(path, VIRTUAL_PATH_PREFIX)) {
+      throw new SandboxPermissionError(
+        `Access denied: only files under ${VIRTUAL_PATH_PREFIX} can be downloaded`,
+        { path, operation: 'download', kind: 'EACCES' },
+      );
+    }
+    this.#assertOpen();
+    await this.#renew(this.#lifetimeSeconds ?? 0);
+    const limit = this.#maxDownloadBytes;
+    const chunks: Uint8Array[] = [];
+    let total = 0;
+    let iterator: AsyncIterator<Uint8Array> | undefined;
+    try {
+      iterator = this.remote.files.readBytesStream(path)[Symbol.asyncIterator]();
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) break;
+        total += next.value.byteLength;
+        // Checked per chunk, before keeping it: an oversized file never sits in memory whole.
+        if (total > limit) throw tooLargeError(path, limit);
+        chunks.push(next.value);
+      }
+    } catch (error) {
+      if (isSbxError(error)) throw error;
+      throw this.#fileFailure(error, path, 'download');
+    } finally {
+      // Ends the download early (oversize) or releases it after a failure; never left dangling.
+      try {
+        await iterator?.return?.();
+      } catch (error) {
+        this.#logger.warn('Closing an OpenSandbox download stream failed', {
+          sandboxId: this.id,
+          path,
+          error: describeRemoteError(error),
+        });
+      }
+    }
+    return concatBytes(chunks, total);
+  }
+
+  override async writeFile(
+    path: string,
+    content: string,
+    options: WriteFileOptions = {},
+  ): Promise<void> {
+    checkRemotePath(path);
+    this.#assertOpen();
+    await this.#renew(this.#lifetimeSeconds ?? 0);
+    const append = options.append ?? false;
+    await this.#writes.run(posix.normalize(path), async () => {
+      let data: Uint8Array = encoder.encode(content);
+      if (append) {
+        const existing = await this.#readExisting(path);
+        data = concatBytes([existing, data], existing.byteLength + data.byteLength);
+      }
+      await this.#writeBytes(path, data, 'write');
+    });
+  }
+
+  override async updateFile(path: string, content: Uint8Array): Promise<void> {
+    checkRemotePath(path);
+    this.#assertOpen();
+    await this.#renew(this.#lifetimeSeconds ?? 0);
+    await this.#writes.run(posix.normalize(path), () => this.#writeBytes(path, content, 'update'));
+  }
+
+  override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
+    checkRemotePath(path);
+    if (options.maxDepth !== undefined && options.maxDepth < 0) {
+      throw new InvalidArgumentError(`maxDepth must not be negative, got ${options.maxDepth}`);
+    }
+    return this.#search(planRemoteListDir(path, options));
+  }
+
+  override async glob(
+    path: string,
+    pattern: string,
+    options: GlobOptions = {},
+  ): Promise<GlobResult> {
+    checkRemotePath(path);
+    return this.#search(planRemoteGlob(path, pattern, options));
+  }
+
+  override async grep(
+    path: string,
+    pattern: string,
+    options: GrepOptions = {},
+  ): Promise<GrepResult> {
+    checkRemotePath(path);
+    const result = await this.#search(planRemoteGrep(path, pattern, options));
+    return { matches: dedupeMatches(result.matches), truncated: result.truncated };
+  }
+
+  /**
+   * Deletes the remote and closes its transport. Marks the adapter closed first, even when the
+   * delete fails, so nothing new starts on a sandbox that is going away. A remote that is already
+   * gone (404, 410, unreachable) counts as deleted; other failures are thrown and a later call
+   * retries. Concurrent and repeated calls share one delete, so each remote is deleted once.
+   */
+  destroy(): Promise<void> {
+    this.#closed = true;
+    this.#destroying ??= this.#kill().catch((error: unknown) => {
+      this.#destroying = undefined;
+      throw error;
+    });
+    return this.#destroying;
+  }
+
+  /** Closes the transport without deleting the remote. Idempotent; the adapter is closed after. */
+  override async close(): Promise<void> {
+    this.#closed = true;
+    await this.#closeTransport();
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  #assertOpen(): void {
+    // A closed adapter is an expected state (evicted, shut down), not an incident: no error log.
+    if (this.#closed) throw new SandboxRuntimeError(SANDBOX_CLOSED_MESSAGE);
+  }
+
+  #commandTimeout(timeoutMs: number | undefined): number {
+    if (timeoutMs === undefined) return this.#commandTimeoutSeconds;
+    if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new InvalidArgumentError(`timeout must be positive, got ${timeoutMs} ms`);
+    }
+    return timeoutMs / 1000;
+  }
+
+  #renewForCommand(timeoutSeconds: number): Promise<void> {
+    return this.#renew(
+      Math.max(this.#lifetimeSeconds ?? 0, timeoutSeconds + COMMAND_TTL_GRACE_SECONDS),
+    );
+  }
+
+  /**
+   * Asks for `horizonSeconds` from now, or for what is left of the current grant when that is
+   * longer. Renewal sets an absolute expiry; without the floor, a short operation renewing with
+   * the plain lifetime while a long command runs would move the expiry back in front of the
+   * command's end and get the sandbox reaped under it.
+   */
+  #renew(horizonSeconds: number): Promise<void> {
+    if (this.#lifetimeSeconds === null) return Promise.resolve();
+    const step = async (): Promise<void> => {
+      this.#assertOpen();
+      const now = this.#clock.now();
+      const remaining = Math.ceil(Math.max(0, this.#expiresAt - now) / 1000);
+      const seconds = Math.max(horizonSeconds, remaining);
+      try {
+        await this.remote.renew(seconds);
+      } catch (error) {
+        throw this.#failure(error, 'renew', 'renew the sandbox lifetime');
+      }
+      this.#expiresAt = Math.max(this.#expiresAt, now + seconds * 1000);
+    };
+    const run = this.#renewTail.then(step);
+    this.#renewTail = run.then(noop, noop);
+    return run;
+  }
+
+  /**
+   * One `commands.run`. execd enforces `timeoutSeconds` (it kills the command's process group);
+   * this wait gives up `COMMAND_TTL_GRACE_SECONDS` later in case the kill or its report never
+   * arrives. execd reports a killed command as exit code -1; after the full limit that is a
+   * timeout.
+   */
+  async #run(
+    command: string,
+    timeoutSeconds: number,
+    envs: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<RunOutcome> {
+    if (signal?.aborted) throw abortError(signal);
+    const controller = new AbortController();
+    let deadlinePassed = false;
+    const onAbort = (): void => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const timer = this.#clock.setTimeout(
+      () => {
+        deadlinePassed = true;
+        controller.abort(new Error('sbx stopped waiting for the command'));
+      },
+      (timeoutSeconds + COMMAND_TTL_GRACE_SECONDS) * 1000,
+    );
+    const startedAt = this.#clock.now();
+    try {
+      const execution = await this.remote.commands.run(
+        command,
+        { timeoutSeconds, envs: { ...envs } },
+        undefined,
+        controller.signal,
+      );
+      const exitCode = exitCodeOf(execution);
+      const killedAtLimit =
+        exitCode !== null && exitCode < 0 && this.#clock.now() - startedAt >= timeoutSeconds * 1000;
+      return { execution, timedOut: killedAtLimit };
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      if (deadlinePassed) {
+        this.#logger.warn('OpenSandbox command outlived its limit; stopped waiting for it', {
+          sandboxId: this.id,
+          remoteId: this.remoteId,
+          timeoutSeconds,
+        });
+        return { execution: EMPTY_EXECUTION, timedOut: true };
+      }
+      throw this.#failure(error, 'command', 'run the command');
+    } finally {
+      this.#clock.clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async #search<T>(plan: RemoteSearchPlan<T>): Promise<T> {
+    this.#assertOpen();
+    const timeoutSeconds = this.#commandTimeoutSeconds;
+    await this.#renewForCommand(timeoutSeconds);
+    const { execution, timedOut } = await this.#run(
+      plan.command,
+      timeoutSeconds,
+      this.#environment,
+    );
+    if (timedOut) {
+      throw new SandboxRuntimeError(`OpenSandbox search timed out after ${timeoutSeconds} seconds`);
+    }
+    if (exitCodeOf(execution) === null) {
+      throw new SandboxRuntimeError(
+        `OpenSandbox command completed without an exit code: ${missingExitDetail(execution)}`,
+      );
+    }
+    return plan.parse(joinOutputLines(execution.logs.stdout));
+  }
+
+  async #readBytes(path: string, operation: string): Promise<Uint8Array> {
+    try {
+      return await this.remote.files.readBytes(path);
+    } catch (error) {
+      throw this.#fileFailure(error, path, operation);
+    }
+  }
+
+  /** The current bytes of `path` for an append; a missing file is empty. */
+  async #readExisting(path: string): Promise<Uint8Array> {
+    try {
+      return await this.#readBytes(path, 'append');
+    } catch (error) {
+      if (error instanceof SandboxFileError && error.kind === 'ENOENT') return new Uint8Array(0);
+      throw error;
+    }
+  }
+
+  async #writeBytes(path: string, data: Uint8Array, operation: string): Promise<void> {
+    try {
+      await this.remote.files.writeFiles([{ path, data, mode: WRITE_FILE_MODE }]);
+    } catch (error) {
+      throw this.#fileFailure(error, path, operation);
+    }
+  }
+
+  #fileFailure(error: unknown, path: string, operation: string): Error {
+    if (isTerminalRemoteError(error, 'file')) {
+      return this.#failure(error, 'file', `${operation} ${path}`);
+    }
+    return fileErrorFromRemote(error, path, operation);
+  }
+
+  /** Wraps an SDK failure; a terminal one closes the adapter and tells the provider first. */
+  #failure(error: unknown, operation: RemoteOperation, action: string): Error {
+    if (isSbxError(error)) return error;
+    const message = describeRemoteError(error);
+    if (isTerminalRemoteError(error, operation)) {
+      this.#invalidate(error, operation);
+      return new SandboxRuntimeError(
+        `OpenSandbox sandbox ${this.remoteId} is gone (could not ${action}: ${message})`,
+        { cause: error },
+      );
+    }
+    return new SandboxRuntimeError(`OpenSandbox could not ${action}: ${message}`, {
+      cause: error,
+    });
+  }
+
+  #invalidate(error: unknown, operation: RemoteOperation): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#logger.warn('OpenSandbox sandbox is gone; evicting it', {
+      sandboxId: this.id,
+      remoteId: this.remoteId,
+      operation,
+      error: describeRemoteError(error),
+    });
+    try {
+      this.#onTerminalFailure?.(this, error);
+    } catch (listenerError) {
+      this.#logger.error('OpenSandbox eviction listener failed', {
+        sandboxId: this.id,
+        error: listenerError,
+      });
+    }
+  }
+
+  async #kill(): Promise<void> {
+    try {
+      await this.remote.kill();
+    } catch (error) {
+      if (!isTerminalRemoteError(error, 'kill')) {
+        // The transport stays open: the delete must be retryable.
+        throw new SandboxRuntimeError(
+          `OpenSandbox could not delete sandbox ${this.remoteId}: ${describeRemoteError(error)}`,
+          { cause: error },
+        );
+      }
+      this.#logger.info('OpenSandbox sandbox was already gone', {
+        sandboxId: this.id,
+        remoteId: this.remoteId,
+        error: describeRemoteError(error),
+      });
+    }
+    await this.#closeTransport();
+  }
+
+  #closeTransport(): Promise<void> {
+    this.#transportClosed ??= this.remote.close().catch((error: unknown) => {
+      this.#logger.warn('Closing the OpenSandbox transport failed', {
+        sandboxId: this.id,
+        remoteId: this.remoteId,
+        error: describeRemoteError(error),
+      });
+    });
+    return this.#transportClosed;
+  }
+}

@@ -1,0 +1,364 @@
+import { CallGate } from '@sbx/core/testing';
+import type {
+  OpenSandboxCommands,
+  OpenSandboxConnectionConfig,
+  OpenSandboxConnectionOptions,
+  OpenSandboxCreateOptions,
+  OpenSandboxExecution,
+  OpenSandboxFiles,
+  OpenSandboxProtocol,
+  OpenSandboxRemote,
+  OpenSandboxRunOptions,
+  OpenSandboxSdk,
+  OpenSandboxWriteEntry,
+} from '../opensandbox-sdk.js';
+import { commandEvents, executionFromEvents } from './execd-output.js';
+import { HostShellMachine, MachineFileError } from './host-shell-machine.js';
+
+/**
+ * An in-memory stand-in for `@alibaba-group/opensandbox`, for the provider's lifecycle and race
+ * tests. Each remote is a `HostShellMachine` (commands run for real in bash, files live in a
+ * private temp directory), its output reaches the adapter as execd would send it, and every SDK
+ * call goes through `gate` (a `CallGate` from @sbx/core/testing) so a test can hold a call at an
+ * exact point, plus `failNext` for injected failures and `respondTo` for scripted command results.
+ */
+
+export type FakeOpenSandboxOp =
+  'create' | 'run' | 'readBytes' | 'readBytesStream' | 'writeFiles' | 'renew' | 'kill' | 'close';
+
+/** An error shaped like the SDK's `SandboxApiException` (classification reads name and status). */
+export function fakeApiError(statusCode: number, message: string, rawBody?: unknown): Error {
+  const error = new Error(message);
+  error.name = 'SandboxApiException';
+  return Object.assign(error, { statusCode, rawBody });
+}
+
+export function fakeUnhealthyError(message = 'sandbox is unhealthy'): Error {
+  const error = new Error(message);
+  error.name = 'SandboxUnhealthyException';
+  return error;
+}
+
+/** What `fetch` throws when nothing listens: `TypeError: fetch failed` caused by ECONNREFUSED. */
+export function fakeConnectionError(code = 'ECONNREFUSED'): Error {
+  const cause = Object.assign(new Error(`connect ${code} 127.0.0.1:44772`), { code });
+  return new TypeError('fetch failed', { cause });
+}
+
+export interface FakeExecutionInit {
+  stdout?: string;
+  stderr?: string;
+  /** `null`: the run reports no exit code (no completion and no integer error value). */
+  exitCode?: number | null;
+  /** With `exitCode: null`, an error event whose value is not an integer. */
+  error?: { name: string; value: string };
+}
+
+/** A `CommandExecution` as the SDK would build it from execd's events for this outcome. */
+export function fakeExecution(init: FakeExecutionInit = {}): OpenSandboxExecution {
+  const exitCode = init.exitCode === undefined ? 0 : init.exitCode;
+  const execution = executionFromEvents(
+    commandEvents(
+      { stdout: init.stdout ?? '', stderr: init.stderr ?? '' },
+      { exitCode: exitCode ?? 0, elapsedMs: 1 },
+      'scripted',
+    ).filter((e) => exitCode !== null || (e.type !== 'error' && e.type !== 'execution_complete')),
+  );
+  if (exitCode === null && init.error) {
+    execution.error = { ...init.error, traceback: [init.error.value] };
+    execution.exitCode = null;
+  }
+  return execution;
+}
+
+export interface FakeCreateRecord {
+  readonly remoteId: string;
+  readonly options: OpenSandboxCreateOptions;
+}
+
+export interface FakeRemoteState {
+  readonly id: string;
+  readonly machine: HostShellMachine;
+  readonly options: OpenSandboxCreateOptions;
+  alive: boolean;
+  readonly renewals: number[];
+  kills: number;
+  closes: number;
+}
+
+export interface FakeRunRecord {
+  readonly remoteId: string;
+  readonly command: string;
+  readonly options: OpenSandboxRunOptions | undefined;
+}
+
+type Responder = (
+  command: string,
+  options: OpenSandboxRunOptions | undefined,
+) => OpenSandboxExecution | Error | undefined;
+
+interface FailRule {
+  readonly op: FakeOpenSandboxOp;
+  readonly remoteId: string | undefined;
+  readonly error: unknown;
+  remaining: number;
+}
+
+class FakeConnectionConfig implements OpenSandboxConnectionConfig {
+  readonly options: OpenSandboxConnectionOptions;
+  readonly domain: string;
+  readonly protocol: OpenSandboxProtocol;
+  readonly apiKey: string | undefined;
+  readonly requestTimeoutSeconds: number;
+  readonly useServerProxy: boolean;
+  readonly disableMetrics: boolean;
+
+  constructor(options: OpenSandboxConnectionOptions = {}) {
+    this.options = { ...options };
+    this.domain = options.domain ?? 'localhost:8080';
+    this.protocol = options.protocol ?? 'http';
+    this.apiKey = options.apiKey;
+    this.requestTimeoutSeconds = options.requestTimeoutSeconds ?? 30;
+    this.useServerProxy = options.useServerProxy ?? false;
+    this.disableMetrics = options.disableMetrics ?? false;
+  }
+}
+
+const STREAM_CHUNK_BYTES = 64 * 1024;
+
+function notFound(id: string): Error {
+  return fakeApiError(404, `Sandbox ${id} not found`, {
+    code: 'NOT_FOUND',
+    message: `Sandbox ${id} not found`,
+  });
+}
+
+function toApiError(error: unknown): unknown {
+  if (error instanceof MachineFileError) {
+    return fakeApiError(error.status, error.message, { code: error.code, message: error.message });
+  }
+  return error;
+}
+
+export class FakeOpenSandbox {
+  readonly gate = new CallGate<FakeOpenSandboxOp>();
+  readonly sdk: OpenSandboxSdk;
+  readonly creates: FakeCreateRecord[] = [];
+  readonly remotes = new Map<string, FakeRemoteState>();
+  readonly runs: FakeRunRecord[] = [];
+  /** Download streams started and finished (a finished stream ran its cleanup). */
+  readonly streams = { opened: 0, closed: 0 };
+  readonly #failures: FailRule[] = [];
+  readonly #responders: { match: (command: string) => boolean; respond: Responder }[] = [];
+  #next = 0;
+
+  constructor() {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const fake = this;
+    this.sdk = {
+      Sandbox: {
+        create: (options: OpenSandboxCreateOptions) =>
+          fake.#call('create', undefined, [options], () => fake.#create(options)),
+      },
+      ConnectionConfig: FakeConnectionConfig,
+    };
+  }
+
+  /** The `ConnectionConfig` options of every create, in order. */
+  get connectionOptions(): OpenSandboxConnectionOptions[] {
+    return this.creates.map((c) => (c.options.connectionConfig as FakeConnectionConfig).options);
+  }
+
+  /** Remotes created and not deleted. */
+  get aliveIds(): string[] {
+    return [...this.remotes.values()].filter((r) => r.alive).map((r) => r.id);
+  }
+
+  /** The seconds of every renewal attempt (on `remoteId`, or any), in order. */
+  renewCalls(remoteId?: string): number[] {
+    return this.gate
+      .calls('renew')
+      .filter((c) => remoteId === undefined || c.args[0] === remoteId)
+      .map((c) => c.args[1] as number);
+  }
+
+  remote(remoteId: string): FakeRemoteState {
+    const state = this.remotes.get(remoteId);
+    if (state === undefined) throw new Error(`no fake remote ${remoteId}`);
+    return state;
+  }
+
+  /** The next `times` calls of `op` (on `remoteId`, or any) fail with `error` before running. */
+  failNext(
+    op: FakeOpenSandboxOp,
+    error: unknown,
+    options: { remoteId?: string; times?: number } = {},
+  ): this {
+    this.#failures.push({ op, remoteId: options.remoteId, error, remaining: options.times ?? 1 });
+    return this;
+  }
+
+  /**
+   * Commands matching `match` get `respond`'s execution (or throw its error) instead of running;
+   * `undefined` from `respond` lets the command run. Returns a function removing the responder.
+   */
+  respondTo(
+    match: string | RegExp | ((command: string) => boolean),
+    respond: Responder,
+  ): () => void {
+    const test =
+      typeof match === 'function'
+        ? match
+        : typeof match === 'string'
+          ? (c: string) => c.includes(match)
+          : (c: string) => match.test(c);
+    const entry = { match: test, respond };
+    this.#responders.push(entry);
+    return () => {
+      const at = this.#responders.indexOf(entry);
+      if (at >= 0) this.#responders.splice(at, 1);
+    };
+  }
+
+  /** Marks a remote deleted behind the provider's back (expired, killed by an operator). */
+  vanish(remoteId: string): void {
+    this.remote(remoteId).alive = false;
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all([...this.remotes.values()].map((r) => r.machine.dispose()));
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  #call<T>(
+    op: FakeOpenSandboxOp,
+    remoteId: string | undefined,
+    args: readonly unknown[],
+    real: () => Promise<T>,
+  ): Promise<T> {
+    const routed = this.gate.invoke(op, [remoteId, ...args], () => {
+      const rule = this.#failures.find(
+        (r) => r.op === op && (r.remoteId === undefined || r.remoteId === remoteId),
+      );
+      if (rule !== undefined) {
+        rule.remaining -= 1;
+        if (rule.remaining <= 0) this.#failures.splice(this.#failures.indexOf(rule), 1);
+        return Promise.reject(rule.error);
+      }
+      return real().catch((error: unknown) => Promise.reject(toApiError(error)));
+    });
+    return Promise.resolve(routed);
+  }
+
+  async #create(options: OpenSandboxCreateOptions): Promise<OpenSandboxRemote> {
+    const id = `fake-${(this.#next += 1)}`;
+    const machine = await HostShellMachine.create(options.env ?? {});
+    const state: FakeRemoteState = {
+      id,
+      machine,
+      options,
+      alive: true,
+      renewals: [],
+      kills: 0,
+      closes: 0,
+    };
+    this.remotes.set(id, state);
+    this.creates.push({ remoteId: id, options });
+    return this.#remoteFor(state);
+  }
+
+  #remoteFor(state: FakeRemoteState): OpenSandboxRemote {
+    const { id, machine } = state;
+    const alive = (): void => {
+      if (!state.alive) throw notFound(id);
+    };
+    const commands: OpenSandboxCommands = {
+      run: (command, options, _handlers, signal) =>
+        this.#call('run', id, [command, options], async () => {
+          alive();
+          this.runs.push({ remoteId: id, command, options });
+          for (const { match, respond } of this.#responders) {
+            if (!match(command)) continue;
+            const scripted = respond(command, options);
+            if (scripted instanceof Error) throw scripted;
+            if (scripted !== undefined) return scripted;
+          }
+          if (signal?.aborted) throw signal.reason;
+          const result = await machine.run(command, {
+            envs: options?.envs ?? {},
+            timeoutMs:
+              options?.timeoutSeconds === undefined ? 0 : Math.round(options.timeoutSeconds * 1000),
+            ...(options?.workingDirectory === undefined ? {} : { cwd: options.workingDirectory }),
+            ...(signal === undefined ? {} : { signal }),
+          });
+          if (signal?.aborted) throw signal.reason;
+          return executionFromEvents(
+            commandEvents(
+              result,
+              {
+                exitCode: result.exitCode,
+                waitError: result.waitError,
+                elapsedMs: result.elapsedMs,
+              },
+              `cmd-${id}`,
+            ),
+          );
+        }),
+    };
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const fake = this;
+    const files: OpenSandboxFiles = {
+      readBytes: (path) =>
+        this.#call('readBytes', id, [path], async () => {
+          alive();
+          return machine.readBytes(path);
+        }),
+      readBytesStream: (path) =>
+        (async function* stream() {
+          fake.streams.opened += 1;
+          try {
+            const bytes = await fake.#call('readBytesStream', id, [path], async () => {
+              alive();
+              return machine.readBytes(path);
+            });
+            for (let at = 0; at < bytes.byteLength; at += STREAM_CHUNK_BYTES) {
+              yield bytes.subarray(at, at + STREAM_CHUNK_BYTES);
+            }
+          } finally {
+            fake.streams.closed += 1;
+          }
+        })(),
+      writeFiles: (entries: OpenSandboxWriteEntry[]) =>
+        this.#call('writeFiles', id, [entries], async () => {
+          alive();
+          for (const entry of entries) {
+            const data =
+              typeof entry.data === 'string' ? new TextEncoder().encode(entry.data) : entry.data;
+            await machine.writeBytes(entry.path, data, entry.mode);
+          }
+        }),
+    };
+    return {
+      id,
+      commands,
+      files,
+      renew: (seconds) =>
+        this.#call('renew', id, [seconds], async () => {
+          alive();
+          state.renewals.push(seconds);
+          return { expiresAt: new Date(Date.now() + seconds * 1000) };
+        }),
+      kill: () =>
+        this.#call('kill', id, [], async () => {
+          state.kills += 1;
+          alive();
+          state.alive = false;
+        }),
+      close: () =>
+        this.#call('close', id, [], async () => {
+          state.closes += 1;
+        }),
+    };
+  }
+}
