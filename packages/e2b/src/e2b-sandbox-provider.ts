@@ -815,6 +815,8 @@ export class E2BSandboxProvider extends SandboxProvider {
       }
       // Counted as warm from here on: the transition ends before the (possibly slow) close.
       slot.commit();
+      // A warm VM is evictable: capacity waiters can now make room.
+      this.#notify();
       await sandbox.close();
     } finally {
       slot.release();
