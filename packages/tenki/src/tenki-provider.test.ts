@@ -1,0 +1,453 @@
+import {
+  ConfigError,
+  MissingDependencyError,
+  ProviderClosedError,
+  SandboxRuntimeError,
+} from '@sbx/core';
+import { settle, track } from '@sbx/core/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { FakeExecCall } from './testing/fake-tenki-client.js';
+import { FakeTenkiClient, errnoError, sdkError } from './testing/fake-tenki-client.js';
+import type { Harness } from './testing/harness.js';
+import { harness as makeHarness, tenkiConfig } from './testing/harness.js';
+import type { TenkiClientOptions } from './tenki-client.js';
+import { BOOTSTRAP_MARKER, TenkiSandboxProvider } from './tenki-provider.js';
+
+const live: Harness[] = [];
+function harness(...args: Parameters<typeof makeHarness>): Harness {
+  const h = makeHarness(...args);
+  live.push(h);
+  return h;
+}
+afterEach(async () => {
+  await Promise.all(live.splice(0).map((h) => h.dispose()));
+});
+
+const isLiveness = (c: FakeExecCall) => c.argv.join(' ') === 'sh -c echo ok';
+const isBootstrap = (c: FakeExecCall) => String(c.argv[2]).includes(BOOTSTRAP_MARKER);
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('§8.7 Tenki provider', () => {
+  it('§8.7.137 a missing client module fails at acquire naming it; shutdown is idempotent', async () => {
+    const provider = new TenkiSandboxProvider({
+      config: tenkiConfig({ tenki: { client_module: '@acme/tenki-client' } }),
+      importer: async (name) => {
+        throw Object.assign(new Error(`Cannot find package '${name}'`), {
+          code: 'ERR_MODULE_NOT_FOUND',
+        });
+      },
+    });
+    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    expect(err).toBeInstanceOf(MissingDependencyError);
+    expect((err as MissingDependencyError).packageName).toBe('@acme/tenki-client');
+    await provider.shutdown();
+    await provider.shutdown();
+  });
+
+  it('§8.7.137 without a client or a client module, acquire explains what to configure', async () => {
+    const provider = new TenkiSandboxProvider({ config: tenkiConfig() });
+    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    expect(err).toBeInstanceOf(SandboxRuntimeError);
+    expect((err as Error).message).toContain('client_module');
+    await provider.shutdown();
+  });
+
+  it('loads a client module’s createTenkiClient (or default) factory with api_key and base_url', async () => {
+    const seen: TenkiClientOptions[] = [];
+    const client = new FakeTenkiClient();
+    for (const shape of ['named', 'default'] as const) {
+      const factory = (o: TenkiClientOptions) => {
+        seen.push(o);
+        return client;
+      };
+      const provider = new TenkiSandboxProvider({
+        config: tenkiConfig({
+          tenki: {
+            client_module: `tenki-${shape}`,
+            api_key: 'k-123',
+            base_url: 'http://127.0.0.1:9',
+          },
+        }),
+        importer: async () =>
+          shape === 'named' ? { createTenkiClient: factory } : { default: factory },
+      });
+      const id = await provider.acquire({ userId: 'u', threadId: shape });
+      expect(provider.get(id)).toBeDefined();
+      await provider.shutdown();
+    }
+    expect(seen).toEqual([
+      { apiKey: 'k-123', baseUrl: 'http://127.0.0.1:9' },
+      { apiKey: 'k-123', baseUrl: 'http://127.0.0.1:9' },
+    ]);
+    await client.dispose();
+  });
+
+  it('§8.7.150 ids are 16 hex, deterministic, distinct per user and thread; idle_timeout 0 starts no reaper', () => {
+    const { provider } = harness({ idle_timeout: 0 });
+    const id = provider.sandboxIdFor('u', 't');
+    expect(id).toMatch(/^[0-9a-f]{16}$/);
+    expect(provider.sandboxIdFor('u', 't')).toBe(id);
+    expect(provider.sandboxIdFor('v', 't')).not.toBe(id);
+    expect(provider.sandboxIdFor('u', 'x')).not.toBe(id);
+    expect(provider.idleCheckerRunning).toBe(false);
+    expect(harness().provider.idleCheckerRunning).toBe(true);
+  });
+
+  it('§8.7.151 a bad environment key fails construction; a good one is kept and reaches the VM', async () => {
+    const good = tenkiConfig({ environment: { GOOD_KEY: 'v' } });
+    expect(
+      () => new TenkiSandboxProvider({ config: { ...good, environment: { 'BAD-KEY': 'x' } } }),
+    ).toThrow(ConfigError);
+    const h = harness({ environment: { GOOD_KEY: 'v' } });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.client.createCalls[0]?.env).toEqual({ GOOD_KEY: 'v' });
+    expect(await h.provider.get(id)!.executeCommand('echo $GOOD_KEY')).toBe('v\n');
+  });
+
+  it('§8.7.152 create passes a prefixed name and only the workspace id (null when omitted)', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.client.createCalls[0]).toMatchObject({ name: `sbx-tenki-${id}`, workspaceId: null });
+    expect(h.client.createCalls[0]).not.toHaveProperty('projectId');
+    const ref = harness({ tenki: { name_prefix: 'deer-flow-tenki-', workspace_id: 'ws-1' } });
+    const id2 = await ref.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(ref.client.createCalls[0]).toMatchObject({
+      name: `deer-flow-tenki-${id2}`,
+      workspaceId: 'ws-1',
+    });
+  });
+
+  it('§8.7.153 create does not wait, then waits for readiness once; max_duration and sticky are passed', async () => {
+    const h = harness({ tenki: { cpu_cores: 2, memory_mb: 2048, image: 'img-1' } });
+    await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.client.createCalls[0]).toMatchObject({
+      wait: false,
+      sticky: false,
+      maxDurationSeconds: 14_400,
+      image: 'img-1',
+      cpuCores: 2,
+      memoryMb: 2048,
+    });
+    expect(h.client.createCalls[0]).not.toHaveProperty('env');
+    expect(h.client.sandboxes[0]?.waitReadyCalls).toEqual([180]);
+
+    const custom = harness({ tenki: { max_duration: 600, sticky: true } });
+    await custom.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(custom.client.createCalls[0]).toMatchObject({ maxDurationSeconds: 600, sticky: true });
+    const unlimited = harness({ tenki: { max_duration: 0 } });
+    await unlimited.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(unlimited.client.createCalls[0]).not.toHaveProperty('maxDurationSeconds');
+  });
+
+  it('§8.7.154 a readiness failure terminates the new microVM and fails the acquire; nothing is registered', async () => {
+    const h = harness();
+    h.client.prepareNext.push((s) => {
+      s.readyFailure = new Error('boot timeout');
+    });
+    const err = await rejection(h.provider.acquire({ userId: 'u', threadId: 't' }));
+    expect(err).toBeInstanceOf(SandboxRuntimeError);
+    expect((err as Error).message).toContain('boot timeout');
+    expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    expect(h.provider.activeIds).toEqual([]);
+    expect(h.client.execCalls).toEqual([]);
+  });
+
+  it('§8.7.154 a microVM that can be neither readied nor terminated is reported as a possible leak', async () => {
+    const h = harness();
+    h.client.prepareNext.push((s) => {
+      s.readyFailure = new Error('boot timeout');
+      s.terminateFailures.push(new Error('UNAVAILABLE'));
+    });
+    await rejection(h.provider.acquire({ userId: 'u', threadId: 't' }));
+    expect(h.logger.lines.some((l) => l.level === 'error' && l.msg.includes('may leak'))).toBe(
+      true,
+    );
+  });
+
+  it('§8.7.155 a failed bootstrap only warns; the sandbox is usable', async () => {
+    const h = harness();
+    h.client.prepareNext.push((s) => s.execFailures.push(new Error('exec failed')));
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.logger.lines.some((l) => l.level === 'warn' && l.msg.includes('bootstrap'))).toBe(
+      true,
+    );
+    expect(await h.provider.get(id)!.executeCommand('echo usable')).toBe('usable\n');
+  });
+
+  it('§8.7.156 the bootstrap uses `sudo -n ln -sfn` and exactly a 30 s timeout', async () => {
+    const h = harness({}, {}, { userDataLink: false });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const bootstrap = h.client.execCalls.find(isBootstrap);
+    expect(bootstrap?.options.timeoutSeconds).toBe(30);
+    expect(String(bootstrap?.argv[2])).toContain('sudo -n ln -sfn /home/tenki /mnt/user-data');
+    // Without sudo in the VM the link is skipped, but HOME is prepared and file calls still work.
+    const sandbox = h.provider.get(id)!;
+    await sandbox.writeFile('/mnt/user-data/workspace/a.txt', 'a');
+    expect(await sandbox.listDir('/mnt/user-data')).toEqual([
+      '/mnt/user-data/outputs/',
+      '/mnt/user-data/uploads/',
+      '/mnt/user-data/workspace/',
+      '/mnt/user-data/workspace/a.txt',
+    ]);
+  });
+
+  it('§8.7.157 release parks without terminating; the same thread reuses it; other threads do not', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const vm = h.client.sandboxes[0]!;
+    await h.provider.release(id);
+    expect(vm.terminated).toBe(false);
+    expect(h.provider.get(id)).toBeUndefined();
+    expect(await h.provider.acquire({ userId: 'u', threadId: 'other' })).not.toBe(id);
+    expect(h.provider.warmIds).toEqual([id]);
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(h.client.createCalls.filter((c) => c.name === h.provider.sandboxName(id))).toHaveLength(
+      1,
+    );
+    expect(h.client.execCalls.filter(isLiveness)).toHaveLength(1);
+    expect(h.provider.get(id)?.remote).toBe(vm);
+  });
+
+  it('§8.7.158 a failed liveness check terminates the warm VM and recreates under the same id', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const first = h.client.sandboxes[0]!;
+    await h.provider.release(id);
+    first.kill();
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(h.client.createCalls.map((c) => c.name)).toEqual([
+      h.provider.sandboxName(id),
+      h.provider.sandboxName(id),
+    ]);
+    expect(first.terminateCalls).toBe(1);
+    expect(h.provider.get(id)?.remote).toBe(h.client.sandboxes[1]);
+  });
+
+  it('§8.7.158 a liveness check that hangs fails after its timeout and does not pin the acquire lock', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    await h.provider.release(id);
+    h.client.gate.pause('exec', { times: 1 });
+    const acquiring = track(h.provider.acquire({ userId: 'u', threadId: 't' }));
+    const hung = await h.client.gate.nextCall('exec');
+    expect(hung.args[0]).toMatchObject({
+      argv: ['sh', '-c', 'echo ok'],
+      options: { timeoutSeconds: 10 },
+    });
+    await h.clock.advance(9_999);
+    await settle();
+    expect(acquiring.settled).toBe(false);
+    await h.clock.advance(1);
+    expect(await acquiring.promise).toBe(id);
+    expect(h.client.sandboxes).toHaveLength(2);
+    await hung.release();
+  });
+
+  it('§8.7.159 a terminal command error evicts the active sandbox; the next acquire recreates it', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const stale = h.provider.get(id)!;
+    h.client.sandboxes[0]!.execFailures.push(sdkError('StreamClosedError', 'stream closed'));
+    expect(await rejection(stale.executeCommand('echo hi'))).toBeInstanceOf(SandboxRuntimeError);
+    expect(h.provider.get(id)).toBeUndefined();
+    await settle();
+    expect(h.client.sandboxes[0]?.terminateCalls).toBe(1);
+    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(h.provider.get(id)).not.toBe(stale);
+    // The stale adapter is closed and cannot touch its replacement.
+    expect(await rejection(stale.executeCommand('echo'))).toMatchObject({
+      message: 'sandbox has been closed',
+    });
+    expect(h.provider.get(id)?.remote).toBe(h.client.sandboxes[1]);
+  });
+
+  it('§8.7.160 concurrent same-thread acquires create once', async () => {
+    const h = harness();
+    h.client.gate.pause('create', { times: 1 });
+    const all = Array.from({ length: 6 }, () => h.provider.acquire({ userId: 'u', threadId: 't' }));
+    const create = await h.client.gate.nextCall('create');
+    await settle();
+    expect(h.client.createCalls).toHaveLength(1);
+    await create.release();
+    expect(new Set(await Promise.all(all)).size).toBe(1);
+    expect(h.client.sandboxes).toHaveLength(1);
+  });
+
+  it('§8.7.161 a release during shutdown terminates instead of parking', async () => {
+    const h = harness();
+    const warm = await h.provider.acquire({ userId: 'u', threadId: 'w' });
+    const active = await h.provider.acquire({ userId: 'u', threadId: 'a' });
+    await h.provider.release(warm);
+    h.client.gate.pause('terminate', { times: 1 });
+    const shutdown = h.provider.shutdown();
+    const held = await h.client.gate.nextCall('terminate');
+    await h.provider.release(active);
+    await held.release();
+    await shutdown;
+    expect(h.client.sandboxes.every((s) => s.terminated)).toBe(true);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(await rejection(h.provider.acquire({ userId: 'u', threadId: 'x' }))).toBeInstanceOf(
+      ProviderClosedError,
+    );
+  });
+
+  it('§8.7.161 reset() parks active sandboxes for later cleanup and stays usable', async () => {
+    const h = harness({ idle_timeout: 60 });
+    const a = await h.provider.acquire({ userId: 'u', threadId: 'a' });
+    const b = await h.provider.acquire({ userId: 'u', threadId: 'b' });
+    await h.provider.reset();
+    expect(h.provider.activeIds).toEqual([]);
+    expect(h.provider.warmIds.sort()).toEqual([a, b].sort());
+    expect(h.client.sandboxes.some((s) => s.terminated)).toBe(false);
+    expect(await h.provider.acquire({ userId: 'u', threadId: 'a' })).toBe(a);
+    await h.clock.advance(180_000);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(h.client.sandboxes[1]?.terminated).toBe(true);
+    expect(h.client.sandboxes[0]?.terminated).toBe(false);
+  });
+
+  it('§8.7.161 the idle reaper terminates expired warm sandboxes', async () => {
+    const h = harness({ idle_timeout: 600 });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    await h.provider.release(id);
+    await h.clock.advance(600_000);
+    expect(h.provider.warmIds).toEqual([id]);
+    await h.clock.advance(60_000);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(h.client.sandboxes[0]?.terminated).toBe(true);
+  });
+
+  it('§8.7.161 replica enforcement evicts the oldest warm sandbox, never an active one', async () => {
+    const h = harness({ replicas: 2 });
+    const a = await h.provider.acquire({ userId: 'u', threadId: 'a' });
+    const b = await h.provider.acquire({ userId: 'u', threadId: 'b' });
+    await h.provider.release(a);
+    await h.clock.advance(1_000);
+    await h.provider.release(b);
+    await h.provider.acquire({ userId: 'u', threadId: 'c' });
+    expect(h.provider.warmIds).toEqual([b]);
+    expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    await h.provider.acquire({ userId: 'u', threadId: 'd' });
+    await h.provider.acquire({ userId: 'u', threadId: 'e' });
+    expect(h.provider.replicaCount()).toEqual({ replicas: 2, total: 3 });
+    expect(h.client.sandboxes.filter((s) => !s.terminated)).toHaveLength(3);
+  });
+
+  it('§8.7.161 shutdown terminates every sandbox, stops the reaper and closes the client', async () => {
+    const h = harness();
+    const a = await h.provider.acquire({ userId: 'u', threadId: 'a' });
+    await h.provider.acquire({ userId: 'u', threadId: 'b' });
+    await h.provider.release(a);
+    await h.provider.shutdown();
+    expect(h.client.sandboxes.every((s) => s.terminated)).toBe(true);
+    expect(h.provider.idleCheckerRunning).toBe(false);
+    expect(h.client.closed).toBe(true);
+    expect(h.clock.pendingTimers).toBe(0);
+    await h.provider.shutdown();
+  });
+
+  it('§8.7.162 an explicit workspace_id is forwarded; none is forwarded as null', async () => {
+    const h = harness({ tenki: { workspace_id: 'ws-9' } });
+    await h.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(h.client.createCalls[0]?.workspaceId).toBe('ws-9');
+  });
+
+  describe('races with teardown', () => {
+    it('a VM the idle reaper is terminating is never handed out', async () => {
+      const h = harness({ idle_timeout: 60 });
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      await h.provider.release(id);
+      h.client.gate.pause('terminate', { times: 1 });
+      const reaping = h.clock.advance(120_000);
+      const terminate = await h.client.gate.nextCall('terminate');
+      const acquiring = h.provider.acquire({ userId: 'u', threadId: 't' });
+      await terminate.release();
+      await reaping;
+      expect(await acquiring).toBe(id);
+      expect(h.provider.get(id)?.remote).toBe(h.client.sandboxes[1]);
+      expect(h.client.execCalls.filter(isLiveness)).toHaveLength(0);
+    });
+
+    it('a failed warm termination keeps the VM in the pool for the next pass', async () => {
+      const h = harness({ idle_timeout: 60 });
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      await h.provider.release(id);
+      h.client.sandboxes[0]!.terminateFailures.push(new Error('UNAVAILABLE: try again'));
+      await h.clock.advance(120_000);
+      expect(h.provider.warmIds).toEqual([id]);
+      await h.clock.advance(60_000);
+      expect(h.provider.warmIds).toEqual([]);
+      expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    });
+
+    it('a creation that completes after shutdown terminates its VM and fails the acquire', async () => {
+      const h = harness();
+      h.client.gate.pause('create', { times: 1 });
+      const acquiring = h.provider.acquire({ userId: 'u', threadId: 't' });
+      const create = await h.client.gate.nextCall('create');
+      const shutdown = h.provider.shutdown();
+      await create.release();
+      expect(await rejection(acquiring)).toBeInstanceOf(ProviderClosedError);
+      await shutdown;
+      expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    });
+
+    it('a thread-less acquire gets its own VM and it is terminated at release', async () => {
+      const h = harness();
+      const id = await h.provider.acquire();
+      expect(id).toMatch(/^anon-[0-9a-f]{12}$/);
+      await h.provider.release(id);
+      expect(h.client.sandboxes[0]?.terminated).toBe(true);
+      expect(h.provider.warmIds).toEqual([]);
+    });
+
+    it('a connection reset during a download evicts the VM', async () => {
+      const h = harness();
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      const sandbox = h.provider.get(id)!;
+      await sandbox.updateFile('/mnt/user-data/outputs/f.bin', new Uint8Array(300_000));
+      h.client.sandboxes[0]!.streamFailure = {
+        afterBytes: 100_000,
+        error: errnoError('ECONNRESET'),
+      };
+      expect(await rejection(sandbox.downloadFile('/mnt/user-data/outputs/f.bin'))).toBeInstanceOf(
+        SandboxRuntimeError,
+      );
+      expect(h.provider.get(id)).toBeUndefined();
+    });
+  });
+
+  it('rejects an explicit skill policy before creating anything; reports its flags', async () => {
+    const h = harness();
+    await rejection(
+      h.provider.acquire({ userId: 'u', threadId: 't', skillPolicy: { allowedSkills: [] } }),
+    );
+    expect(h.client.createCalls).toEqual([]);
+    expect(h.provider.usesThreadDataMounts).toBe(false);
+    expect(h.provider.needsUploadPermissionAdjustment).toBe(true);
+  });
+
+  it('rejects unknown or malformed sandbox.tenki keys, all at once', () => {
+    let err: unknown;
+    try {
+      new TenkiSandboxProvider({
+        config: tenkiConfig({ tenki: { sticky: 'yes', max_duration: -1, projct_id: 'p' } }),
+      });
+    } catch (e) {
+      err = e;
+    }
+    expect((err as ConfigError).issues.map((i) => i.path).sort()).toEqual([
+      'sandbox.tenki.max_duration',
+      'sandbox.tenki.projct_id',
+      'sandbox.tenki.sticky',
+    ]);
+  });
+});
