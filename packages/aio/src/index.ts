@@ -20,3 +20,97 @@ export { shouldTrustEnvProxy } from './proxy-policy.js';
 export { AioHttpClient, DEFAULT_REQUEST_TIMEOUT_MS } from './aio-http.js';
 export type { AioHttpClientOptions, AioRequestOptions } from './aio-http.js';
 export { AioHttpError } from './aio-http-error.js';
+
+// --- backends
+export type {
+  SandboxBackend,
+  SandboxHealth,
+  CreateSandboxRequest,
+  BackendCallOptions,
+  MountSpec,
+} from './sandbox-backend.js';
+export {
+  sandboxInfoFromRecord,
+  sandboxInfoToRecord,
+  parseDockerTimestamp,
+} from './sandbox-info.js';
+export type { SandboxInfo, SandboxInfoRecord } from './sandbox-info.js';
+export {
+  waitForSandboxReady,
+  CREATE_READY_TIMEOUT_MS,
+  DISCOVER_READY_TIMEOUT_MS,
+} from './readiness.js';
+export type { WaitForReadyOptions } from './readiness.js';
+
+// --- local containers
+export {
+  LocalContainerBackend,
+  DEFAULT_AIO_IMAGE,
+  DEFAULT_CONTAINER_PREFIX,
+  DEFAULT_BASE_PORT,
+  DEFAULT_STOP_TIMEOUT_MS,
+  DEFAULT_STOP_GRACE_SECONDS,
+  DEFAULT_INSPECT_TIMEOUT_MS,
+  DEFAULT_LIST_TIMEOUT_MS,
+  isDefinitelyMissing,
+} from './local-container-backend.js';
+export type { LocalContainerBackendOptions } from './local-container-backend.js';
+export {
+  detectContainerRuntime,
+  dockerConnectionOptions,
+  fsRuntimeProbe,
+  DOCKER_SOCKET_PATHS,
+} from './container-runtime.js';
+export type {
+  ContainerRuntimeKind,
+  DetectedRuntime,
+  RuntimeEnvironment,
+  RuntimeProbe,
+} from './container-runtime.js';
+export {
+  resolveDockerBindHost,
+  resolveSandboxHost,
+  SANDBOX_HOST_ENV,
+  SANDBOX_BIND_HOST_ENV,
+} from './docker-bind-host.js';
+export {
+  buildContainerSpec,
+  describeContainerSpec,
+  AIO_CONTAINER_PORT,
+  AIO_PORT_ENV,
+  LABEL_MANAGED,
+  LABEL_SANDBOX_ID,
+  LABEL_PORT,
+  LABEL_SKILLS_ROOT,
+} from './container-spec.js';
+export type { ContainerNetworkMode, ContainerSpecInput } from './container-spec.js';
+export { PortAllocator, PORT_SEARCH_SPAN, canBind } from './port-allocator.js';
+export type {
+  DockerClient,
+  DockerContainerHandle,
+  DockerContainerSummary,
+  DockerCreateOptions,
+  DockerInspectInfo,
+  DockerMount,
+  DockerPortBinding,
+} from './docker-client.js';
+
+// --- remote provisioner
+export {
+  RemoteSandboxBackend,
+  PROVISIONER_CREATE_TIMEOUT_MS,
+  PROVISIONER_DESTROY_TIMEOUT_MS,
+  PROVISIONER_QUERY_TIMEOUT_MS,
+} from './remote-sandbox-backend.js';
+export type {
+  RemoteSandboxBackendOptions,
+  ProvisionerCapabilities,
+} from './remote-sandbox-backend.js';
+export {
+  canonicalSkillsRoot,
+  provisionerExtraMountPaths,
+  provisionerExtraMounts,
+  PROVISIONER_MAX_EXTRA_MOUNTS,
+  SKILL_MOUNT_CATEGORIES,
+} from './provisioner-mounts.js';
+export type { ProvisionerMount } from './provisioner-mounts.js';

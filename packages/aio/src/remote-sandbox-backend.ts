@@ -1,0 +1,274 @@
+import {
+  DEFAULT_SKILLS_ROOT,
+  InvalidArgumentError,
+  SandboxRuntimeError,
+  resolveEffectiveUserId,
+  silentLogger,
+} from '@sbx/core';
+import type { Logger } from '@sbx/core';
+import { AioHttpClient } from './aio-http.js';
+import { AioHttpError } from './aio-http-error.js';
+import { canonicalSkillsRoot, provisionerExtraMounts } from './provisioner-mounts.js';
+import { CREATE_READY_TIMEOUT_MS, waitForSandboxReady } from './readiness.js';
+import type {
+  BackendCallOptions,
+  CreateSandboxRequest,
+  SandboxBackend,
+  SandboxHealth,
+} from './sandbox-backend.js';
+import type { SandboxInfo } from './sandbox-info.js';
+
+export const PROVISIONER_CREATE_TIMEOUT_MS = 30_000;
+export const PROVISIONER_DESTROY_TIMEOUT_MS = 15_000;
+export const PROVISIONER_QUERY_TIMEOUT_MS = 10_000;
+
+export interface RemoteSandboxBackendOptions {
+  /** Base URL of the provisioner, e.g. `http://provisioner:8002`. */
+  provisionerUrl: string;
+  /** Sent as `X-API-Key` when non-empty. */
+  apiKey?: string;
+  /** The skills root (validated; a non-default root is sent as `skills_container_path`). */
+  skillsRoot?: string;
+  /** Readiness budget after create; 0 skips the wait. Default 60 s. */
+  readyTimeoutMs?: number;
+  logger?: Logger;
+}
+
+export interface ProvisionerCapabilities {
+  larkCliInitImage: boolean;
+  larkCliBrokerImage: boolean;
+}
+
+type Json = Record<string, unknown>;
+
+function asObject(value: unknown): Json | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Json)
+    : undefined;
+}
+
+function nonEmpty(value: unknown): value is string {
+  return typeof value === 'string' && value !== '';
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * Sandboxes as Pods behind a provisioner service (`POST/GET/DELETE /api/sandboxes[/{id}]`,
+ * `GET /api/capabilities`, `GET /health`). The provisioner owns volumes and thread data, so
+ * `usesThreadDataMounts` is false: uploads must be synced into the sandbox.
+ */
+export class RemoteSandboxBackend implements SandboxBackend {
+  readonly kind = 'remote' as const;
+  readonly usesThreadDataMounts = false;
+  readonly provisionerUrl: string;
+  readonly skillsRoot: string;
+  private readonly http: AioHttpClient;
+  private readonly logger: Logger;
+  private readonly readyTimeoutMs: number;
+
+  constructor(options: RemoteSandboxBackendOptions) {
+    if (!options || !nonEmpty(options.provisionerUrl)) {
+      throw new InvalidArgumentError('RemoteSandboxBackend needs a provisionerUrl');
+    }
+    try {
+      new URL(options.provisionerUrl);
+    } catch (err) {
+      throw new InvalidArgumentError(`provisionerUrl is not a URL: ${options.provisionerUrl}`, {
+        cause: err,
+      });
+    }
+    this.provisionerUrl = options.provisionerUrl.replace(/\/+$/, '');
+    this.skillsRoot = canonicalSkillsRoot(options.skillsRoot ?? DEFAULT_SKILLS_ROOT);
+    this.logger = options.logger ?? silentLogger;
+    this.readyTimeoutMs = options.readyTimeoutMs ?? CREATE_READY_TIMEOUT_MS;
+    this.http = new AioHttpClient({
+      baseUrl: this.provisionerUrl,
+      headers: options.apiKey ? { 'X-API-Key': options.apiKey } : {},
+    });
+  }
+
+  async create(request: CreateSandboxRequest): Promise<SandboxInfo> {
+    const provisions =
+      request.provisionLarkCliRuntime === true || request.provisionLarkCliBroker === true;
+    const body: Json = {
+      sandbox_id: request.sandboxId,
+      thread_id: request.threadId ?? null,
+      user_id: resolveEffectiveUserId(request.userId),
+      include_legacy_skills: request.includeLegacySkills === true,
+      provision_lark_cli_runtime: request.provisionLarkCliRuntime === true,
+      provision_lark_cli_broker: request.provisionLarkCliBroker === true,
+    };
+    if (this.skillsRoot !== DEFAULT_SKILLS_ROOT) body.skills_container_path = this.skillsRoot;
+    const mounts = provisionerExtraMounts(request.extraMounts ?? [], {
+      skillsRoot: this.skillsRoot,
+      provisionsLarkCliRuntime: provisions,
+    });
+    if (mounts.length > 0) body.extra_mounts = mounts;
+    let url: unknown;
+    try {
+      const res = await this.http.json('POST', '/api/sandboxes', body, {
+        timeoutMs: PROVISIONER_CREATE_TIMEOUT_MS,
+        signal: request.signal,
+      });
+      url = asObject(res.body)?.sandbox_url;
+    } catch (err) {
+      throw new SandboxRuntimeError(`Provisioner create failed: ${errorText(err)}`, { cause: err });
+    }
+    if (!nonEmpty(url)) {
+      throw new SandboxRuntimeError(
+        'Provisioner create failed: the answer carries no sandbox_url',
+        {
+          details: { sandbox_id: request.sandboxId },
+        },
+      );
+    }
+    const info: SandboxInfo = {
+      sandboxId: request.sandboxId,
+      sandboxUrl: url,
+      createdAt: Date.now() / 1000,
+      skillsRoot: this.skillsRoot,
+    };
+    if (this.readyTimeoutMs > 0) {
+      const ready = await waitForSandboxReady(url, {
+        timeoutMs: this.readyTimeoutMs,
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+      if (!ready) {
+        await this.destroy(info);
+        throw new SandboxRuntimeError(
+          `Sandbox ${request.sandboxId} did not answer GET /v1/sandbox within ${this.readyTimeoutMs} ms`,
+          { details: { sandbox_id: request.sandboxId, url } },
+        );
+      }
+    }
+    return info;
+  }
+
+  /**
+   * `DELETE /api/sandboxes/<id>`. Best-effort, as the provisioner owns the Pod's life: a failure
+   * is logged as a warning, not thrown.
+   */
+  async destroy(info: SandboxInfo, options: BackendCallOptions = {}): Promise<void> {
+    try {
+      await this.http.json(
+        'DELETE',
+        `/api/sandboxes/${encodeURIComponent(info.sandboxId)}`,
+        undefined,
+        {
+          timeoutMs: PROVISIONER_DESTROY_TIMEOUT_MS,
+          signal: options.signal,
+        },
+      );
+    } catch (err) {
+      this.logger.warn('Provisioner destroy failed', {
+        sandbox_id: info.sandboxId,
+        error: errorText(err),
+      });
+    }
+  }
+
+  private async getSandbox(sandboxId: string, options: BackendCallOptions): Promise<Json> {
+    const res = await this.http.json(
+      'GET',
+      `/api/sandboxes/${encodeURIComponent(sandboxId)}`,
+      undefined,
+      {
+        timeoutMs: PROVISIONER_QUERY_TIMEOUT_MS,
+        signal: options.signal,
+      },
+    );
+    return asObject(res.body) ?? {};
+  }
+
+  /** 404 is dead; `Running` alive, any other phase dead; a failed check unknown. */
+  async checkHealth(info: SandboxInfo, options: BackendCallOptions = {}): Promise<SandboxHealth> {
+    try {
+      const body = await this.getSandbox(info.sandboxId, options);
+      return body.status === 'Running' ? 'alive' : 'dead';
+    } catch (err) {
+      if (err instanceof AioHttpError && err.status === 404) return 'dead';
+      this.logger.warn(`Provisioner health check failed for ${info.sandboxId}`, {
+        error: errorText(err),
+      });
+      return 'unknown';
+    }
+  }
+
+  async discover(sandboxId: string, options: BackendCallOptions = {}): Promise<SandboxInfo | null> {
+    try {
+      const body = await this.getSandbox(sandboxId, options);
+      if (!nonEmpty(body.sandbox_url)) return null;
+      return {
+        sandboxId,
+        sandboxUrl: body.sandbox_url,
+        createdAt: Date.now() / 1000,
+        skillsRoot: this.skillsRoot,
+      };
+    } catch (err) {
+      this.logger.debug('Provisioner discover found nothing usable', {
+        sandbox_id: sandboxId,
+        error: errorText(err),
+      });
+      return null;
+    }
+  }
+
+  async listRunning(options: BackendCallOptions = {}): Promise<SandboxInfo[]> {
+    let body: Json | undefined;
+    try {
+      const res = await this.http.json('GET', '/api/sandboxes', undefined, {
+        timeoutMs: PROVISIONER_QUERY_TIMEOUT_MS,
+        signal: options.signal,
+      });
+      body = asObject(res.body);
+    } catch (err) {
+      this.logger.warn('Provisioner list failed', { error: errorText(err) });
+      return [];
+    }
+    const items = body?.sandboxes;
+    if (!Array.isArray(items)) return [];
+    const now = Date.now() / 1000;
+    const out: SandboxInfo[] = [];
+    for (const item of items) {
+      const o = asObject(item);
+      if (!o || !nonEmpty(o.sandbox_id) || !nonEmpty(o.sandbox_url)) continue;
+      out.push({ sandboxId: o.sandbox_id, sandboxUrl: o.sandbox_url, createdAt: now });
+    }
+    return out;
+  }
+
+  /** `GET /api/capabilities`. Throws when the provisioner cannot be asked. */
+  async capabilities(options: BackendCallOptions = {}): Promise<ProvisionerCapabilities> {
+    const res = await this.http.json('GET', '/api/capabilities', undefined, {
+      timeoutMs: PROVISIONER_QUERY_TIMEOUT_MS,
+      signal: options.signal,
+    });
+    const body = asObject(res.body) ?? {};
+    return {
+      larkCliInitImage: body.lark_cli_init_image === true,
+      larkCliBrokerImage: body.lark_cli_broker_image === true,
+    };
+  }
+
+  /** `GET /health` answered `{"status":"ok"}`. Never throws. */
+  async healthy(options: BackendCallOptions = {}): Promise<boolean> {
+    try {
+      const res = await this.http.json('GET', '/health', undefined, {
+        timeoutMs: PROVISIONER_QUERY_TIMEOUT_MS,
+        signal: options.signal,
+      });
+      return asObject(res.body)?.status === 'ok';
+    } catch (err) {
+      this.logger.debug('Provisioner health endpoint failed', { error: errorText(err) });
+      return false;
+    }
+  }
+
+  /** Releases pooled sockets. Idempotent. */
+  close(): Promise<void> {
+    return this.http.close();
+  }
+}
