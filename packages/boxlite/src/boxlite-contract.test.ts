@@ -1,5 +1,7 @@
+import { loadProviderClass } from '@sbx/core';
 import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
-import { BoxliteProvider } from './boxlite-provider.js';
+import { describe, expect, it } from 'vitest';
+import { BoxliteProvider, createBoxliteProvider } from './boxlite-provider.js';
 import { FakeBoxliteRuntime } from './testing/fake-boxlite-runtime.js';
 import type { Userland } from './testing/host-shell.js';
 import { boxliteConfig } from './testing/harness.js';
@@ -36,3 +38,19 @@ for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[
     },
   );
 }
+
+describe('provider loading', () => {
+  it('`use: "@sbx/boxlite"` resolves to BoxliteProvider through the core loader', async () => {
+    const loaded = await loadProviderClass('@sbx/boxlite');
+    expect(loaded.exportName).toBe('default');
+    expect(loaded.kind).toBe('class');
+    const runtime = new FakeBoxliteRuntime();
+    const provider = await loaded.create({ config: boxliteConfig() });
+    expect(provider).toBeInstanceOf(BoxliteProvider);
+    await provider.shutdown();
+    expect(createBoxliteProvider({ config: boxliteConfig(), runtime })).toBeInstanceOf(
+      BoxliteProvider,
+    );
+    await runtime.dispose();
+  });
+});

@@ -1,8 +1,10 @@
+import { loadProviderClass } from '@sbx/core';
 import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import { describe, expect, it } from 'vitest';
 import { FakeTenkiClient } from './testing/fake-tenki-client.js';
 import type { Userland } from './testing/host-shell.js';
 import { tenkiConfig } from './testing/harness.js';
-import { TenkiSandboxProvider } from './tenki-provider.js';
+import { TenkiSandboxProvider, createTenkiProvider } from './tenki-provider.js';
 
 /*
  * The shared conformance suites on the stand-in client: real commands and real files in a
@@ -33,3 +35,15 @@ for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[
     };
   });
 }
+
+describe('provider loading', () => {
+  it('`use: "@sbx/tenki"` resolves to TenkiSandboxProvider through the core loader', async () => {
+    const loaded = await loadProviderClass('@sbx/tenki');
+    expect(loaded.exportName).toBe('default');
+    expect(loaded.kind).toBe('class');
+    const provider = await loaded.create({ config: tenkiConfig() });
+    expect(provider).toBeInstanceOf(TenkiSandboxProvider);
+    await provider.shutdown();
+    expect(createTenkiProvider({ config: tenkiConfig() })).toBeInstanceOf(TenkiSandboxProvider);
+  });
+});
