@@ -446,10 +446,10 @@ export class E2BSandboxProvider extends SandboxProvider {
         sandboxId: id,
         error: failure.message,
       });
-      const destroyed = await this.#killAndClose(id, sandbox);
+      const outcome = await this.#killAndClose(id, sandbox);
       this.#ownedRemoteOps.delete(id);
-      if (destroyed) slot.release();
-      else slot.tombstone(id);
+      if (outcome === 'failed') slot.tombstone(id);
+      else slot.release();
       return undefined;
     }
     if (this.#closed) {
@@ -579,10 +579,10 @@ export class E2BSandboxProvider extends SandboxProvider {
         sandboxId: id,
         error: failure.message,
       });
-      const destroyed = await this.#killAndClose(id, sandbox);
+      const outcome = await this.#killAndClose(id, sandbox);
       this.#unownedRemoteOps.delete(id);
-      if (destroyed) slot.release();
-      else slot.tombstone(id);
+      if (outcome === 'failed') slot.tombstone(id);
+      else slot.release();
       return undefined;
     }
     if (this.#closed) {
@@ -718,10 +718,10 @@ export class E2BSandboxProvider extends SandboxProvider {
   }
 
   async #discardCreated(id: string, sandbox: E2BSandbox, slot: Slot): Promise<void> {
-    const destroyed = await this.#killAndClose(id, sandbox);
+    const outcome = await this.#killAndClose(id, sandbox);
     this.#ownedRemoteOps.delete(id);
-    if (destroyed) slot.release();
-    else slot.tombstone(id);
+    if (outcome === 'failed') slot.tombstone(id);
+    else slot.release();
   }
 
   async #oneShotUploads(
@@ -1126,19 +1126,20 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   /**
    * Kills a VM we can claim for destruction, then closes its client; a peer-owned VM is only
-   * closed. `true` when the VM is confirmed gone.
+   * closed. `'destroyed'` (confirmed gone) and `'peer'` (not ours to kill) both free the caller's
+   * slot; `'failed'` means the VM may still run, so the caller keeps a tombstone.
    */
-  async #killAndClose(id: string, sandbox: E2BSandbox): Promise<boolean> {
+  async #killAndClose(id: string, sandbox: E2BSandbox): Promise<'destroyed' | 'peer' | 'failed'> {
     const client = sandbox.client;
-    let destroyed = false;
+    let outcome: 'destroyed' | 'peer' | 'failed' = 'failed';
     if (await this.#claimForDestroy(id)) {
       try {
         if (client === undefined) throw new Error('no client: cannot confirm destruction');
         await this.#sdk(() => client.kill());
-        destroyed = true;
+        outcome = 'destroyed';
         await this.#ledgerRelease(id);
       } catch (error) {
-        if (isSandboxGoneError(error)) destroyed = true;
+        if (isSandboxGoneError(error)) outcome = 'destroyed';
         else {
           this.#logger.warn('Killing an e2b sandbox failed', {
             sandboxId: id,
@@ -1149,10 +1150,13 @@ export class E2BSandboxProvider extends SandboxProvider {
         await this.#releaseLease(id);
       }
     } else {
+      outcome = 'peer';
+      // Whatever lease we had is a peer's now: renewal must not try to keep it.
+      this.#owned.delete(id);
       this.#logger.info('Not killing an e2b sandbox a peer owns', { sandboxId: id });
     }
     await sandbox.close();
-    return destroyed;
+    return outcome;
   }
 
   async #dropActive(id: string, entry: ActiveEntry): Promise<void> {
@@ -1472,9 +1476,9 @@ export class E2BSandboxProvider extends SandboxProvider {
       this.#owned.add(id);
       const failure = await runBootstrap(remote, this.settings.homeDir);
       if (failure !== undefined) {
-        const destroyed = await this.#killAndClose(id, sandbox);
-        if (destroyed) slot.release();
-        else slot.tombstone(id);
+        const outcome = await this.#killAndClose(id, sandbox);
+        if (outcome === 'failed') slot.tombstone(id);
+        else slot.release();
         return false;
       }
       if (this.#closed) {
