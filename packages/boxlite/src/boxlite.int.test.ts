@@ -12,7 +12,8 @@ import { assertVirtualizationAvailable } from './virtualization.js';
 /*
  * The real BoxLite runtime. Runs only where micro-VMs can start and need nothing from a registry:
  * `/dev/kvm` usable, the SDK installed, and an image available offline, either
- * - `SBX_BOXLITE_ROOTFS`: a local OCI layout directory (e.g. an extracted `docker save`), or
+ * - `SBX_BOXLITE_ROOTFS`: a local OCI layout directory (`scripts/busybox-oci-layout.sh` builds one
+ *   from the host's busybox), or
  * - `SBX_BOXLITE_IMAGE` (default python:3.12-slim) already in the image cache of
  *   `SBX_BOXLITE_HOME` (default ~/.boxlite).
  * Everywhere else (CI included: no image can be fetched there) it is skipped with the reason.
