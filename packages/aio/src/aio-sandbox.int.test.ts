@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { describeSandboxContract, requireService } from '@sbx/core/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AioSandbox } from './aio-sandbox.js';
+import { BASH_EXEC_UNSUPPORTED_MESSAGE } from './bash-exec-unsupported.js';
+import {
+  AIO_STANDIN_IMAGE,
+  asClient,
+  dockerFor,
+  imagesPresent,
+  removeByPrefix,
+  runPrefix,
+} from './docker-test-support.js';
+import { LocalContainerBackend } from './local-container-backend.js';
+
+// AioSandbox against a real container of the stand-in image (host networking, 127.0.0.1), created
+// by LocalContainerBackend: the whole core contract, including /mnt/user-data downloads.
+const dockerHost = await requireService('docker');
+const docker = dockerHost ? dockerFor(dockerHost) : undefined;
+const ready = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
+const prefix = runPrefix('sandbox');
+
+function backendWith(environment: Record<string, string> = {}): LocalContainerBackend {
+  return new LocalContainerBackend({
+    docker: asClient(docker!),
+    image: AIO_STANDIN_IMAGE,
+    containerPrefix: prefix,
+    network: 'host',
+    basePort: 20000 + Math.floor(Math.random() * 20000),
+    environment,
+  });
+}
+
+if (ready) {
+  describeSandboxContract('AioSandbox (stand-in container)', async () => {
+    const backend = backendWith();
+    const info = await backend.create({ sandboxId: `c${randomBytes(4).toString('hex')}` });
+    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    const workdir = `/mnt/user-data/workspace/${randomBytes(4).toString('hex')}`;
+    await sandbox.executeCommand(`mkdir -p ${workdir}`);
+    return {
+      sandbox,
+      workdir,
+      cleanup: async () => {
+        await sandbox.close();
+        await backend.destroy(info);
+      },
+    };
+  });
+}
+
+describe.skipIf(!ready)('AioSandbox in a container', () => {
+  afterAll(async () => {
+    await removeByPrefix(docker!, prefix);
+  });
+
+  it('reads home_dir and keeps shell state in the container session', async () => {
+    const backend = backendWith();
+    const info = await backend.create({ sandboxId: `h${randomBytes(4).toString('hex')}` });
+    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    try {
+      expect(await sandbox.getHomeDir()).toBe('/root');
+      await sandbox.executeCommand('cd /mnt && export IN_CONTAINER=1');
+      expect(await sandbox.executeCommand('echo "$(pwd):$IN_CONTAINER"')).toBe('/mnt:1\n');
+      expect(await sandbox.executeCommand('echo "[$S]"', { env: { S: 'x' } })).toBe('[x]\n');
+      expect(await sandbox.executeCommand('echo "[$S]"')).toBe('[]\n');
+    } finally {
+      await sandbox.close();
+      await backend.destroy(info);
+    }
+  });
+
+  it('§9.1.8 an image without /v1/bash (SBX_AIO_STANDIN_NO_BASH_API=1) gets the upgrade message', async () => {
+    const backend = backendWith({ SBX_AIO_STANDIN_NO_BASH_API: '1' });
+    const info = await backend.create({ sandboxId: `o${randomBytes(4).toString('hex')}` });
+    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    try {
+      expect(await sandbox.executeCommand('echo x', { env: { A: '1' } })).toBe(
+        BASH_EXEC_UNSUPPORTED_MESSAGE,
+      );
+      expect(await sandbox.executeCommand('echo plain')).toBe('plain\n');
+    } finally {
+      await sandbox.close();
+      await backend.destroy(info);
+    }
+  });
+
+  it('recovers from ErrorObservation (SBX_AIO_STANDIN_ERROR_OBSERVATION) in the container', async () => {
+    const backend = backendWith({ SBX_AIO_STANDIN_ERROR_OBSERVATION: 'CORRUPT-NOW' });
+    const info = await backend.create({ sandboxId: `e${randomBytes(4).toString('hex')}` });
+    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    try {
+      await sandbox.executeCommand('echo CORRUPT-NOW');
+      expect(await sandbox.executeCommand('echo healed')).toBe('healed\n');
+      await sandbox.executeCommandInScope('echo CORRUPT-NOW', { scopeId: 'sub' });
+      expect(await sandbox.executeCommandInScope('echo scoped', { scopeId: 'sub' })).toBe(
+        'scoped\n',
+      );
+    } finally {
+      await sandbox.close();
+      await backend.destroy(info);
+    }
+  });
+
+  it('leaves no container of this run behind', async () => {
+    const left = await docker!.listContainers({
+      all: true,
+      filters: { label: ['sbx.managed=true'], name: [`${prefix}-`] },
+    });
+    expect(left.filter((c) => c.State === 'running')).toEqual([]);
+  });
+});
