@@ -376,6 +376,24 @@ export class OpenSandboxProvider extends SandboxProvider {
       await this.#destroyQuietly(sandbox, 'shutdown');
       throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
     }
+    // Only possible across a reset(), whose fresh lock table lets an older acquire of the same id
+    // finish while this one ran: one remote per id, the later one is deleted.
+    const raced = this.#active.get(id);
+    if (raced !== undefined) {
+      await this.#destroyQuietly(sandbox, 'duplicate');
+      if (
+        raced.identity !== undefined &&
+        identity !== undefined &&
+        sameIdentity(raced.identity, identity)
+      ) {
+        return id;
+      }
+      throw new SandboxIdentityCollisionError(
+        id,
+        describeIdentity(raced.identity),
+        describeIdentity(identity),
+      );
+    }
     this.#active.set(id, { sandbox, identity });
     this.#logger.info('Created OpenSandbox sandbox', { sandboxId: id, remoteId: sandbox.remoteId });
     return id;
