@@ -1,4 +1,4 @@
-import { DEFAULT_USER_ID } from '@sbx/core';
+import { DEFAULT_USER_ID, type ModuleImporter } from '@sbx/core';
 import type { CliConfigOptions } from './cli-config.js';
 import type { CliIo } from './cli-io.js';
 import type { CommonOptions } from './command-result.js';
@@ -11,6 +11,8 @@ export interface CommandRuntime {
   readonly io: CliIo;
   /** Aborted on SIGINT/SIGTERM by the `sbx` executable. */
   readonly signal?: AbortSignal | undefined;
+  /** How provider packages are imported (`loadProviderClass`); tests and bundlers replace it. */
+  readonly importer?: ModuleImporter | undefined;
 }
 
 /** Options of the commands that open a provider. */

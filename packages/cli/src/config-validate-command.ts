@@ -1,6 +1,7 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { loadSandboxConfig, type ConfigIssue } from '@sbx/core';
-import { parseAuthorizationConfig } from '@sbx/authz';
+import { parseAuthorizationConfig, parseAuthorizationConfigYaml } from '@sbx/authz';
 import { writeLine } from './cli-io.js';
 import {
   configIssuesOf,
@@ -19,6 +20,29 @@ export interface ConfigValidation {
   readonly issues: readonly ConfigIssue[];
   /** The provider the file selects, when it is valid. */
   readonly provider: string | undefined;
+}
+
+/**
+ * The issues of a top-level `authorization:` section, read straight from the file. Used when core
+ * rejected the file, so one run shows the problems of both sections. Problems of the document as a
+ * whole (unreadable, not YAML) are core's to report.
+ */
+async function authorizationIssuesOf(file: string): Promise<ConfigIssue[]> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    // Core has already reported why the file cannot be read.
+    return [];
+  }
+  try {
+    parseAuthorizationConfigYaml(text);
+    return [];
+  } catch (err) {
+    const issues = configIssuesOf(err);
+    if (!issues) throw err;
+    return issues.filter((issue) => issue.path !== '');
+  }
 }
 
 /**
@@ -52,6 +76,10 @@ export async function validateConfigFile(
     const found = configIssuesOf(err);
     if (!found) throw err;
     issues.push(...found);
+    const seen = new Set(found.map((i) => `${i.path}\0${i.message}`));
+    for (const issue of await authorizationIssuesOf(absolute)) {
+      if (!seen.has(`${issue.path}\0${issue.message}`)) issues.push(issue);
+    }
   }
   return {
     file: absolute,

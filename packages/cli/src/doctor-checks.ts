@@ -6,6 +6,7 @@ import {
   parseProviderSpecifier,
   parseSandboxConfig,
   resolveOwnershipConfig,
+  type ModuleImporter,
   type SandboxConfig,
 } from '@sbx/core';
 import { findShell, POSIX_SHELL_CANDIDATES } from '@sbx/local';
@@ -69,6 +70,8 @@ export interface DoctorOptions {
   /** Told before each slow probe (for a progress display). */
   readonly onProgress?: ((label: string) => void) | undefined;
   readonly signal?: AbortSignal | undefined;
+  /** How the configured provider package is imported. */
+  readonly importer?: ModuleImporter | undefined;
 }
 
 /** Provider packages sbx knows the prerequisites of, in display order. */
@@ -107,6 +110,7 @@ interface ProbeContext {
   readonly arch: string;
   readonly probeSignal: () => AbortSignal;
   readonly onProgress: (label: string) => void;
+  readonly importer: ModuleImporter | undefined;
 }
 
 function portOf(url: string): string {
@@ -392,7 +396,7 @@ const PROVIDER_PROBES: Readonly<Record<(typeof PROVIDER_PACKAGES)[number], Provi
 async function providerCheck(ctx: ProbeContext, packageName: string): Promise<Check> {
   const use = ctx.config.use;
   try {
-    const loaded = await loadProviderClass(use);
+    const loaded = await loadProviderClass(use, { importer: ctx.importer });
     const found = await ctx.findPackage(packageName);
     return {
       id: 'provider',
@@ -550,6 +554,7 @@ export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorRep
         ? AbortSignal.any([options.signal, AbortSignal.timeout(timeoutMs)])
         : AbortSignal.timeout(timeoutMs),
     onProgress: options.onProgress ?? (() => {}),
+    importer: options.importer,
   };
 
   const configuredPackage = parseProviderSpecifier(config.use)?.packageName ?? config.use;

@@ -61,9 +61,9 @@ export function renderDoctorReport(report: DoctorReport): string[] {
 export async function doctorCommand(
   options: DoctorCommandOptions,
   runtime: CommandRuntime,
-  probes: Omit<DoctorOptions, 'io' | 'config' | 'onProgress' | 'signal'> = {},
+  probes: Omit<DoctorOptions, 'io' | 'config' | 'onProgress' | 'signal' | 'importer'> = {},
 ): Promise<number> {
-  const { io, signal } = runtime;
+  const { io, signal, importer } = runtime;
   const progress = createProgress(io.stderr, !options.json);
   try {
     const report = await runDoctorChecks({
@@ -71,6 +71,7 @@ export async function doctorCommand(
       io,
       config: options,
       signal,
+      importer,
       onProgress: (label) => progress.update(label),
     });
     progress.stop();

@@ -43,7 +43,7 @@ export async function execCommand(
   options: ExecOptions,
   runtime: CommandRuntime,
 ): Promise<number> {
-  const { io, signal } = runtime;
+  const { io, signal, importer } = runtime;
   const logger = stderrLogger(io.stderr, options.verbose);
   const progress = createProgress(io.stderr, !options.json);
   let provider: SandboxProvider | undefined;
@@ -56,7 +56,7 @@ export async function execCommand(
     const { userId, threadId } = identityOf(options);
     const { config } = await loadCliConfig(options, io);
     const opened = await withProgress(progress, `loading ${config.use}`, () =>
-      openProvider(config, { logger, allowHostBash: true }),
+      openProvider(config, { logger, allowHostBash: true, importer }),
     );
     provider = opened;
     const context = await toolContextFor(opened, config, {

@@ -20,14 +20,14 @@ export interface GcOptions extends ProviderCommandOptions {
  * directories are user data, never orphans.
  */
 export async function gcCommand(options: GcOptions, runtime: CommandRuntime): Promise<number> {
-  const { io, signal } = runtime;
+  const { io, signal, importer } = runtime;
   const logger = stderrLogger(io.stderr, options.verbose);
   const progress = createProgress(io.stderr, !options.json);
   let provider: SandboxProvider | undefined;
   try {
     const { config } = await loadCliConfig(options, io);
     const opened = await withProgress(progress, `loading ${config.use}`, () =>
-      openProvider(config, { logger }),
+      openProvider(config, { logger, importer }),
     );
     provider = opened;
     if (!canReapOrphans(opened)) {

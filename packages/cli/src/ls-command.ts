@@ -19,14 +19,14 @@ export async function lsCommand(
   options: ProviderCommandOptions,
   runtime: CommandRuntime,
 ): Promise<number> {
-  const { io, signal } = runtime;
+  const { io, signal, importer } = runtime;
   const logger = stderrLogger(io.stderr, options.verbose);
   const progress = createProgress(io.stderr, !options.json);
   let provider: SandboxProvider | undefined;
   try {
     const { config } = await loadCliConfig(options, io);
     const opened = await withProgress(progress, `loading ${config.use}`, () =>
-      openProvider(config, { logger }),
+      openProvider(config, { logger, importer }),
     );
     provider = opened;
     const sandboxes = await withProgress(progress, 'listing sandboxes', () =>

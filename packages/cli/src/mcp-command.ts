@@ -5,6 +5,7 @@ import type { SandboxProvider } from '@sbx/core';
 import {
   parseAuthorizationConfig,
   parseAuthorizationConfigYaml,
+  resolveAuthorizationProvider,
   type AuthorizationConfig,
   type AuthorizationConfigSource,
 } from '@sbx/authz';
@@ -30,22 +31,28 @@ async function readAuthorizationFile(file: string): Promise<AuthorizationConfig>
 }
 
 /**
- * Where the session's authorization config comes from: `--authz-config` (validated now, so a broken
- * file stops the server before it starts; then re-read per decision, so edits apply to the next
- * call and a file that turns unreadable fails closed), else the `authorization` block of the sbx
- * config, else none.
+ * Where the session's authorization config comes from: `--authz-config` (re-read per decision, so
+ * edits apply to the next call and a file that turns unreadable fails closed), else the
+ * `authorization` block of the sbx config, else none. Either is checked once up front, its provider
+ * included, so a broken setup stops the server before a client sees an empty tool list.
  */
 async function authorizationSource(
   options: McpOptions,
   configBlock: Readonly<Record<string, unknown>> | undefined,
   io: CliIo,
 ): Promise<AuthorizationConfigSource> {
+  let initial: AuthorizationConfig | undefined;
+  let source: AuthorizationConfigSource = undefined;
   if (options.authzConfig !== undefined) {
     const file = path.resolve(io.cwd, options.authzConfig);
-    await readAuthorizationFile(file);
-    return () => readAuthorizationFile(file);
+    initial = await readAuthorizationFile(file);
+    source = () => readAuthorizationFile(file);
+  } else if (configBlock !== undefined) {
+    initial = parseAuthorizationConfig(configBlock);
+    source = initial;
   }
-  return configBlock === undefined ? undefined : parseAuthorizationConfig(configBlock);
+  if (initial?.enabled === true) await resolveAuthorizationProvider(initial);
+  return source;
 }
 
 /**
@@ -54,7 +61,7 @@ async function authorizationSource(
  * stderr.
  */
 export async function mcpCommand(options: McpOptions, runtime: CommandRuntime): Promise<number> {
-  const { io, signal } = runtime;
+  const { io, signal, importer } = runtime;
   const logger = stderrLogger(io.stderr, options.verbose);
   let provider: SandboxProvider | undefined;
   try {
@@ -66,6 +73,7 @@ export async function mcpCommand(options: McpOptions, runtime: CommandRuntime): 
     provider = await openProvider(config, {
       logger,
       allowHostBash: options.allowHostBash === true ? true : undefined,
+      importer,
     });
     const session = await createSbxMcpServer({
       provider,
@@ -85,6 +93,7 @@ export async function mcpCommand(options: McpOptions, runtime: CommandRuntime): 
     // The SDK's stdio transport does not notice the client going away; stdin ending is that signal.
     const stop = (): void => void transport.close();
     io.stdin.once('end', stop);
+    if (io.stdin.readableEnded) stop();
     if (signal?.aborted) stop();
     else signal?.addEventListener('abort', stop, { once: true });
 

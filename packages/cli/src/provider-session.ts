@@ -4,6 +4,7 @@ import {
   loadProviderClass,
   toolConfigFromSandboxConfig,
   type Logger,
+  type ModuleImporter,
   type SandboxAuthorizer,
   type SandboxConfig,
   type SandboxProvider,
@@ -17,13 +18,17 @@ import { isHostDirectoryProvider } from './host-directory-provider.js';
  */
 export async function openProvider(
   config: SandboxConfig,
-  options: { logger: Logger; allowHostBash?: boolean | undefined },
+  options: {
+    logger: Logger;
+    allowHostBash?: boolean | undefined;
+    importer?: ModuleImporter | undefined;
+  },
 ): Promise<SandboxProvider> {
   const effective =
     options.allowHostBash === undefined
       ? config
       : Object.freeze({ ...config, allowHostBash: options.allowHostBash });
-  const loaded = await loadProviderClass(effective.use);
+  const loaded = await loadProviderClass(effective.use, { importer: options.importer });
   return loaded.create({ config: effective, logger: options.logger });
 }
 

@@ -1,4 +1,5 @@
 import { CommanderError } from 'commander';
+import type { ModuleImporter } from '@sbx/core';
 import { processIo, type CliIo } from './cli-io.js';
 import { ExitCode } from './exit-codes.js';
 import { buildProgram } from './program.js';
@@ -8,6 +9,8 @@ export interface RunCliOptions {
   io?: Partial<CliIo>;
   /** Aborts the running command (the `sbx` executable ties it to SIGINT/SIGTERM). */
   signal?: AbortSignal;
+  /** How provider packages are imported (default: dynamic `import()`); for tests and bundlers. */
+  importer?: ModuleImporter;
 }
 
 /**
@@ -20,7 +23,7 @@ export async function runCli(
 ): Promise<number> {
   const io: CliIo = { ...processIo(), ...options.io };
   const exit = { code: ExitCode.OK as number };
-  const program = buildProgram({ io, signal: options.signal }, exit);
+  const program = buildProgram({ io, signal: options.signal, importer: options.importer }, exit);
   try {
     await program.parseAsync([...argv], { from: 'user' });
     return exit.code;

@@ -54,7 +54,7 @@ export async function toolCommand(
   options: ToolOptions,
   runtime: CommandRuntime,
 ): Promise<number> {
-  const { io, signal } = runtime;
+  const { io, signal, importer } = runtime;
   const logger = stderrLogger(io.stderr, options.verbose);
   const progress = createProgress(io.stderr, !options.json);
   let provider: SandboxProvider | undefined;
@@ -70,7 +70,7 @@ export async function toolCommand(
     const { config } = await loadCliConfig(options, io);
     const allowHostBash = options.allowHostBash === true ? true : undefined;
     provider = await withProgress(progress, `loading ${config.use}`, () =>
-      openProvider(config, { logger, allowHostBash }),
+      openProvider(config, { logger, allowHostBash, importer }),
     );
     const ctx = await toolContextFor(provider, config, {
       userId,

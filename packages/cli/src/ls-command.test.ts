@@ -1,0 +1,70 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { SandboxSummary } from './sandbox-listing.js';
+import { importerWith, memoryProviderClass, sbx, tempDir } from './test-support.js';
+
+describe('sbx ls', () => {
+  let home: { dir: string; remove: () => Promise<void> };
+  const env = () => ({ SBX_HOME: home.dir });
+
+  beforeEach(async () => {
+    home = await tempDir('ls');
+  });
+  afterEach(async () => {
+    await home.remove();
+  });
+
+  it('shows every thread acquired under the data directory, across invocations', async () => {
+    await sbx(['exec', '--thread', 't1', '--', 'true'], { env: env() });
+    await sbx(['exec', '--user', 'bob', '--thread', 't2', '--', 'true'], { env: env() });
+    const run = await sbx(['ls'], { env: env() });
+    expect(run.code).toBe(0);
+    const [header, ...rows] = run.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^ID\s+USER\s+THREAD\s+STATE\s+UPDATED\s+LOCATION$/);
+    expect(rows.map((r) => r.split(/\s+/).slice(0, 3))).toEqual([
+      ['local:bob:t2', 'bob', 't2'],
+      ['local:default:t1', 'default', 't1'],
+    ]);
+  });
+
+  it('answers as ps too, and as JSON', async () => {
+    await sbx(['exec', '--thread', 't1', '--', 'true'], { env: env() });
+    const run = await sbx(['ps', '--json'], { env: env() });
+    const doc = JSON.parse(run.stdout) as { supported: boolean; sandboxes: SandboxSummary[] };
+    expect(doc.supported).toBe(true);
+    expect(doc.sandboxes).toEqual([
+      expect.objectContaining({ id: 'local:default:t1', userId: 'default', threadId: 't1' }),
+    ]);
+  });
+
+  it('says so when there is nothing, on stderr, with an empty stdout', async () => {
+    const run = await sbx(['ls'], { env: env() });
+    expect(run).toMatchObject({ code: 0, stdout: '' });
+    expect(run.stderr).toMatch(/no sandboxes/);
+  });
+
+  it("uses a provider's own listSandboxes()", async () => {
+    const fake = memoryProviderClass();
+    class Listing extends fake.Provider {
+      async listSandboxes(): Promise<SandboxSummary[]> {
+        return [{ id: 'box-1', state: 'running', location: 'http://127.0.0.1:8080' }];
+      }
+    }
+    const run = await sbx(['ls', '--json', '--provider', '@fake/listing'], {
+      importer: importerWith({ '@fake/listing': { default: Listing } }),
+    });
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      provider: '@fake/listing',
+      supported: true,
+      sandboxes: [{ id: 'box-1', state: 'running', location: 'http://127.0.0.1:8080' }],
+    });
+  });
+
+  it('reports a provider that cannot list, without failing', async () => {
+    const fake = memoryProviderClass();
+    const run = await sbx(['ls', '--provider', '@fake/plain'], {
+      importer: importerWith({ '@fake/plain': { default: fake.Provider } }),
+    });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/does not list its sandboxes/);
+  });
+});

@@ -1,0 +1,208 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import {
+  TOOL_NAMES,
+  getToolDefinitions,
+  parseSandboxConfig,
+  silentLogger,
+  type SandboxConfig,
+} from '@sbx/core';
+import { parseAuthorizationConfig, type AuthorizationConfig } from '@sbx/authz';
+import { LocalSandboxProvider } from '@sbx/local';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSbxMcpServer, type SbxMcpServerOptions, type SbxMcpSession } from './mcp-server.js';
+import { tempDir } from './test-support.js';
+
+const WS = '/mnt/user-data/workspace';
+
+const RBAC: AuthorizationConfig = parseAuthorizationConfig({
+  enabled: true,
+  default_role: 'user',
+  provider: {
+    config: {
+      roles: {
+        admin: { tools: { allow: '*' }, sandbox: { allow: '*' } },
+        user: { tools: { allow: '*', deny: ['bash'] } },
+        guest: { tools: { allow: ['read_file', 'ls'] }, sandbox: { allow: [] } },
+      },
+    },
+  },
+});
+
+interface Connected {
+  client: Client;
+  session: SbxMcpSession;
+}
+
+function text(result: unknown): string {
+  const content = (result as { content: { type: string; text: string }[] }).content;
+  return content.map((c) => c.text).join('');
+}
+
+describe('sbx MCP server (in-memory transport, official SDK client)', () => {
+  let home: { dir: string; remove: () => Promise<void> };
+  let provider: LocalSandboxProvider;
+  let config: SandboxConfig;
+  const open: Connected[] = [];
+
+  beforeEach(async () => {
+    home = await tempDir('mcp');
+    config = parseSandboxConfig({ base_dir: home.dir, allow_host_bash: true });
+    provider = new LocalSandboxProvider({ config, logger: silentLogger });
+  });
+  afterEach(async () => {
+    for (const { client, session } of open.splice(0)) {
+      await client.close();
+      await session.close();
+    }
+    await provider.shutdown();
+    await home.remove();
+  });
+
+  async function connect(options: Partial<SbxMcpServerOptions> = {}): Promise<Connected> {
+    const session = await createSbxMcpServer({
+      provider,
+      config,
+      logger: silentLogger,
+      ...options,
+    });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const client = new Client({ name: 'sbx-test', version: '0.0.0' });
+    await session.server.connect(serverSide);
+    await client.connect(clientSide);
+    const connected = { client, session };
+    open.push(connected);
+    return connected;
+  }
+
+  it("lists the seven tools with core's descriptions and JSON schemas", async () => {
+    const { client } = await connect();
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual([...TOOL_NAMES]);
+    const core = getToolDefinitions();
+    for (const tool of tools) {
+      const def = core.find((d) => d.name === tool.name);
+      expect(tool.description).toBe(def?.description);
+      expect(tool.inputSchema).toEqual(def?.inputSchema);
+    }
+    expect(tools.find((t) => t.name === 'read_file')?.annotations?.readOnlyHint).toBe(true);
+    expect(tools.find((t) => t.name === 'bash')?.annotations?.readOnlyHint).toBe(false);
+  });
+
+  it('runs bash, write_file, read_file, grep and str_replace in one sandbox', async () => {
+    const { client, session } = await connect();
+    const call = async (name: string, args: Record<string, unknown>) =>
+      client.callTool({ name, arguments: args });
+
+    const write = await call('write_file', {
+      path: `${WS}/app.py`,
+      content: 'print("hi")  # TODO\n',
+    });
+    expect(write.isError).toBe(false);
+    expect(text(write)).toBe('OK');
+
+    const bash = await call('bash', { command: 'cat app.py && pwd' });
+    expect(text(bash)).toBe(`print("hi")  # TODO\n${WS}\n`);
+
+    const read = await call('read_file', { path: `${WS}/app.py` });
+    expect(text(read)).toBe('print("hi")  # TODO\n');
+
+    const grep = await call('grep', { pattern: 'todo', path: WS });
+    expect(text(grep)).toContain(`${WS}/app.py:1: print("hi")  # TODO`);
+
+    // The session carries the read marks: an edit after the read above goes through.
+    const edit = await call('str_replace', { path: `${WS}/app.py`, old_str: 'hi', new_str: 'bye' });
+    expect(text(edit)).toBe('OK');
+
+    expect(session.context.state.sandboxId).toBe(`local:default:${session.threadId}`);
+  });
+
+  it('turns tool failures into isError results', async () => {
+    const { client } = await connect();
+    const result = await client.callTool({ name: 'read_file', arguments: { path: '/etc/passwd' } });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/^Error: /);
+    const unknown = await client.callTool({ name: 'rm', arguments: {} });
+    expect(unknown.isError).toBe(true);
+    expect(text(unknown)).toMatch(/^Error: Unknown tool 'rm'/);
+  });
+
+  it('gives every session its own thread unless one is named', async () => {
+    const a = await connect();
+    const b = await connect();
+    expect(a.session.threadId).not.toBe(b.session.threadId);
+    const named = await connect({ threadId: 'shared', userId: 'alice' });
+    expect(named.session.threadId).toBe('shared');
+    await named.client.callTool({
+      name: 'write_file',
+      arguments: { path: `${WS}/x`, content: 'x' },
+    });
+    expect(named.session.context.state.sandboxId).toBe('local:alice:shared');
+  });
+
+  it('does not offer bash on the host provider while host bash is off', async () => {
+    const { client } = await connect({ allowHostBash: false });
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES.filter((n) => n !== 'bash'));
+    const refused = await client.callTool({ name: 'bash', arguments: { command: 'id' } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatch(/^Error: Tool 'bash' is not available in this session/);
+  });
+
+  it('filters the tool list by role and denies sandbox use to a forbidden role', async () => {
+    const guest = await connect({ authorization: RBAC, role: 'guest' });
+    const { tools } = await guest.client.listTools();
+    expect(tools.map((t) => t.name)).toEqual(['ls', 'read_file']);
+
+    const denied = await guest.client.callTool({
+      name: 'read_file',
+      arguments: { path: `${WS}/notes.md` },
+    });
+    expect(denied.isError).toBe(true);
+    expect(text(denied)).toBe(
+      'Error: Sandbox execution is not permitted for your role (role=guest)',
+    );
+    expect(guest.session.context.state.sandboxId).toBeUndefined();
+
+    const notOffered = await guest.client.callTool({
+      name: 'write_file',
+      arguments: { path: `${WS}/x`, content: 'x' },
+    });
+    expect(text(notOffered)).toMatch(/^Error: Tool 'write_file' is not available in this session/);
+  });
+
+  it('lets an allowed role work, and applies default_role without --role', async () => {
+    const admin = await connect({ authorization: RBAC, role: 'admin' });
+    expect((await admin.client.listTools()).tools).toHaveLength(7);
+    const ok = await admin.client.callTool({ name: 'bash', arguments: { command: 'echo ok' } });
+    expect(text(ok)).toBe('ok\n');
+
+    const user = await connect({ authorization: RBAC });
+    const names = (await user.client.listTools()).tools.map((t) => t.name);
+    expect(names).not.toContain('bash');
+    expect(names).toContain('write_file');
+  });
+
+  it('re-reads a config source on every decision', async () => {
+    let current: AuthorizationConfig = RBAC;
+    const { client } = await connect({ authorization: () => current, role: 'guest' });
+    expect((await client.listTools()).tools).toHaveLength(2);
+    current = parseAuthorizationConfig({ enabled: false });
+    expect((await client.listTools()).tools).toHaveLength(7);
+    const allowed = await client.callTool({ name: 'bash', arguments: { command: 'echo now' } });
+    expect(text(allowed)).toBe('now\n');
+  });
+
+  it('releases the sandbox when the session closes', async () => {
+    const released: string[] = [];
+    const original = provider.release.bind(provider);
+    provider.release = async (id: string) => {
+      released.push(id);
+      await original(id);
+    };
+    const { client, session } = await connect({ threadId: 't-close' });
+    await client.callTool({ name: 'ls', arguments: { path: WS } });
+    await session.close();
+    expect(released).toEqual(['local:default:t-close']);
+  });
+});

@@ -1,0 +1,96 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ExitCode } from './exit-codes.js';
+import { parseToolArguments } from './tool-command.js';
+import { sbx, tempDir } from './test-support.js';
+
+const NOTE = '/mnt/user-data/workspace/note.md';
+
+describe('sbx tool', () => {
+  let home: { dir: string; remove: () => Promise<void> };
+  const env = () => ({ SBX_HOME: home.dir });
+
+  beforeEach(async () => {
+    home = await tempDir('tool');
+  });
+  afterEach(async () => {
+    await home.remove();
+  });
+
+  it('write_file then read_file in a later invocation sees the file', async () => {
+    const write = await sbx(
+      ['tool', 'write_file', JSON.stringify({ path: NOTE, content: 'hello\n' })],
+      {
+        env: env(),
+      },
+    );
+    expect(write).toMatchObject({ code: 0, stdout: 'OK\n' });
+    const read = await sbx(['tool', 'read_file', JSON.stringify({ path: NOTE })], { env: env() });
+    expect(read).toMatchObject({ code: 0, stdout: 'hello\n' });
+  });
+
+  it('runs the other tools against the same thread', async () => {
+    await sbx(['tool', 'write_file', JSON.stringify({ path: NOTE, content: 'TODO: ship\n' })], {
+      env: env(),
+    });
+    const grep = await sbx(
+      ['tool', 'grep', JSON.stringify({ pattern: 'todo', path: '/mnt/user-data/workspace' })],
+      {
+        env: env(),
+      },
+    );
+    expect(grep.code).toBe(0);
+    expect(grep.stdout).toContain(`${NOTE}:1: TODO: ship`);
+    const ls = await sbx(['tool', 'ls', JSON.stringify({ path: '/mnt/user-data/workspace' })], {
+      env: env(),
+    });
+    expect(ls.stdout).toContain('note.md');
+  });
+
+  it('exits 1 and prints the error result when the tool fails', async () => {
+    const run = await sbx(['tool', 'read_file', JSON.stringify({ path: '/etc/passwd' })], {
+      env: env(),
+    });
+    expect(run.code).toBe(ExitCode.FAILURE);
+    expect(run.stdout).toMatch(/^Error: /);
+  });
+
+  it('keeps bash off on the local provider unless --allow-host-bash', async () => {
+    const args = ['tool', 'bash', JSON.stringify({ command: 'echo hi' })];
+    const refused = await sbx(args, { env: env() });
+    expect(refused.code).toBe(ExitCode.FAILURE);
+    expect(refused.stdout).toMatch(/Host bash execution is disabled/);
+    const allowed = await sbx([...args, '--allow-host-bash'], { env: env() });
+    expect(allowed).toMatchObject({ code: 0, stdout: 'hi\n' });
+  });
+
+  it('prints a JSON document with --json', async () => {
+    const run = await sbx(
+      ['tool', '--json', 'write_file', JSON.stringify({ path: NOTE, content: 'x' })],
+      { env: env() },
+    );
+    expect(JSON.parse(run.stdout)).toEqual({
+      ok: true,
+      tool: 'write_file',
+      sandboxId: 'local:default:cli',
+      result: 'OK',
+    });
+  });
+
+  it('exits 2 for an unknown tool or arguments that are not a JSON object', async () => {
+    const unknown = await sbx(['tool', 'rm', '{}'], { env: env() });
+    expect(unknown.code).toBe(ExitCode.USAGE);
+    expect(unknown.stderr).toMatch(/unknown tool 'rm'; the tools are bash, ls/);
+    expect((await sbx(['tool', 'ls', '{path'], { env: env() })).code).toBe(ExitCode.USAGE);
+    expect((await sbx(['tool', 'ls', '[1]'], { env: env() })).code).toBe(ExitCode.USAGE);
+  });
+});
+
+describe('parseToolArguments', () => {
+  it('accepts an object, treats missing text as {}, rejects everything else', () => {
+    expect(parseToolArguments('{"a":1}')).toEqual({ a: 1 });
+    expect(parseToolArguments(undefined)).toEqual({});
+    expect(parseToolArguments('  ')).toEqual({});
+    expect(() => parseToolArguments('null')).toThrow(/JSON object/);
+    expect(() => parseToolArguments('"x"')).toThrow(/JSON object/);
+  });
+});
