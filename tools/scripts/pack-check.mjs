@@ -12,6 +12,7 @@
 //              and .cts type-check against the published types, and no vendor SDK was installed
 //   providers  every package imports without its vendor SDK, and asking for the SDK raises
 //              MissingDependencyError with the install hint (see PROVIDER_FACTORIES)
+//   cli        the `sbx` executable of @sbx/cli runs from the installed tarball
 //
 // The rules are exported functions; tools/scripts/pack-check.test.ts proves they flag what they
 // should (for instance e2b moved from peerDependencies to dependencies of @sbx/e2b).
@@ -531,6 +532,18 @@ export async function main({ keep = false } = {}) {
           return problems;
         },
       );
+    }
+    const cli = packed.get('@sbx/cli');
+    if (providersInstalled && cli) {
+      // A bin must run from the installed tarball: its shebang, its ESM entry, and its own
+      // dependencies resolved from the consumer's node_modules.
+      await report.step('cli: the installed sbx executable runs', async () => {
+        const bin = path.join(providerConsumer, 'node_modules', '.bin', 'sbx');
+        const { stdout } = await run(bin, ['--version'], { cwd: providerConsumer });
+        return stdout.trim() === cli.manifest.version
+          ? []
+          : [`sbx --version printed "${stdout.trim()}", expected ${cli.manifest.version}`];
+      });
     }
     return finish(report, started, tmp, keep);
   } catch (err) {
