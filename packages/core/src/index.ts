@@ -29,11 +29,7 @@ export type {
 } from './sandbox-provider.js';
 
 // @section config
-export {
-  OVERFLOW_POLICIES,
-  OWNERSHIP_TYPES,
-  PROVIDER_BLOCK_KEYS,
-} from './config.js';
+export { OVERFLOW_POLICIES, OWNERSHIP_TYPES, PROVIDER_BLOCK_KEYS } from './config.js';
 export type {
   OpenConfigBlock,
   OverflowPolicy,
@@ -507,3 +503,44 @@ export {
 
 // @section observability
 export * from './logger.js';
+export { fromPino } from './observability-pino.js';
+export type { PinoLike, PinoLogFn } from './observability-pino.js';
+export {
+  ACQUIRE_PATHS,
+  SandboxProviderEventEmitter,
+  hasProviderEvents,
+  hasSandboxCounts,
+} from './observability-events.js';
+export type {
+  AcquirePath,
+  OwnershipErrorEvent,
+  SandboxAcquiredEvent,
+  SandboxAdoptedEvent,
+  SandboxCounts,
+  SandboxProviderCounts,
+  SandboxProviderEvent,
+  SandboxProviderEventListener,
+  SandboxProviderEvents,
+  SandboxReapedEvent,
+} from './observability-events.js';
+export {
+  METRIC_NAMES,
+  SPAN_NAMES,
+  UNKNOWN_ACQUIRE_PATH,
+  instrumentProvider,
+} from './observability.js';
+export type { InstrumentProviderOptions } from './observability.js';
+export { TELEMETRY_SCOPE } from './observability-otel.js';
+export type {
+  TelemetryAttributeValue,
+  TelemetryAttributes,
+  TelemetryCounter,
+  TelemetryHistogram,
+  TelemetryMeter,
+  TelemetryMetricOptions,
+  TelemetryObservableCallback,
+  TelemetryObservableGauge,
+  TelemetryObservableResult,
+  TelemetrySpan,
+  TelemetryTracer,
+} from './observability-otel.js';
