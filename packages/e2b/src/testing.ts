@@ -1,4 +1,5 @@
-// Public API of @sbx/e2b/testing: the in-memory E2B control plane and the local stand-in server.
+// Test doubles of @sbx/e2b (not a published entry point): the in-memory E2B control plane, the
+// local VM it runs commands in, and the local stand-in server for the real SDK.
 export { FakeE2BClient, fakeErrors, sdkError } from './testing/fake-e2b-client.js';
 export type {
   FakeE2BOp,
