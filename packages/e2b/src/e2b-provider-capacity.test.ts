@@ -461,6 +461,46 @@ describe('§8.3 capacity, eviction and shutdown races', () => {
     expect(provider.get(id)).toBeUndefined();
   });
 
+  it('§8.3.90 shutdown during a reclaim does not register the VM and kills it', async () => {
+    const { provider, fake } = await harness();
+    const a = await provider.acquire(thread('a'));
+    await provider.release(a);
+    fake.gate.pause('run', { times: 2 });
+    const pending = provider.acquire(thread('a'));
+    await (await fake.gate.nextCall('run')).release(); // liveness probe of the reclaim
+    const bootstrap = await fake.gate.nextCall('run');
+    const shutdown = provider.shutdown();
+    await bootstrap.release();
+    const err = await capacityError(pending); // the reclaim gave up; the create path refuses
+    expect(err.reason).toBe('shutdown');
+    await shutdown;
+    expect(provider.get(a)).toBeUndefined();
+    expect(fake.vms.get(a)!.alive).toBe(false);
+    expect(provider.tombstoneIds()).toEqual([]);
+    expect(provider.remoteOpIds()).toEqual([]);
+  });
+
+  it('§8.3.91 discovery during shutdown raises reason=shutdown and logs "shutting down"', async () => {
+    const { provider, fake, logger } = await harness();
+    await fake.seed({
+      metadata: {
+        [E2B_TAGS.provider]: 'e2b_sandbox_provider',
+        [E2B_TAGS.user]: 'u1',
+        [E2B_TAGS.thread]: 'a',
+      },
+    });
+    fake.gate.pause('run', { times: 1 });
+    const pending = provider.acquire(thread('a'));
+    const probe = await fake.gate.nextCall('run');
+    const shutdown = provider.shutdown();
+    await probe.release();
+    const err = await capacityError(pending);
+    expect(err.reason).toBe('shutdown');
+    expect(logger.text('warn')).toContain('shutting down');
+    expect(logger.text('warn')).not.toContain('capacity is full');
+    await shutdown;
+  });
+
   it('§8.3.91 discovery with full capacity raises without bootstrapping or killing the VM (client closed)', async () => {
     const { provider, fake, logger } = await harness({ config: reject() });
     await provider.acquire(thread('busy'));
