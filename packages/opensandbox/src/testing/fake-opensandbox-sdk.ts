@@ -126,6 +126,26 @@ class FakeConnectionConfig implements OpenSandboxConnectionConfig {
 
 const STREAM_CHUNK_BYTES = 64 * 1024;
 
+/** Like `fetch`: the call rejects as soon as the caller's signal aborts, even while it is held. */
+function abortable<T>(signal: AbortSignal | undefined, call: Promise<T>): Promise<T> {
+  if (signal === undefined) return call;
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    call.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 function notFound(id: string): Error {
   return fakeApiError(404, `Sandbox ${id} not found`, {
     code: 'NOT_FOUND',
@@ -275,36 +295,41 @@ export class FakeOpenSandbox {
     };
     const commands: OpenSandboxCommands = {
       run: (command, options, _handlers, signal) =>
-        this.#call('run', id, [command, options], async () => {
-          alive();
-          this.runs.push({ remoteId: id, command, options });
-          for (const { match, respond } of this.#responders) {
-            if (!match(command)) continue;
-            const scripted = respond(command, options);
-            if (scripted instanceof Error) throw scripted;
-            if (scripted !== undefined) return scripted;
-          }
-          if (signal?.aborted) throw signal.reason;
-          const result = await machine.run(command, {
-            envs: options?.envs ?? {},
-            timeoutMs:
-              options?.timeoutSeconds === undefined ? 0 : Math.round(options.timeoutSeconds * 1000),
-            ...(options?.workingDirectory === undefined ? {} : { cwd: options.workingDirectory }),
-            ...(signal === undefined ? {} : { signal }),
-          });
-          if (signal?.aborted) throw signal.reason;
-          return executionFromEvents(
-            commandEvents(
-              result,
-              {
-                exitCode: result.exitCode,
-                waitError: result.waitError,
-                elapsedMs: result.elapsedMs,
-              },
-              `cmd-${id}`,
-            ),
-          );
-        }),
+        abortable(
+          signal,
+          this.#call('run', id, [command, options], async () => {
+            alive();
+            this.runs.push({ remoteId: id, command, options });
+            for (const { match, respond } of this.#responders) {
+              if (!match(command)) continue;
+              const scripted = respond(command, options);
+              if (scripted instanceof Error) throw scripted;
+              if (scripted !== undefined) return scripted;
+            }
+            if (signal?.aborted) throw signal.reason;
+            const result = await machine.run(command, {
+              envs: options?.envs ?? {},
+              timeoutMs:
+                options?.timeoutSeconds === undefined
+                  ? 0
+                  : Math.round(options.timeoutSeconds * 1000),
+              ...(options?.workingDirectory === undefined ? {} : { cwd: options.workingDirectory }),
+              ...(signal === undefined ? {} : { signal }),
+            });
+            if (signal?.aborted) throw signal.reason;
+            return executionFromEvents(
+              commandEvents(
+                result,
+                {
+                  exitCode: result.exitCode,
+                  waitError: result.waitError,
+                  elapsedMs: result.elapsedMs,
+                },
+                `cmd-${id}`,
+              ),
+            );
+          }),
+        ),
     };
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const fake = this;
