@@ -1022,6 +1022,7 @@ export class E2BSandboxProvider extends SandboxProvider {
   async #destroyWarm(entry: WarmEntry<WarmValue>, reason: WarmPoolDestroyReason): Promise<boolean> {
     const id = entry.id;
     if (!(await this.#claimForDestroy(id))) {
+      this.#owned.delete(id);
       this.#logger.info('A peer owns a warm e2b sandbox; forgetting it locally', {
         sandboxId: id,
         reason,

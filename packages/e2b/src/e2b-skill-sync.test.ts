@@ -142,7 +142,7 @@ describe('agent skill sync (authz-leases §6, remote-providers §2.9)', () => {
     await release.promise;
   });
 
-  it('an unrestricted create uploads the shared skill views; a policy create skips them', async () => {
+  it('§8.2.22 an unrestricted create uploads the (enabled-only) shared skill views; a policy create skips them', async () => {
     const h = await harness();
     const publicView = sharedSkillsViewPath(h.baseDir, 'u1', 'public');
     await mkdir(path.join(publicView, 'pdf'), { recursive: true });
