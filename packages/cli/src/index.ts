@@ -6,6 +6,12 @@
 export { runCli } from './run-cli.js';
 export type { RunCliOptions } from './run-cli.js';
 export { buildProgram, EXIT_STATUS_HELP } from './program.js';
+export { DEFAULT_CLI_THREAD_ID } from './command-runtime.js';
+export type {
+  CommandRuntime,
+  ProviderCommandOptions,
+  ThreadCommandOptions,
+} from './command-runtime.js';
 export { processIo } from './cli-io.js';
 export type { CliIo, CliOutput } from './cli-io.js';
 export { ExitCode } from './exit-codes.js';

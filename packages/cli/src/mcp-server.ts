@@ -38,7 +38,10 @@ export interface SbxMcpServerOptions {
   userId?: string | undefined;
   /** The session's thread, hence its sandbox. Default: a fresh random id per server. */
   threadId?: string | undefined;
-  /** Overrides `sandbox.allow_host_bash` for this session. */
+  /**
+   * Overrides `sandbox.allow_host_bash` for what the tool layer allows and offers. A host provider
+   * checks its own setting as well, so build it with host bash enabled too.
+   */
   allowHostBash?: boolean | undefined;
   /**
    * The authorization config (`authorization:` section, as @sbx/authz reads it). A function is
