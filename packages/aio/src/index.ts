@@ -114,3 +114,27 @@ export {
   SKILL_MOUNT_CATEGORIES,
 } from './provisioner-mounts.js';
 export type { ProvisionerMount } from './provisioner-mounts.js';
+
+// --- provider
+export { AioSandboxProvider, createAioProvider } from './aio-sandbox-provider.js';
+export type {
+  AioSandboxProviderInit,
+  AioProviderSnapshot,
+  ReconcileSummary,
+} from './aio-sandbox-provider.js';
+export {
+  resolveAioSettings,
+  AIO_CONFIG_KEYS,
+  DEFAULT_RECONCILE_MAX_ITEMS,
+  DEFAULT_RECONCILE_MAX_SECONDS,
+  REFERENCE_HOST_BASE_DIR_ENV,
+  SBX_HOST_BASE_DIR_ENV,
+} from './aio-provider-config.js';
+export type { AioSettings, ReconcileSettings } from './aio-provider-config.js';
+export { dedupeMounts, planSandboxMounts, prepareSandboxMounts } from './sandbox-mounts.js';
+export type { MountGroup, SandboxMountPlanInput } from './sandbox-mounts.js';
+export { TEARDOWN_JOIN_TIMEOUT_MS, withHeldTeardownLease } from './teardown-lease.js';
+export type { HeldTeardownLeaseOptions } from './teardown-lease.js';
+
+// `use: "@sbx/aio"` loads this through core's provider loader.
+export { AioSandboxProvider as default } from './aio-sandbox-provider.js';

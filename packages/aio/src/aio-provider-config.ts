@@ -1,0 +1,213 @@
+import {
+  ConfigError,
+  DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
+  DEFAULT_IDLE_TIMEOUT_SECONDS,
+  DEFAULT_REPLICAS,
+  DEFAULT_SKILLS_ROOT,
+  silentLogger,
+} from '@sbx/core';
+import type { Logger, SandboxConfig } from '@sbx/core';
+import type { ContainerNetworkMode } from './container-spec.js';
+import {
+  DEFAULT_AIO_IMAGE,
+  DEFAULT_BASE_PORT,
+  DEFAULT_CONTAINER_PREFIX,
+} from './local-container-backend.js';
+import { canonicalSkillsRoot } from './provisioner-mounts.js';
+import { CREATE_READY_TIMEOUT_MS } from './readiness.js';
+import type { MountSpec } from './sandbox-backend.js';
+
+/** sbx's variable for the host-side base of bind-mount sources (Docker-outside-of-Docker). */
+export const SBX_HOST_BASE_DIR_ENV = 'SBX_HOST_BASE_DIR';
+/** The reference deployment's name for the same thing; honoured after sbx's own. */
+export const REFERENCE_HOST_BASE_DIR_ENV = 'DEER_FLOW_HOST_BASE_DIR';
+
+/** Default bound on containers one reconciliation pass looks at. */
+export const DEFAULT_RECONCILE_MAX_ITEMS = 500;
+/** Default wall-clock budget of one reconciliation pass. */
+export const DEFAULT_RECONCILE_MAX_SECONDS = 30;
+
+type Check = (value: unknown) => string | undefined;
+
+const positive: Check = (v) =>
+  typeof v === 'number' && Number.isFinite(v) && v > 0 ? undefined : 'must be a number > 0';
+const positiveInt: Check = (v) =>
+  typeof v === 'number' && Number.isInteger(v) && v > 0 ? undefined : 'must be an integer > 0';
+const nonNegativeInt: Check = (v) =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 ? undefined : 'must be an integer >= 0';
+const nonEmptyString: Check = (v) =>
+  typeof v === 'string' && v !== '' ? undefined : 'must be a non-empty string';
+const networkMode: Check = (v) =>
+  v === 'bridge' || v === 'host' ? undefined : "must be 'bridge' or 'host'";
+
+/**
+ * Keys of the `sandbox.aio` block (snake_case, as users write them). Everything the reference
+ * reads from the flat `sandbox:` section (`image`, `port`, `container_prefix`, `idle_timeout`,
+ * `replicas`, `mounts`, `environment`, `thread_data_mounts`, `ownership`, `provisioner_url`,
+ * `provisioner_api_key`) stays there; this block holds what sbx adds:
+ * - `network`: `bridge` (default) or `host` (containers share the host's network; for images
+ *   that honour `SBX_AIO_PORT`, such as the test stand-in);
+ * - `sandbox_host`, `bind_host`: URL host and publish address in bridge mode;
+ * - `host_base_dir`: host-side base of bind-mount sources when the engine sees another
+ *   filesystem (Docker-outside-of-Docker);
+ * - `ready_timeout_seconds` (60), `stop_timeout_seconds` (120), `stop_grace_seconds` (10);
+ * - `reconcile_interval_seconds` (default `warm_pool.idle_check_interval_seconds`),
+ *   `reconcile_max_items` (500), `reconcile_max_seconds` (30): the budgets of one pass.
+ */
+const BLOCK_CHECKS: Readonly<Record<string, Check>> = {
+  network: networkMode,
+  sandbox_host: nonEmptyString,
+  bind_host: nonEmptyString,
+  host_base_dir: nonEmptyString,
+  ready_timeout_seconds: positive,
+  stop_timeout_seconds: positive,
+  stop_grace_seconds: nonNegativeInt,
+  reconcile_interval_seconds: positive,
+  reconcile_max_items: positiveInt,
+  reconcile_max_seconds: positive,
+};
+
+export const AIO_CONFIG_KEYS: readonly string[] = Object.keys(BLOCK_CHECKS);
+
+interface AioBlock {
+  network?: ContainerNetworkMode;
+  sandbox_host?: string;
+  bind_host?: string;
+  host_base_dir?: string;
+  ready_timeout_seconds?: number;
+  stop_timeout_seconds?: number;
+  stop_grace_seconds?: number;
+  reconcile_interval_seconds?: number;
+  reconcile_max_items?: number;
+  reconcile_max_seconds?: number;
+}
+
+export interface ReconcileSettings {
+  intervalSeconds: number;
+  maxItems: number;
+  maxSeconds: number;
+}
+
+/** Everything the AIO provider reads from the configuration, resolved once at construction. */
+export interface AioSettings {
+  image: string;
+  basePort: number;
+  containerPrefix: string;
+  /** Seconds; 0 keeps warm sandboxes until shutdown (and stops no idle active sandbox). */
+  idleTimeoutSeconds: number;
+  replicas: number;
+  idleCheckIntervalSeconds: number;
+  /** Configured mounts, given to every container before the per-sandbox mounts. */
+  mounts: readonly MountSpec[];
+  environment: Readonly<Record<string, string>>;
+  /** `sandbox.thread_data_mounts`; undefined lets the backend decide. */
+  threadDataMounts: boolean | undefined;
+  provisionerUrl: string | undefined;
+  provisionerApiKey: string | undefined;
+  /** `skills.container_path`, canonical, snapshotted at startup. */
+  skillsRoot: string;
+  /** Where this process creates thread and skills-view directories. */
+  baseDir: string;
+  /** Where the container engine finds them (bind-mount sources); `baseDir` unless configured. */
+  hostBaseDir: string;
+  network: ContainerNetworkMode;
+  sandboxHost: string | undefined;
+  bindHost: string | undefined;
+  readyTimeoutMs: number;
+  stopTimeoutMs: number | undefined;
+  stopGraceSeconds: number | undefined;
+  reconcile: ReconcileSettings;
+}
+
+function envValue(env: Readonly<Record<string, string | undefined>>, name: string) {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+/**
+ * Resolves the provider settings. Unknown keys in `sandbox.aio` produce one warning naming them (a
+ * typo should not silently fall back to a default); invalid values are a `ConfigError`, as is a
+ * skills root that is not one canonical absolute path clear of the reserved mounts.
+ */
+export function resolveAioSettings(
+  config: SandboxConfig,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  logger: Logger = silentLogger,
+): AioSettings {
+  const raw = config.aio ?? {};
+  const issues: { path: string; message: string }[] = [];
+  const unknown: string[] = [];
+  for (const [key, value] of Object.entries(raw)) {
+    const check = BLOCK_CHECKS[key];
+    if (check === undefined) unknown.push(key);
+    // A null is "unset", as everywhere else in the configuration.
+    else if (value !== null && value !== undefined) {
+      const problem = check(value);
+      if (problem) issues.push({ path: `sandbox.aio.${key}`, message: problem });
+    }
+  }
+  if (issues.length > 0) throw new ConfigError(issues, 'Invalid sandbox.aio configuration');
+  if (unknown.length > 0) {
+    logger.warn(`AioSandboxProvider: unknown sandbox.aio fields: ${unknown.sort().join(', ')}`, {
+      unknown,
+    });
+  }
+  const block = Object.fromEntries(
+    Object.entries(raw).filter(([k, v]) => k in BLOCK_CHECKS && v !== null && v !== undefined),
+  ) as AioBlock;
+  let skillsRoot: string;
+  try {
+    skillsRoot = canonicalSkillsRoot(config.skills?.containerPath ?? DEFAULT_SKILLS_ROOT);
+  } catch (err) {
+    throw new ConfigError(
+      [{ path: 'sandbox.skills.container_path', message: (err as Error).message }],
+      'Invalid sandbox configuration',
+      { cause: err },
+    );
+  }
+  const idleCheck =
+    config.warmPool?.idleCheckIntervalSeconds ?? DEFAULT_IDLE_CHECK_INTERVAL_SECONDS;
+  const hostBaseDir =
+    block.host_base_dir ??
+    envValue(env, SBX_HOST_BASE_DIR_ENV) ??
+    envValue(env, REFERENCE_HOST_BASE_DIR_ENV) ??
+    config.baseDir;
+  return {
+    // A falsy image or port means "default", as in the reference.
+    image: config.image || DEFAULT_AIO_IMAGE,
+    basePort: config.port || DEFAULT_BASE_PORT,
+    containerPrefix: config.containerPrefix || DEFAULT_CONTAINER_PREFIX,
+    idleTimeoutSeconds: config.idleTimeout ?? DEFAULT_IDLE_TIMEOUT_SECONDS,
+    replicas: config.replicas ?? DEFAULT_REPLICAS,
+    idleCheckIntervalSeconds: idleCheck,
+    mounts: (config.mounts ?? []).map((m) => ({
+      hostPath: m.hostPath,
+      containerPath: m.containerPath,
+      readOnly: m.readOnly,
+    })),
+    environment: config.environment ?? {},
+    threadDataMounts: config.threadDataMounts,
+    provisionerUrl: config.provisionerUrl || undefined,
+    provisionerApiKey: config.provisionerApiKey || undefined,
+    skillsRoot,
+    baseDir: config.baseDir,
+    hostBaseDir,
+    network: block.network ?? 'bridge',
+    sandboxHost: block.sandbox_host,
+    bindHost: block.bind_host,
+    readyTimeoutMs:
+      block.ready_timeout_seconds === undefined
+        ? CREATE_READY_TIMEOUT_MS
+        : Math.round(block.ready_timeout_seconds * 1000),
+    stopTimeoutMs:
+      block.stop_timeout_seconds === undefined
+        ? undefined
+        : Math.round(block.stop_timeout_seconds * 1000),
+    stopGraceSeconds: block.stop_grace_seconds,
+    reconcile: {
+      intervalSeconds: block.reconcile_interval_seconds ?? idleCheck,
+      maxItems: block.reconcile_max_items ?? DEFAULT_RECONCILE_MAX_ITEMS,
+      maxSeconds: block.reconcile_max_seconds ?? DEFAULT_RECONCILE_MAX_SECONDS,
+    },
+  };
+}
