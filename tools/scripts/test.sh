@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The project's test command (`npm test`): services, format, lint, build, typecheck, every vitest
-# project, then the packaging check. Every step runs even when an earlier one failed (except the
-# packaging check, which needs a good build), so one run shows every problem; the exit status is
-# non-zero if anything failed.
+# The project's test command (`npm test`): services, format, lint, build, the generated-docs checks,
+# typecheck, every vitest project, then the packaging check. Every step runs even when an earlier
+# one failed (except the steps that need a good build), so one run shows every problem; the exit
+# status is non-zero if anything failed.
 #
 # Services: Redis and Docker are started through tools/services when installed, and stopped again
 # at the end unless they were already running. Without them their integration tiers skip with a
@@ -103,6 +103,14 @@ step "prettier" npx prettier --check . || true
 step "eslint" npx eslint . || true
 build_ok=0
 step "build" npx nx run-many -t build --output-style=stream && build_ok=1
+if [[ "$build_ok" == 1 ]]; then
+  # Both read the built packages: the reference is generated from core's schema, and the API docs
+  # prove every entry point still documents (output in docs/api, not committed).
+  step "config reference up to date" node tools/scripts/gen-config-docs.mjs --check || true
+  step "api docs" npx typedoc --options docs/typedoc.json --logLevel Error || true
+else
+  record FAIL "config reference (build failed)" 0
+fi
 step "typecheck" npx nx run-many -t typecheck --output-style=stream || true
 
 rm -f "$results_json"
