@@ -1674,7 +1674,8 @@ export class E2BSandboxProvider extends SandboxProvider {
     const ownership =
       init.ownershipStore ??
       (await createOwnershipStore(this.ownership, {
-        logger: this.#logger,
+        // Without a host logger, core prints its required single-instance warning to the console.
+        logger: init.logger,
         env: init.env ?? process.env,
       }));
     let capacity: CapacityStore | undefined;
