@@ -54,7 +54,11 @@ export const PROVIDER_FACTORIES = {
   '@sbx/e2b': { sdk: 'e2b', construct: undefined },
   '@sbx/boxlite': { sdk: '@boxlite-ai/boxlite', construct: undefined },
   '@sbx/opensandbox': { sdk: '@alibaba-group/opensandbox', construct: undefined },
-  '@sbx/ownership-redis': { sdk: 'ioredis', construct: undefined },
+  '@sbx/ownership-redis': {
+    sdk: 'ioredis',
+    // Fails while loading the SDK, before any connection is attempted.
+    construct: async (mod) => mod.createRedisOwnershipStore({ url: 'redis://127.0.0.1:6379' }),
+  },
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -32,10 +32,20 @@ stop_started() {
   done
   started=()
 }
+# The step running now. Steps run in the background and are waited for, so a signal is handled at
+# once instead of after the step; the step is then ended with us. `timeout` (the vitest step) puts
+# its command in a process group of its own, hence the group kill first.
+current_step_pid=""
+on_signal() {
+  if [[ -n "$current_step_pid" ]]; then
+    kill -TERM -- "-$current_step_pid" 2>/dev/null || kill -TERM "$current_step_pid" 2>/dev/null || true
+  fi
+  exit "$1"
+}
 trap stop_started EXIT
 # The EXIT trap also runs on Ctrl-C / kill, so services this run started never outlive it.
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
 
 record() {
   local status="$1" name="$2" secs="$3"
@@ -49,7 +59,12 @@ step() {
   local t0=$SECONDS
   echo
   echo "==> $name: $*"
-  if "$@"; then
+  "$@" &
+  current_step_pid=$!
+  local rc=0
+  wait "$current_step_pid" || rc=$?
+  current_step_pid=""
+  if [[ "$rc" == 0 ]]; then
     record ok "$name" $((SECONDS - t0))
     return 0
   fi
