@@ -45,7 +45,12 @@ describe('assembleCommandOutput (core output contract)', () => {
   });
 
   it('a timeout shows the notice and never an exit code', () => {
-    const out = assembleCommandOutput({ stdout: 'x\n', stderr: '', exitCode: -1, timedOutAfterSeconds: 1 });
+    const out = assembleCommandOutput({
+      stdout: 'x\n',
+      stderr: '',
+      exitCode: -1,
+      timedOutAfterSeconds: 1,
+    });
     expect(out).toBe(`x\n\n${timeoutNotice(1)}`);
     expect(timeoutNotice(1)).toContain('after 1 second and');
     expect(timeoutNotice(2.5)).toContain('after 2.5 seconds and');
@@ -56,7 +61,9 @@ describe('exit codes and stdout of an execution', () => {
   const base = { logs: { stdout: [], stderr: [] }, result: [] };
   it('infers like the SDK when the field is absent', () => {
     expect(exitCodeOf({ ...base, error: { name: 'CommandExecError', value: '9' } })).toBe(9);
-    expect(exitCodeOf({ ...base, error: { name: 'CommandExecError', value: 'fork failed' } })).toBeNull();
+    expect(
+      exitCodeOf({ ...base, error: { name: 'CommandExecError', value: 'fork failed' } }),
+    ).toBeNull();
     expect(exitCodeOf({ ...base, complete: {} })).toBe(0);
     expect(exitCodeOf(base)).toBeNull();
     expect(exitCodeOf({ ...base, exitCode: null, complete: {} })).toBeNull();
@@ -64,14 +71,17 @@ describe('exit codes and stdout of an execution', () => {
 
   it('describes what is known about a run without an exit code', () => {
     expect(missingExitDetail(base)).toBe('no completion or error event');
-    expect(missingExitDetail({ ...base, error: { name: 'CommandExecError', value: 'fork failed' } })).toBe(
-      'CommandExecError: fork failed',
-    );
+    expect(
+      missingExitDetail({ ...base, error: { name: 'CommandExecError', value: 'fork failed' } }),
+    ).toBe('CommandExecError: fork failed');
   });
 
   it('§8.8.172 stdout lines come first, then result texts', () => {
     expect(
-      stdoutOf({ logs: { stdout: messages(['a', 'b']), stderr: [] }, result: [{ text: '42' }, {}] }),
+      stdoutOf({
+        logs: { stdout: messages(['a', 'b']), stderr: [] },
+        result: [{ text: '42' }, {}],
+      }),
     ).toBe('a\nb\n42\n');
   });
 });

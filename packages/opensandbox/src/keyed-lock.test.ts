@@ -28,7 +28,9 @@ describe('KeyedLock', () => {
 
   it('a failing section releases the key', async () => {
     const lock = new KeyedLock();
-    await expect(lock.run('k', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    await expect(lock.run('k', async () => Promise.reject(new Error('boom')))).rejects.toThrow(
+      'boom',
+    );
     expect(await lock.run('k', async () => 'next')).toBe('next');
     expect(lock.size).toBe(0);
   });

@@ -38,16 +38,22 @@ describe('resolveOpenSandboxSettings', () => {
   });
 
   it('§8.8.166 sandbox_timeout: null uses the 4 h default; 0 is explicit cleanup', () => {
-    expect(resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: null } }).lifetimeSeconds).toBe(
-      DEFAULT_SANDBOX_LIFETIME_SECONDS,
-    );
+    expect(
+      resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: null } }).lifetimeSeconds,
+    ).toBe(DEFAULT_SANDBOX_LIFETIME_SECONDS);
     expect(DEFAULT_SANDBOX_LIFETIME_SECONDS).toBe(4 * 3600);
-    expect(resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: 0 } }).lifetimeSeconds).toBeNull();
-    expect(resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: 90 } }).lifetimeSeconds).toBe(90);
+    expect(
+      resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: 0 } }).lifetimeSeconds,
+    ).toBeNull();
+    expect(
+      resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: 90 } }).lifetimeSeconds,
+    ).toBe(90);
   });
 
   it('rejects a negative sandbox_timeout', () => {
-    const err = configError(() => resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: -1 } }));
+    const err = configError(() =>
+      resolveOpenSandboxSettings({ opensandbox: { sandbox_timeout: -1 } }),
+    );
     expect(err.issues.map((i) => i.path)).toEqual(['sandbox.opensandbox.sandbox_timeout']);
   });
 
@@ -117,7 +123,10 @@ describe('resolveOpenSandboxSettings', () => {
 
 describe('connectionWarnings', () => {
   it('§8.8.165 no key and no domain anywhere warns about an unauthenticated localhost:8080', () => {
-    const warnings = connectionWarnings({ apiKey: undefined, domain: undefined, protocol: 'http' }, {});
+    const warnings = connectionWarnings(
+      { apiKey: undefined, domain: undefined, protocol: 'http' },
+      {},
+    );
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('unauthenticated localhost:8080');
   });
@@ -140,7 +149,9 @@ describe('connectionWarnings', () => {
 
   it('§8.8.164 an HTTPS or loopback domain gives no warning', () => {
     const key = { apiKey: 'k' };
-    expect(connectionWarnings({ ...key, domain: 'sandbox.example.com', protocol: 'https' }, {})).toEqual([]);
+    expect(
+      connectionWarnings({ ...key, domain: 'sandbox.example.com', protocol: 'https' }, {}),
+    ).toEqual([]);
     for (const domain of ['localhost:8080', '127.0.0.1:8080', '[::1]:8080', 'http://127.0.0.2']) {
       expect(connectionWarnings({ ...key, domain, protocol: 'http' }, {})).toEqual([]);
     }
@@ -152,10 +163,16 @@ describe('connectionWarnings', () => {
       host: 'sandbox.example.com',
     });
     expect(
-      connectionWarnings({ apiKey: 'k', domain: 'http://sandbox.example.com', protocol: 'https' }, {}),
+      connectionWarnings(
+        { apiKey: 'k', domain: 'http://sandbox.example.com', protocol: 'https' },
+        {},
+      ),
     ).toHaveLength(1);
     expect(
-      connectionWarnings({ apiKey: 'k', domain: 'https://sandbox.example.com', protocol: 'http' }, {}),
+      connectionWarnings(
+        { apiKey: 'k', domain: 'https://sandbox.example.com', protocol: 'http' },
+        {},
+      ),
     ).toEqual([]);
   });
 });

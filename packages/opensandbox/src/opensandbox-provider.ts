@@ -146,6 +146,8 @@ export class OpenSandboxProvider extends SandboxProvider {
   readonly #creating = new Set<string>();
   /** Deletes of evicted sandboxes still running; shutdown waits for them. */
   readonly #evictions = new Set<Promise<void>>();
+  /** Acquires in flight; shutdown waits for them (each deletes what it made once it sees the shutdown). */
+  readonly #acquisitions = new Set<Promise<unknown>>();
   #serializer: AcquireSerializer;
   #sdk: Promise<OpenSandboxSdk> | undefined;
   #closed = false;
@@ -204,7 +206,17 @@ export class OpenSandboxProvider extends SandboxProvider {
     return this.#pool.runIdleCheck();
   }
 
-  override async acquire(options: AcquireOptions = {}): Promise<string> {
+  override acquire(options: AcquireOptions = {}): Promise<string> {
+    const acquisition = this.#acquire(options);
+    this.#acquisitions.add(acquisition);
+    const forget = (): void => {
+      this.#acquisitions.delete(acquisition);
+    };
+    acquisition.then(forget, forget);
+    return acquisition;
+  }
+
+  async #acquire(options: AcquireOptions): Promise<string> {
     this.admit(options);
     this.#assertOpen();
     abortIfNeeded(options.signal);
@@ -522,6 +534,9 @@ export class OpenSandboxProvider extends SandboxProvider {
   async #doShutdown(): Promise<void> {
     this.#closed = true;
     this.#serializer.close();
+    // An acquire in flight finishes, sees the shutdown and deletes what it created or reclaimed;
+    // waiting for it means no remote of this provider outlives a completed shutdown.
+    await Promise.allSettled([...this.#acquisitions]);
     await this.#pool.destroyAll();
     const actives = [...this.#active.values()];
     this.#active.clear();

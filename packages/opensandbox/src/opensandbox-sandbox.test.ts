@@ -12,7 +12,11 @@ import { ManualClock, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { timeoutNotice } from './command-output.js';
 import type { OpenSandboxSandboxOptions } from './opensandbox-sandbox.js';
-import { OpenSandboxSandbox, SANDBOX_CLOSED_MESSAGE, WRITE_FILE_MODE } from './opensandbox-sandbox.js';
+import {
+  OpenSandboxSandbox,
+  SANDBOX_CLOSED_MESSAGE,
+  WRITE_FILE_MODE,
+} from './opensandbox-sandbox.js';
 import type { OpenSandboxRemote } from './opensandbox-sdk.js';
 import {
   FakeOpenSandbox,
@@ -106,7 +110,10 @@ describe('OpenSandboxSandbox commands', () => {
     const h = await setup();
     h.fake.respondTo('no-exit', () => fakeExecution({ stdout: 'partial\n', exitCode: null }));
     h.fake.respondTo('start-failed', () =>
-      fakeExecution({ exitCode: null, error: { name: 'CommandExecError', value: 'fork/exec bash: no such file' } }),
+      fakeExecution({
+        exitCode: null,
+        error: { name: 'CommandExecError', value: 'fork/exec bash: no such file' },
+      }),
     );
     const silent = await rejection(h.sandbox.executeCommand('no-exit'));
     expect(silent).toBeInstanceOf(SandboxRuntimeError);
@@ -232,7 +239,9 @@ describe('OpenSandboxSandbox files', () => {
     const h = await setup();
     await h.sandbox.writeFile(`${WS}/deep/t.txt`, 'one\ntwo\nthree\n');
     expect(await h.sandbox.readFile(`${WS}/deep/t.txt`)).toBe('one\ntwo\nthree\n');
-    expect(await h.sandbox.readFile(`${WS}/deep/t.txt`, { startLine: 2, endLine: 3 })).toBe('two\nthree');
+    expect(await h.sandbox.readFile(`${WS}/deep/t.txt`, { startLine: 2, endLine: 3 })).toBe(
+      'two\nthree',
+    );
     await h.sandbox.writeFile(`${WS}/deep/t.txt`, 'four\n', { append: true });
     expect(await h.sandbox.readFile(`${WS}/deep/t.txt`, { startLine: 4 })).toBe('four');
     await h.sandbox.writeFile(`${WS}/new.txt`, 'created', { append: true });
@@ -240,14 +249,18 @@ describe('OpenSandboxSandbox files', () => {
     const bytes = new Uint8Array([0, 0xff, 0x80, 10, 13, 0]);
     await h.sandbox.updateFile(`${WS}/b.bin`, bytes);
     expect(Array.from(await h.sandbox.downloadFile(`${WS}/b.bin`))).toEqual(Array.from(bytes));
-    const writes = h.fake.gate.calls('writeFiles').map((c) => (c.args[1] as { mode: number }[])[0]?.mode);
+    const writes = h.fake.gate
+      .calls('writeFiles')
+      .map((c) => (c.args[1] as { mode: number }[])[0]?.mode);
     expect(new Set(writes)).toEqual(new Set([WRITE_FILE_MODE]));
   });
 
   it('concurrent appends to one file are serialised (no lost update)', async () => {
     const h = await setup();
     await Promise.all(
-      Array.from({ length: 5 }, (_, i) => h.sandbox.writeFile(`${WS}/log.txt`, `${i}\n`, { append: true })),
+      Array.from({ length: 5 }, (_, i) =>
+        h.sandbox.writeFile(`${WS}/log.txt`, `${i}\n`, { append: true }),
+      ),
     );
     const lines = (await h.sandbox.readFile(`${WS}/log.txt`)).trim().split('\n');
     expect([...lines].sort()).toEqual(['0', '1', '2', '3', '4']);
@@ -273,7 +286,9 @@ describe('OpenSandboxSandbox files', () => {
   it('reading a binary file as text is EILSEQ; a directory is EISDIR', async () => {
     const h = await setup();
     await h.sandbox.updateFile(`${WS}/bin.dat`, new Uint8Array([0xff, 0xfe, 0x00]));
-    expect(((await rejection(h.sandbox.readFile(`${WS}/bin.dat`))) as SandboxFileError).kind).toBe('EILSEQ');
+    expect(((await rejection(h.sandbox.readFile(`${WS}/bin.dat`))) as SandboxFileError).kind).toBe(
+      'EILSEQ',
+    );
     expect(((await rejection(h.sandbox.readFile(WS))) as SandboxFileError).kind).toBe('EISDIR');
   });
 
@@ -312,7 +327,11 @@ describe('OpenSandboxSandbox search', () => {
     const h = await setup();
     await h.sandbox.writeFile(`${WS}/src/a.py`, 'needle\n');
     await h.sandbox.writeFile(`${WS}/src/b.txt`, 'needle\n');
-    expect(await h.sandbox.listDir(WS)).toEqual([`${WS}/src/`, `${WS}/src/a.py`, `${WS}/src/b.txt`]);
+    expect(await h.sandbox.listDir(WS)).toEqual([
+      `${WS}/src/`,
+      `${WS}/src/a.py`,
+      `${WS}/src/b.txt`,
+    ]);
     expect((await h.sandbox.glob(WS, '**/*.py')).paths).toEqual([`${WS}/src/a.py`]);
     expect((await h.sandbox.grep(WS, 'needle', { glob: '*.py' })).matches).toEqual([
       { path: `${WS}/src/a.py`, lineNumber: 1, line: 'needle' },
@@ -350,7 +369,8 @@ describe('OpenSandboxSandbox search', () => {
       h.sandbox.glob(WS, '*', { maxResults: 0 }),
       h.sandbox.grep(WS, 'x', { maxResults: -1 }),
     ];
-    for (const attempt of attempts) expect(await rejection(attempt)).toBeInstanceOf(InvalidArgumentError);
+    for (const attempt of attempts)
+      expect(await rejection(attempt)).toBeInstanceOf(InvalidArgumentError);
     expect(h.calls('run') + h.calls('renew')).toBe(0);
   });
 });
@@ -365,20 +385,26 @@ describe('OpenSandboxSandbox terminal failures and teardown', () => {
     expect(h.calls('run')).toBe(0);
     expect(h.evicted).toHaveLength(1);
     expect(h.sandbox.closed).toBe(true);
-    expect(((await rejection(h.sandbox.readFile(`${WS}/x`))) as Error).message).toBe(SANDBOX_CLOSED_MESSAGE);
+    expect(((await rejection(h.sandbox.readFile(`${WS}/x`))) as Error).message).toBe(
+      SANDBOX_CLOSED_MESSAGE,
+    );
   });
 
   it('§8.8.178 a 404 on the command path evicts the sandbox', async () => {
     const h = await setup();
     h.fake.failNext('run', fakeApiError(404, 'sandbox not found'));
-    expect(await rejection(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(SandboxRuntimeError);
+    expect(await rejection(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(
+      SandboxRuntimeError,
+    );
     expect(h.evicted).toHaveLength(1);
   });
 
   it('a refused connection is terminal on the file path too; a 500 is not terminal anywhere', async () => {
     const h = await setup();
     h.fake.failNext('run', fakeApiError(500, 'execd hiccup'));
-    expect(await rejection(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(SandboxRuntimeError);
+    expect(await rejection(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(
+      SandboxRuntimeError,
+    );
     expect(h.sandbox.closed).toBe(false);
     h.fake.failNext('readBytes', fakeConnectionError());
     expect(await rejection(h.sandbox.readFile(`${WS}/x`))).toBeInstanceOf(SandboxRuntimeError);

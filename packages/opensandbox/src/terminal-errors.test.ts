@@ -1,13 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { isTerminalRemoteError, statusCodeOf } from './terminal-errors.js';
-import { fakeApiError, fakeConnectionError, fakeUnhealthyError } from './testing/fake-opensandbox-sdk.js';
+import {
+  fakeApiError,
+  fakeConnectionError,
+  fakeUnhealthyError,
+} from './testing/fake-opensandbox-sdk.js';
 
 describe('isTerminalRemoteError', () => {
   it('a lost or refused connection is terminal everywhere, found through the cause chain', () => {
     for (const op of ['command', 'renew', 'file', 'kill'] as const) {
       expect(isTerminalRemoteError(fakeConnectionError('ECONNREFUSED'), op)).toBe(true);
       expect(isTerminalRemoteError(fakeConnectionError('ECONNRESET'), op)).toBe(true);
-      expect(isTerminalRemoteError(new Error('wrapped', { cause: fakeConnectionError('EPIPE') }), op)).toBe(true);
+      expect(
+        isTerminalRemoteError(new Error('wrapped', { cause: fakeConnectionError('EPIPE') }), op),
+      ).toBe(true);
     }
   });
 
@@ -27,7 +33,9 @@ describe('isTerminalRemoteError', () => {
 
   it('other failures are not terminal', () => {
     expect(isTerminalRemoteError(fakeApiError(500, 'boom'), 'command')).toBe(false);
-    expect(isTerminalRemoteError(new Error('[http] Request timed out (timeoutSeconds=30)'), 'renew')).toBe(false);
+    expect(
+      isTerminalRemoteError(new Error('[http] Request timed out (timeoutSeconds=30)'), 'renew'),
+    ).toBe(false);
     expect(isTerminalRemoteError('a string', 'command')).toBe(false);
   });
 

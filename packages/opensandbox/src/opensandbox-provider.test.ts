@@ -1,0 +1,575 @@
+import {
+  ProviderClosedError,
+  SandboxRuntimeError,
+  deriveSandboxScopeToken,
+  parseSandboxConfig,
+} from '@sbx/core';
+import type { Logger } from '@sbx/core';
+import { ManualClock, settle, track } from '@sbx/core/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OpenSandboxProviderConfig } from './opensandbox-config.js';
+import {
+  OpenSandboxProvider,
+  PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE,
+} from './opensandbox-provider.js';
+import { FakeOpenSandbox, fakeApiError, fakeExecution } from './testing/fake-opensandbox-sdk.js';
+
+interface LogLine {
+  level: 'debug' | 'info' | 'warn' | 'error';
+  msg: string;
+  fields: Record<string, unknown> | undefined;
+}
+
+function capturingLogger(): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const at =
+    (level: LogLine['level']) =>
+    (msg: string, fields?: Record<string, unknown>): void => {
+      lines.push({ level, msg, fields });
+    };
+  return {
+    logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
+    lines,
+  };
+}
+
+const SECURE = { domain: 'opensandbox.test', protocol: 'https', api_key: 'k' };
+const fakes: FakeOpenSandbox[] = [];
+const providers: OpenSandboxProvider[] = [];
+
+afterEach(async () => {
+  await Promise.all(providers.splice(0).map((p) => p.shutdown()));
+  await Promise.all(fakes.splice(0).map((f) => f.dispose()));
+});
+
+function setup(
+  config: OpenSandboxProviderConfig = {},
+  env: Record<string, string | undefined> = {},
+) {
+  const fake = new FakeOpenSandbox();
+  fakes.push(fake);
+  const clock = new ManualClock(1_000_000);
+  const { logger, lines } = capturingLogger();
+  const provider = new OpenSandboxProvider({
+    config: { ...config, opensandbox: config.opensandbox ?? SECURE },
+    sdk: fake.sdk,
+    clock,
+    logger,
+    env,
+  });
+  providers.push(provider);
+  const remoteOf = (id: string): string => {
+    const sandbox = provider.get(id);
+    if (sandbox === undefined) throw new Error(`${id} is not active`);
+    return sandbox.remoteId;
+  };
+  return { fake, provider, clock, lines, remoteOf };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+const isHealthProbe = (command: string): boolean => command === 'true';
+
+describe('OpenSandboxProvider create', () => {
+  it('§8.8.164 create forwards image, lifetime, ready timeout, resolved environment, metadata and a connection config; no warning for HTTPS', async () => {
+    const config = parseSandboxConfig(
+      {
+        use: '@sbx/opensandbox',
+        image: 'sbx-image:1',
+        environment: { FROM_HOST: '$HOST_VAR', UNSET: '$NOT_SET', PLAIN: 'p' },
+        opensandbox: {
+          api_key: 'key-1',
+          domain: 'sandbox.example.com',
+          protocol: 'https',
+          request_timeout: 12,
+          ready_timeout: 7,
+          use_server_proxy: true,
+          sandbox_timeout: 900,
+        },
+      },
+      { env: { HOST_VAR: 'from-host' } },
+    );
+    const { fake, provider, lines } = setup(config);
+    const id = await provider.acquire({ userId: 'alice', threadId: 't1' });
+    expect(id).toBe(deriveSandboxScopeToken({ userId: 'alice', threadId: 't1' }));
+    expect(fake.creates).toHaveLength(1);
+    expect(fake.creates[0]!.options).toMatchObject({
+      image: 'sbx-image:1',
+      timeoutSeconds: 900,
+      readyTimeoutSeconds: 7,
+      env: { FROM_HOST: 'from-host', UNSET: '', PLAIN: 'p' },
+      metadata: {
+        deer_flow_provider: 'opensandbox',
+        deer_flow_thread: 't1',
+        deer_flow_user: 'alice',
+      },
+    });
+    expect(fake.connectionOptions[0]).toEqual({
+      apiKey: 'key-1',
+      domain: 'sandbox.example.com',
+      protocol: 'https',
+      requestTimeoutSeconds: 12,
+      useServerProxy: true,
+      disableMetrics: false,
+    });
+    expect(lines.filter((l) => l.level === 'warn')).toEqual([]);
+    // Bootstrap: the user-data directories, with a 30 s limit and the static environment.
+    expect(fake.runs[0]).toMatchObject({
+      options: { timeoutSeconds: 30, envs: { FROM_HOST: 'from-host', UNSET: '', PLAIN: 'p' } },
+    });
+    const machine = fake.remote(provider.get(id)!.remoteId).machine;
+    for (const dir of [
+      '/mnt/user-data/workspace',
+      '/mnt/user-data/uploads',
+      '/mnt/user-data/outputs',
+    ]) {
+      expect(await machine.exists(dir)).toBe(true);
+    }
+  });
+
+  it('§8.8.165 missing key and domain warn about an unauthenticated localhost:8080', () => {
+    const { lines } = setup({ opensandbox: {} });
+    expect(
+      lines
+        .filter((l) => l.level === 'warn')
+        .map((l) => l.msg)
+        .join('\n'),
+    ).toContain('unauthenticated localhost:8080');
+  });
+
+  it('§8.8.165 a remote plain-HTTP domain warns, and the key appears in no log line', async () => {
+    const { provider, lines } = setup({
+      opensandbox: { api_key: 'secret-key-xyz', domain: 'sandbox.example.com', protocol: 'http' },
+    });
+    expect(
+      lines.some(
+        (l) => l.level === 'warn' && l.msg.includes('remote OpenSandbox domain uses HTTP'),
+      ),
+    ).toBe(true);
+    await provider.acquire({ userId: 'u', threadId: 't' });
+    await provider.shutdown();
+    expect(JSON.stringify(lines)).not.toContain('secret-key-xyz');
+  });
+
+  it('§8.8.166 sandbox_timeout: null creates with the 4 h default; 0 creates without a lifetime', async () => {
+    const a = setup({ opensandbox: { ...SECURE, sandbox_timeout: null } });
+    await a.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(a.fake.creates[0]!.options.timeoutSeconds).toBe(14_400);
+    const b = setup({ opensandbox: { ...SECURE, sandbox_timeout: 0 } });
+    await b.provider.acquire({ userId: 'u', threadId: 't' });
+    expect(b.fake.creates[0]!.options.timeoutSeconds).toBeNull();
+  });
+
+  for (const [label, result] of [
+    ['exit 17', fakeExecution({ exitCode: 17 })],
+    ['no exit code', fakeExecution({ exitCode: null })],
+  ] as const) {
+    it(`§8.8.167 a bootstrap failure (${label}) deletes the created remote and registers nothing`, async () => {
+      const { fake, provider } = setup();
+      fake.respondTo('mkdir -p', () => result);
+      const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+      expect(err).toBeInstanceOf(SandboxRuntimeError);
+      expect((err as Error).message).toContain('OpenSandbox bootstrap failed: ');
+      expect(fake.remote('fake-1')).toMatchObject({ alive: false, kills: 1, closes: 1 });
+      expect(provider.activeIds).toEqual([]);
+      expect(provider.replicaCount().total).toBe(0);
+    });
+  }
+
+  it('a failed create registers nothing and the next acquire tries again', async () => {
+    const { fake, provider } = setup();
+    fake.failNext('create', fakeApiError(500, 'no capacity'));
+    expect(await rejection(provider.acquire({ userId: 'u', threadId: 't' }))).toBeDefined();
+    expect(provider.activeIds).toEqual([]);
+    await provider.acquire({ userId: 'u', threadId: 't' });
+    expect(fake.creates).toHaveLength(1);
+  });
+});
+
+describe('OpenSandboxProvider reuse', () => {
+  it('§8.8.168 the same scope reuses its sandbox, renewing once with 4 h; other users and threads get their own remote and config', async () => {
+    const { fake, provider } = setup();
+    const a = await provider.acquire({ userId: 'u1', threadId: 't1' });
+    expect(await provider.acquire({ userId: 'u1', threadId: 't1' })).toBe(a);
+    expect(fake.creates).toHaveLength(1);
+    expect(fake.renewCalls()).toEqual([14_400]);
+    const otherThread = await provider.acquire({ userId: 'u1', threadId: 't2' });
+    const otherUser = await provider.acquire({ userId: 'u2', threadId: 't1' });
+    expect(new Set([a, otherThread, otherUser]).size).toBe(3);
+    expect(fake.creates).toHaveLength(3);
+    expect(new Set(fake.creates.map((c) => c.options.connectionConfig)).size).toBe(3);
+  });
+
+  it('§8.8.169 a terminal (410) renewal failure of an active sandbox rebuilds it within the same acquire', async () => {
+    const { fake, provider, remoteOf } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const first = remoteOf(id);
+    fake.failNext('renew', fakeApiError(410, 'expired'));
+    expect(await provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(remoteOf(id)).not.toBe(first);
+    expect(fake.creates).toHaveLength(2);
+    await settle();
+    expect(fake.remote(first)).toMatchObject({ kills: 1, closes: 1 });
+  });
+
+  it('§8.8.169 a non-terminal renewal failure propagates and keeps the sandbox', async () => {
+    const { fake, provider } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const sandbox = provider.get(id);
+    fake.failNext('renew', fakeApiError(500, 'lifecycle hiccup'));
+    expect(await rejection(provider.acquire({ userId: 'u', threadId: 't' }))).toBeInstanceOf(
+      SandboxRuntimeError,
+    );
+    expect(provider.get(id)).toBe(sandbox);
+    expect(sandbox?.closed).toBe(false);
+    expect(fake.creates).toHaveLength(1);
+  });
+
+  it('§8.8.170 release parks; the same scope reclaims after a `true` health check', async () => {
+    const { fake, provider, remoteOf } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const remote = remoteOf(id);
+    await provider.release(id);
+    expect(provider.get(id)).toBeUndefined();
+    expect(provider.warmIds).toEqual([id]);
+    expect(await provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(remoteOf(id)).toBe(remote);
+    expect(fake.runs.at(-1)).toMatchObject({ command: 'true', options: { timeoutSeconds: 10 } });
+    expect(fake.creates).toHaveLength(1);
+  });
+
+  for (const [label, result] of [
+    ['exit 1', fakeExecution({ exitCode: 1 })],
+    ['no exit code', fakeExecution({ exitCode: null })],
+  ] as const) {
+    it(`§8.8.170 an unhealthy warm sandbox (${label}) is deleted and replaced`, async () => {
+      const { fake, provider, remoteOf } = setup();
+      const id = await provider.acquire({ userId: 'u', threadId: 't' });
+      const first = remoteOf(id);
+      await provider.release(id);
+      fake.respondTo(isHealthProbe, () => result);
+      expect(await provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+      expect(remoteOf(id)).not.toBe(first);
+      expect(fake.remote(first)).toMatchObject({ alive: false, kills: 1 });
+      expect(provider.warmIds).toEqual([]);
+    });
+  }
+
+  it('§8.8.178 a file-API 404 does not evict; a command-path 404 evicts the active sandbox, deleted once', async () => {
+    const { fake, provider, remoteOf } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const first = remoteOf(id);
+    await rejection(provider.get(id)!.readFile('/mnt/user-data/workspace/missing.txt'));
+    expect(remoteOf(id)).toBe(first);
+    fake.failNext('run', fakeApiError(404, 'sandbox not found'));
+    await rejection(provider.get(id)!.executeCommand('echo hi'));
+    expect(provider.get(id)).toBeUndefined();
+    await settle();
+    expect(fake.remote(first)).toMatchObject({ kills: 1, closes: 1 });
+    expect(await provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    expect(remoteOf(id)).not.toBe(first);
+    await provider.shutdown();
+    expect(fake.remote(first).kills).toBe(1);
+  });
+
+  it('§8.8.178 a terminal renewal error evicts before the command runs', async () => {
+    const { fake, provider } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const runsBefore = fake.gate.count('run');
+    fake.failNext('renew', fakeConnectionRefused());
+    await rejection(provider.get(id)!.executeCommand('echo hi'));
+    expect(fake.gate.count('run')).toBe(runsBefore);
+    expect(provider.get(id)).toBeUndefined();
+  });
+
+  it('anonymous acquires get a random id, are not reclaimable, and are deleted on release', async () => {
+    const { fake, provider, remoteOf } = setup();
+    const a = await provider.acquire();
+    const b = await provider.acquire();
+    expect(a).toMatch(/^[0-9a-f]{8}$/);
+    expect(a).not.toBe(b);
+    expect(fake.creates[0]!.options.metadata).toEqual({ deer_flow_provider: 'opensandbox' });
+    const remote = remoteOf(a);
+    await provider.release(a);
+    expect(fake.remote(remote)).toMatchObject({ alive: false, kills: 1 });
+    expect(provider.warmIds).toEqual([]);
+  });
+});
+
+function fakeConnectionRefused(): Error {
+  const cause = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+  return new TypeError('fetch failed', { cause });
+}
+
+describe('OpenSandboxProvider reset and shutdown', () => {
+  it('§8.8.171 reset() parks active sandboxes and the provider stays usable', async () => {
+    const { fake, provider, remoteOf } = setup();
+    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+    const remote = remoteOf(a);
+    const b = await provider.acquire({ userId: 'u', threadId: 'b' });
+    await provider.release(b);
+    await provider.reset();
+    expect(provider.activeIds).toEqual([]);
+    expect([...provider.warmIds].sort()).toEqual([a, b].sort());
+    expect(fake.aliveIds).toHaveLength(2);
+    expect(await provider.acquire({ userId: 'u', threadId: 'a' })).toBe(a);
+    expect(remoteOf(a)).toBe(remote);
+  });
+
+  it('§8.8.171 shutdown() deletes every remote exactly once, stops the reaper, and is idempotent', async () => {
+    const { fake, provider, clock } = setup();
+    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+    await provider.acquire({ userId: 'u', threadId: 'b' });
+    await provider.release(a);
+    expect(provider.idleCheckerRunning).toBe(true);
+    await Promise.all([provider.shutdown(), provider.shutdown()]);
+    await provider.shutdown();
+    expect([...fake.remotes.values()].map((r) => [r.kills, r.closes, r.alive])).toEqual([
+      [1, 1, false],
+      [1, 1, false],
+    ]);
+    expect(provider.idleCheckerRunning).toBe(false);
+    expect(clock.pendingTimers).toBe(0);
+    const err = await rejection(provider.acquire({ userId: 'u', threadId: 'a' }));
+    expect(err).toBeInstanceOf(ProviderClosedError);
+    expect((err as Error).message).toBe('OpenSandboxProvider has been shut down');
+    await provider.release(a);
+  });
+});
+
+describe('OpenSandboxProvider races (deterministic interleavings)', () => {
+  it('§8.8.179 concurrent acquires of one scope create once', async () => {
+    const { fake, provider } = setup();
+    fake.gate.pause('create');
+    const pending = Array.from({ length: 5 }, () =>
+      provider.acquire({ userId: 'u', threadId: 't' }),
+    );
+    const held = await fake.gate.nextCall('create');
+    await settle();
+    expect(fake.gate.count('create')).toBe(1);
+    fake.gate.resume('create');
+    await held.release();
+    const ids = await Promise.all(pending);
+    expect(new Set(ids).size).toBe(1);
+    expect(fake.creates).toHaveLength(1);
+  });
+
+  it('shutdown during a create waits for it, deletes the new remote and fails that acquire', async () => {
+    const { fake, provider } = setup();
+    fake.gate.pause('create');
+    const acquire = track(provider.acquire({ userId: 'u', threadId: 't' }));
+    const held = await fake.gate.nextCall('create');
+    const shutdown = track(provider.shutdown());
+    await settle();
+    expect(shutdown.settled).toBe(false);
+    await held.release();
+    await shutdown.promise;
+    const err = await rejection(acquire.promise);
+    expect(err).toBeInstanceOf(ProviderClosedError);
+    expect((err as Error).message).toBe(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
+    expect(fake.remote('fake-1')).toMatchObject({ alive: false, kills: 1 });
+  });
+
+  it('an acquire waiting for the same thread when shutdown starts fails closed without touching the SDK', async () => {
+    const { fake, provider } = setup();
+    fake.gate.pause('create');
+    const first = provider.acquire({ userId: 'u', threadId: 't' });
+    const held = await fake.gate.nextCall('create');
+    const second = provider.acquire({ userId: 'u', threadId: 't' });
+    await settle();
+    const shutdown = provider.shutdown();
+    expect(await rejection(second)).toBeInstanceOf(ProviderClosedError);
+    await held.release();
+    await rejection(first);
+    await shutdown;
+    expect(fake.creates).toHaveLength(1);
+  });
+
+  it('a late terminal failure of an evicted sandbox never evicts its replacement', async () => {
+    const { fake, provider, remoteOf } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const old = provider.get(id)!;
+    fake.gate.pause('run', { times: 1 });
+    const command = old.executeCommand('echo late');
+    const heldRun = await fake.gate.nextCall('run');
+    fake.vanish(old.remoteId);
+    // The reuse renewal finds the remote gone: evict and rebuild within this acquire.
+    expect(await provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+    const replacement = provider.get(id)!;
+    expect(replacement).not.toBe(old);
+    await heldRun.release();
+    await rejection(command);
+    expect(provider.get(id)).toBe(replacement);
+    expect(replacement.closed).toBe(false);
+    await settle();
+    expect(fake.remote(old.remoteId).kills).toBe(1);
+    expect(remoteOf(id)).toBe(replacement.remoteId);
+  });
+
+  it('the idle checker cannot delete a warm sandbox while its reclaim health check runs', async () => {
+    const { fake, provider, clock } = setup({ idleTimeout: 20 });
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    await provider.release(id);
+    fake.gate.pause('run', { times: 1 });
+    const acquire = provider.acquire({ userId: 'u', threadId: 't' });
+    const health = await fake.gate.nextCall('run');
+    expect(health.args[1]).toBe('true');
+    // Parked longer than idle_timeout, but out of the pool while it is being checked.
+    await clock.advance(30_000);
+    await provider.runIdleCheck();
+    expect(fake.gate.count('kill')).toBe(0);
+    await health.release();
+    expect(await acquire).toBe(id);
+    expect(provider.get(id)?.closed).toBe(false);
+  });
+
+  it('a health check that never answers is abandoned after 10 s + 30 s and the sandbox replaced', async () => {
+    const { fake, provider, clock, remoteOf } = setup({ idleTimeout: 0 });
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const first = remoteOf(id);
+    await provider.release(id);
+    fake.gate.pause('run', { times: 1 });
+    const acquire = track(provider.acquire({ userId: 'u', threadId: 't' }));
+    await fake.gate.nextCall('run');
+    await clock.advance(39_999);
+    await settle();
+    expect(acquire.settled).toBe(false);
+    await clock.advance(1);
+    expect(await acquire.promise).toBe(id);
+    expect(remoteOf(id)).not.toBe(first);
+    expect(fake.remote(first)).toMatchObject({ alive: false, kills: 1 });
+  });
+
+  it('release waits for an acquire of the same thread that is still renewing', async () => {
+    const { fake, provider } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    fake.gate.pause('renew', { times: 1 });
+    const acquire = provider.acquire({ userId: 'u', threadId: 't' });
+    const renew = await fake.gate.nextCall('renew');
+    const release = track(provider.release(id));
+    await settle();
+    expect(release.settled).toBe(false);
+    expect(provider.activeIds).toEqual([id]);
+    await renew.release();
+    expect(await acquire).toBe(id);
+    await release.promise;
+    expect(provider.activeIds).toEqual([]);
+    expect(provider.warmIds).toEqual([id]);
+  });
+
+  it('reset while an acquire waits re-queues it; the thread still ends with one remote', async () => {
+    const { fake, provider, remoteOf } = setup();
+    fake.gate.pause('create');
+    const first = provider.acquire({ userId: 'u', threadId: 't' });
+    const heldFirst = await fake.gate.nextCall('create');
+    const second = provider.acquire({ userId: 'u', threadId: 't' });
+    await settle();
+    await provider.reset();
+    // The waiter moved to the fresh lock table and now creates too (the old holder still runs).
+    const heldSecond = await fake.gate.nextCall('create');
+    fake.gate.resume('create');
+    await heldFirst.release();
+    const id = await first;
+    await heldSecond.release();
+    expect(await second).toBe(id);
+    expect(fake.aliveIds).toEqual([remoteOf(id)]);
+  });
+});
+
+describe('§8.5 shared warm-pool lifecycle', () => {
+  it('§8.5.108 the replica count is active + warm', async () => {
+    const { provider } = setup();
+    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+    await provider.acquire({ userId: 'u', threadId: 'b' });
+    await provider.release(a);
+    expect(provider.replicaCount()).toEqual({ replicas: 3, total: 2 });
+  });
+
+  it('§8.5.109 making room deletes the oldest warm sandbox (reason replica_enforcement), never an active one', async () => {
+    const { fake, provider, clock, lines, remoteOf } = setup({ replicas: 2 });
+    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+    const remoteA = remoteOf(a);
+    await provider.release(a);
+    await clock.advance(1000);
+    const b = await provider.acquire({ userId: 'u', threadId: 'b' });
+    const remoteB = remoteOf(b);
+    await provider.release(b);
+    await provider.acquire({ userId: 'u', threadId: 'c' });
+    expect(fake.remote(remoteA)).toMatchObject({ alive: false, kills: 1 });
+    expect(fake.remote(remoteB).alive).toBe(true);
+    expect(provider.warmIds).toEqual([b]);
+    expect(
+      lines.some(
+        (l) => l.msg.startsWith('Deleting warm') && l.fields?.reason === 'replica_enforcement',
+      ),
+    ).toBe(true);
+  });
+
+  it('§8.5.109 with only active sandboxes at the cap nothing is evicted: creation goes beyond the soft cap with a warning', async () => {
+    const { fake, provider, lines } = setup({ replicas: 1 });
+    await provider.acquire({ userId: 'u', threadId: 'a' });
+    await provider.acquire({ userId: 'u', threadId: 'b' });
+    expect(fake.aliveIds).toHaveLength(2);
+    expect(provider.activeIds).toHaveLength(2);
+    expect(lines.some((l) => l.level === 'warn' && l.msg.includes('beyond the soft limit'))).toBe(
+      true,
+    );
+  });
+
+  it('§8.5.110 reaping deletes only expired warm sandboxes (reason idle_timeout)', async () => {
+    const { fake, provider, clock, lines, remoteOf } = setup({
+      idleTimeout: 100,
+      warmPool: { idleCheckIntervalSeconds: 10_000 },
+    });
+    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+    const b = await provider.acquire({ userId: 'u', threadId: 'b' });
+    const [remoteA, remoteB] = [remoteOf(a), remoteOf(b)];
+    await provider.release(a);
+    await clock.advance(60_000);
+    await provider.release(b);
+    await clock.advance(50_000);
+    await provider.runIdleCheck();
+    expect(fake.remote(remoteA).alive).toBe(false);
+    expect(fake.remote(remoteB).alive).toBe(true);
+    expect(provider.warmIds).toEqual([b]);
+    expect(
+      lines.some((l) => l.msg.startsWith('Deleting warm') && l.fields?.reason === 'idle_timeout'),
+    ).toBe(true);
+  });
+
+  it('§8.5.110 an idle timeout of 0 reaps nothing and starts no checker', async () => {
+    const { fake, provider, clock } = setup({ idleTimeout: 0 });
+    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+    await provider.release(a);
+    expect(provider.idleCheckerRunning).toBe(false);
+    await clock.advance(10 * 24 * 3600 * 1000);
+    await provider.runIdleCheck();
+    expect(fake.aliveIds).toHaveLength(1);
+    expect(provider.warmIds).toEqual([a]);
+  });
+
+  it('§8.5.111 the idle checker runs on the configured interval and stops cleanly', async () => {
+    const { fake, provider, clock, remoteOf } = setup({
+      idleTimeout: 30,
+      warmPool: { idleCheckIntervalSeconds: 10 },
+    });
+    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+    const remote = remoteOf(a);
+    await provider.release(a);
+    await clock.advance(30_000);
+    expect(fake.remote(remote).alive).toBe(true);
+    await clock.advance(10_000);
+    expect(fake.remote(remote).alive).toBe(false);
+    expect(clock.pendingTimers).toBe(1);
+    await provider.shutdown();
+    expect(provider.idleCheckerRunning).toBe(false);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
