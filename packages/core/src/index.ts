@@ -501,6 +501,18 @@ export {
   LS_TRUNCATION_HINT,
 } from './tools/truncation.js';
 
+// @section command-output
+export {
+  DEFAULT_COMMAND_TIMEOUT_SECONDS,
+  assembleCommandOutput,
+  formatSeconds,
+  timeoutNotice,
+} from './command-output.js';
+export type { CommandOutcome } from './command-output.js';
+export { sliceLines } from './line-range.js';
+export { withDeadline } from './with-deadline.js';
+export type { DeadlineOptions, DeadlineOutcome } from './with-deadline.js';
+
 // @section observability
 export * from './logger.js';
 export { fromPino } from './observability-pino.js';
