@@ -52,3 +52,7 @@ export type {
 // @section capacity-store-contract
 export { describeCapacityStoreContract } from './testing/capacity-store-contract.js';
 export type { CapacityStoreHarness } from './testing/capacity-store-contract.js';
+
+// @section host-shell
+export { busyboxBin, runOnHost } from './testing/host-shell.js';
+export type { HostRun, HostRunResult, Userland } from './testing/host-shell.js';
