@@ -19,13 +19,15 @@ export type {
 export { runPosixCommand } from './posix-runner.js';
 export type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
 export { findShell, POSIX_SHELL_CANDIDATES } from './shell.js';
+// The command output format lives in @sbx/core (every sandbox shares it); re-exported here so
+// code that imported it from @sbx/local keeps working.
 export {
   assembleCommandOutput,
   timeoutNotice,
   formatSeconds,
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
-} from './command-output.js';
-export type { CommandOutcome } from './command-output.js';
+} from '@sbx/core';
+export type { CommandOutcome } from '@sbx/core';
 export { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
 export { runDemo, type DemoOptions } from './demo.js';
 

@@ -17,10 +17,10 @@ import {
   SandboxPermissionError,
   isSbxError,
   pathMapping,
+  timeoutNotice,
 } from '@sbx/core';
 import type { Logger, SandboxFileError } from '@sbx/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { formatSeconds, timeoutNotice } from './command-output.js';
 import { LocalSandbox, MAX_DOWNLOAD_BYTES } from './local-sandbox.js';
 import type { PosixRunOptions } from './posix-runner.js';
 import { hasProcFs, killGroupQuietly, liveProcessesInGroup } from './proc-test-support.js';
@@ -134,15 +134,6 @@ describe('LocalSandbox', () => {
       expect(out).toContain('timed out after 1 second and was terminated');
       expect(out).toContain('> /mnt/user-data/workspace/server.log 2>&1 &');
       expect(out).not.toContain('Exit Code');
-    });
-
-    it('§10.6.71 formats 1.5 seconds and 600 seconds', () => {
-      expect(formatSeconds(1.5)).toBe('1.5 seconds');
-      expect(formatSeconds(1)).toBe('1 second');
-      expect(formatSeconds(600)).toBe('600 seconds');
-      expect(timeoutNotice(1.5)).toMatch(
-        /^Command timed out after 1\.5 seconds and was terminated\. /,
-      );
     });
 
     it.skipIf(!hasProcFs)('§10.6.72 on timeout the whole process group dies', async () => {

@@ -1,6 +1,7 @@
 import { appendFile, mkdir, open, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  DEFAULT_COMMAND_TIMEOUT_SECONDS,
   HostBashDisabledError,
   HostPathMasker,
   InvalidArgumentError,
@@ -11,6 +12,7 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
   VIRTUAL_PATH_PREFIX,
+  assembleCommandOutput,
   buildSandboxEnv,
   findGlobMatches,
   findGrepMatches,
@@ -35,7 +37,6 @@ import type {
   ResolvedPath,
   WriteFileOptions,
 } from '@sbx/core';
-import { assembleCommandOutput, DEFAULT_COMMAND_TIMEOUT_SECONDS } from './command-output.js';
 import { toFileError } from './file-errors.js';
 import { runPosixCommand, type PosixRunOptions, type PosixRunResult } from './posix-runner.js';
 import { findShell } from './shell.js';
