@@ -289,6 +289,16 @@ describe('OpenSandboxProvider reuse', () => {
     expect(provider.get(id)).toBeUndefined();
   });
 
+  it('§1.5 flags: no shared thread-data mounts, uploads need permission adjustment, no skill isolation', () => {
+    const { provider } = setup();
+    expect(provider.usesThreadDataMounts).toBe(false);
+    expect(provider.needsUploadPermissionAdjustment).toBe(true);
+    expect(provider.supportsAgentSkillIsolation).toBe(false);
+    expect(() =>
+      provider.admit({ userId: 'u', threadId: 't', skillPolicy: { allowedSkills: [] } }),
+    ).toThrow('cannot enforce per-Agent skill filesystem isolation');
+  });
+
   it('anonymous acquires get a random id, are not reclaimable, and are deleted on release', async () => {
     const { fake, provider, remoteOf } = setup();
     const a = await provider.acquire();
