@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command (`npm test`): services, format, lint, build, the generated-docs checks,
-# typecheck, every vitest project, then the packaging check. Every step runs even when an earlier
-# one failed (except the steps that need a good build), so one run shows every problem; the exit
-# status is non-zero if anything failed.
+# typecheck, every vitest project, then the packaging and registry checks. Every step runs even
+# when an earlier one failed (except the steps that need a good build), so one run shows every
+# problem; the exit status is non-zero if anything failed.
 #
 # Services: Redis and Docker are started through tools/services when installed, and stopped again
 # at the end unless they were already running. Without them their integration tiers skip with a
@@ -136,8 +136,12 @@ step "vitest" timeout -k 30 "${SBX_VITEST_TIMEOUT:-1800}" \
 
 if [[ "$build_ok" == 1 ]]; then
   step "packaging check" node tools/scripts/pack-check.mjs || true
+  # Publishes every package to a private registry on loopback and installs + runs the demo from
+  # it (third-party dependencies come from the npm registry). Bounded, as it talks to the network.
+  step "registry check" timeout -k 10 300 node tools/scripts/registry-check.mjs || true
 else
   record FAIL "packaging check (build failed)" 0
+  record FAIL "registry check (build failed)" 0
 fi
 
 stop_started
