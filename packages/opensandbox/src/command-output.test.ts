@@ -1,13 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  assembleCommandOutput,
-  exitCodeOf,
-  joinOutputLines,
-  missingExitDetail,
-  stdoutOf,
-  timeoutNotice,
-} from './command-output.js';
+import { exitCodeOf, joinOutputLines, missingExitDetail, stdoutOf } from './command-output.js';
 import { splitExecdLines } from './testing/execd-output.js';
 
 const messages = (texts: string[]) => texts.map((text) => ({ text }));
@@ -31,29 +24,6 @@ describe('joinOutputLines (rebuilding text from execd line events)', () => {
   it('reads CRLF and a missing final newline as plain newline-terminated lines', () => {
     expect(joinOutputLines(messages(splitExecdLines('a\r\nb\r\n')))).toBe('a\nb\n');
     expect(joinOutputLines(messages(splitExecdLines('no newline')))).toBe('no newline\n');
-  });
-});
-
-describe('assembleCommandOutput (core output contract)', () => {
-  it('matches the contract texts', () => {
-    expect(assembleCommandOutput({ stdout: '', stderr: '', exitCode: 3 })).toBe('\nExit Code: 3');
-    expect(assembleCommandOutput({ stdout: '', stderr: '', exitCode: 0 })).toBe('(no output)');
-    expect(assembleCommandOutput({ stdout: '', stderr: 'err\n', exitCode: 0 })).toBe('err\n');
-    expect(assembleCommandOutput({ stdout: 'out\n', stderr: 'err\n', exitCode: 2 })).toBe(
-      'out\n\nStd Error:\nerr\n\nExit Code: 2',
-    );
-  });
-
-  it('a timeout shows the notice and never an exit code', () => {
-    const out = assembleCommandOutput({
-      stdout: 'x\n',
-      stderr: '',
-      exitCode: -1,
-      timedOutAfterSeconds: 1,
-    });
-    expect(out).toBe(`x\n\n${timeoutNotice(1)}`);
-    expect(timeoutNotice(1)).toContain('after 1 second and');
-    expect(timeoutNotice(2.5)).toContain('after 2.5 seconds and');
   });
 });
 

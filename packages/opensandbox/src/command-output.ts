@@ -1,44 +1,9 @@
 import type { OpenSandboxExecution, OpenSandboxOutputMessage } from './opensandbox-sdk.js';
 
-/**
- * The one text `executeCommand` returns, in the core contract's format (the same as every other
- * sbx sandbox): stdout; stderr under a `Std Error:` header only when there is stdout; then either
- * the timeout notice or a non-zero exit code on its own line; `(no output)` when all is empty.
+/*
+ * Reading an execd `CommandExecution` for the core output contract (`assembleCommandOutput` of
+ * @sbx/core): the stream texts, the exit code, and what to say when there is none.
  */
-export interface CommandOutcome {
-  readonly stdout: string;
-  readonly stderr: string;
-  readonly exitCode: number;
-  /** Seconds of the limit that stopped the command, when it ran too long. */
-  readonly timedOutAfterSeconds?: number | undefined;
-}
-
-function formatSeconds(seconds: number): string {
-  const amount = Number.isInteger(seconds) ? String(seconds) : String(Number(seconds));
-  return `${amount} ${seconds === 1 ? 'second' : 'seconds'}`;
-}
-
-/** Same wording as the other sandboxes, so agents learn one message. */
-export function timeoutNotice(seconds: number): string {
-  return (
-    `Command timed out after ${formatSeconds(seconds)} and was terminated. ` +
-    'Commands that keep running, such as servers or watchers, block the turn until they are ' +
-    'killed: start them in the background with their output redirected, e.g. ' +
-    '`your-command > /mnt/user-data/workspace/server.log 2>&1 &`, then check the log.'
-  );
-}
-
-export function assembleCommandOutput(outcome: CommandOutcome): string {
-  let output = outcome.stdout;
-  if (outcome.stderr) output = output ? `${output}\nStd Error:\n${outcome.stderr}` : outcome.stderr;
-  if (outcome.timedOutAfterSeconds !== undefined) {
-    const notice = timeoutNotice(outcome.timedOutAfterSeconds);
-    output = output ? `${output}\n${notice}` : notice;
-  } else if (outcome.exitCode !== 0) {
-    output = `${output}\nExit Code: ${outcome.exitCode}`;
-  }
-  return output || '(no output)';
-}
 
 /**
  * Rebuilds a stream's text from execd's events. execd tails the command's output file and sends

@@ -29,7 +29,6 @@ export type {
 export {
   BOOTSTRAP_TIMEOUT_SECONDS,
   COMMAND_TTL_GRACE_SECONDS,
-  DEFAULT_COMMAND_TIMEOUT_SECONDS,
   DEFAULT_OPENSANDBOX_IMAGE,
   DEFAULT_READY_TIMEOUT_SECONDS,
   DEFAULT_REQUEST_TIMEOUT_SECONDS,
@@ -71,8 +70,7 @@ export {
   statusCodeOf,
 } from './terminal-errors.js';
 export type { RemoteOperation } from './terminal-errors.js';
-export { assembleCommandOutput, joinOutputLines, timeoutNotice } from './command-output.js';
-export type { CommandOutcome } from './command-output.js';
+export { exitCodeOf, joinOutputLines } from './command-output.js';
 
 /** `use: "@sbx/opensandbox"` loads this: the provider class. */
 export default OpenSandboxProvider;

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import {
   ConfigError,
+  DEFAULT_COMMAND_TIMEOUT_SECONDS,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
@@ -15,8 +16,6 @@ export const DEFAULT_OPENSANDBOX_IMAGE = 'python:3.11';
 export const DEFAULT_SANDBOX_LIFETIME_SECONDS = 14_400;
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
 export const DEFAULT_READY_TIMEOUT_SECONDS = 30;
-/** Default per-command limit when the caller gives none (`bash_command_timeout`). */
-export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 600;
 /** Limit of the `true` probe that decides whether a warm sandbox may be reclaimed. */
 export const HEALTH_CHECK_TIMEOUT_SECONDS = 10;
 /** Limit of the directory bootstrap run right after create. */

@@ -6,11 +6,11 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
   systemClock,
+  timeoutNotice,
 } from '@sbx/core';
 import type { Clock } from '@sbx/core';
 import { ManualClock, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import { timeoutNotice } from './command-output.js';
 import type { OpenSandboxSandboxOptions } from './opensandbox-sandbox.js';
 import {
   OpenSandboxSandbox,

@@ -7,12 +7,15 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
   VIRTUAL_PATH_PREFIX,
+  assembleCommandOutput,
   isSbxError,
   isUnderVirtualPrefix,
   planRemoteGlob,
+  DEFAULT_COMMAND_TIMEOUT_SECONDS,
   planRemoteGrep,
   planRemoteListDir,
   silentLogger,
+  sliceLines,
   systemClock,
   validateExtraEnv,
 } from '@sbx/core';
@@ -30,22 +33,14 @@ import type {
   RemoteSearchPlan,
   WriteFileOptions,
 } from '@sbx/core';
-import {
-  assembleCommandOutput,
-  exitCodeOf,
-  joinOutputLines,
-  missingExitDetail,
-  stdoutOf,
-} from './command-output.js';
+import { exitCodeOf, joinOutputLines, missingExitDetail, stdoutOf } from './command-output.js';
 import {
   COMMAND_TTL_GRACE_SECONDS,
-  DEFAULT_COMMAND_TIMEOUT_SECONDS,
   DEFAULT_SANDBOX_LIFETIME_SECONDS,
 } from './opensandbox-config.js';
 import type { OpenSandboxExecution, OpenSandboxRemote } from './opensandbox-sdk.js';
 import { fileErrorFromRemote, tooLargeError } from './file-errors.js';
 import { KeyedLock } from './keyed-lock.js';
-import { sliceLines } from './line-range.js';
 import { checkRemotePath } from './remote-path.js';
 import type { RemoteOperation } from './terminal-errors.js';
 import { describeRemoteError, isTerminalRemoteError } from './terminal-errors.js';
@@ -266,7 +261,8 @@ export class OpenSandboxSandbox extends Sandbox {
         stdout,
         stderr,
         exitCode: 0,
-        timedOutAfterSeconds: timeoutSeconds,
+        timedOut: true,
+        timeoutSeconds,
       });
     }
     const exitCode = exitCodeOf(execution);
