@@ -64,6 +64,9 @@ export interface E2BCommandResult {
   error?: string;
 }
 
+/** The SDK's own default for `commands.run` when no `timeoutMs` is given. */
+export const SDK_DEFAULT_COMMAND_TIMEOUT_MS = 60_000;
+
 /** `CommandStartOpts` subset (foreground only). */
 export interface E2BCommandOptions {
   envs?: Record<string, string>;

@@ -9,6 +9,7 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
   VIRTUAL_PATH_PREFIX,
+  assembleCommandOutput,
   hasTraversalSegment,
   isSbxError,
   planRemoteGlob,
@@ -28,8 +29,8 @@ import type {
   ReadFileOptions,
   WriteFileOptions,
 } from '@sbx/core';
-import { SDK_DEFAULT_COMMAND_TIMEOUT_MS, assembleCommandOutput } from './command-output.js';
 import type { E2BCommandOptions, E2BCommandResult, E2BRemoteSandbox } from './e2b-client.js';
+import { SDK_DEFAULT_COMMAND_TIMEOUT_MS } from './e2b-client.js';
 import {
   commandExitResult,
   errorMessage,
@@ -162,7 +163,8 @@ export class E2BSandbox extends Sandbox {
           stdout,
           stderr,
           exitCode: 0,
-          timedOutAfterSeconds: limit / 1000,
+          timedOut: true,
+          timeoutSeconds: limit / 1000,
         });
       }
       if (options.signal?.aborted) throw error;

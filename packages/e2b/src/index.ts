@@ -18,14 +18,13 @@ export {
   CLOSED_MESSAGE,
 } from './e2b-sandbox.js';
 export type { E2BSandboxOptions } from './e2b-sandbox.js';
-export {
-  assembleCommandOutput,
-  timeoutNotice,
-  SDK_DEFAULT_COMMAND_TIMEOUT_MS,
-} from './command-output.js';
-export type { CommandOutcome } from './command-output.js';
+// The command output format lives in @sbx/core (every sandbox shares it); re-exported here so
+// code that imported it from @sbx/e2b keeps working.
+export { assembleCommandOutput, timeoutNotice } from '@sbx/core';
+export type { CommandOutcome } from '@sbx/core';
 
 // --- the SDK port
+export { SDK_DEFAULT_COMMAND_TIMEOUT_MS } from './e2b-client.js';
 export type {
   E2BClient,
   E2BRemoteSandbox,
