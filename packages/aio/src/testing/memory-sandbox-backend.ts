@@ -119,13 +119,14 @@ export class MemorySandboxBackend implements SandboxBackend {
   async discover(sandboxId: string, _options?: BackendCallOptions): Promise<SandboxInfo | null> {
     this.calls.push({ method: 'discover', sandboxId });
     const c = this.containers.get(sandboxId);
-    return c?.running && c.ready ? c.info : null;
+    // A fresh object per answer, as a real backend builds one per call.
+    return c?.running && c.ready ? { ...c.info } : null;
   }
 
   async listRunning(_options?: BackendCallOptions): Promise<SandboxInfo[]> {
     this.calls.push({ method: 'listRunning', sandboxId: undefined });
     if (this.failList) throw this.failList;
-    return [...this.containers.values()].filter((c) => c.running).map((c) => c.info);
+    return [...this.containers.values()].filter((c) => c.running).map((c) => ({ ...c.info }));
   }
 
   /** The provider's readiness probe for these containers. */

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MemoryLeaseTable, MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
+import { OwnershipBackendError } from '@sbx/core';
 import type { ClaimOptions, Logger, OwnershipStore } from '@sbx/core';
 import { ManualClock, pausable } from '@sbx/core/testing';
 import type { Pausable } from '@sbx/core/testing';
@@ -39,29 +40,55 @@ export class RecordingLogger implements Logger {
   }
 }
 
+type StoreMethod = 'take' | 'claim' | 'renew' | 'release' | 'owner';
+
 /**
- * An ownership store that delegates to `inner` but reports `supportsCrossProcess`, so the
- * cross-instance rules (the adoption grace) apply to memory stores sharing one table.
+ * An ownership store that delegates to `inner`, can report cross-process visibility (so the
+ * adoption grace applies to memory stores sharing one table), and fails chosen methods with
+ * `OwnershipBackendError` (a store that cannot answer).
  */
-export class CrossProcessStore implements OwnershipStore {
-  readonly supportsCrossProcess = true;
-  constructor(readonly inner: OwnershipStore) {}
+export class TestOwnershipStore implements OwnershipStore {
+  readonly faults = new Map<StoreMethod, Error>();
+  constructor(
+    readonly inner: OwnershipStore,
+    readonly supportsCrossProcess: boolean,
+  ) {}
   get ownerId() {
     return this.inner.ownerId;
   }
-  take(id: string) {
+  /** Every later call of `method` fails (until `heal`). */
+  fail(
+    method: StoreMethod,
+    error: Error = new OwnershipBackendError(`${method} failed: store down`),
+  ) {
+    this.faults.set(method, error);
+  }
+  heal(method?: StoreMethod) {
+    if (method === undefined) this.faults.clear();
+    else this.faults.delete(method);
+  }
+  #check(method: StoreMethod) {
+    const error = this.faults.get(method);
+    if (error) throw error;
+  }
+  async take(id: string) {
+    this.#check('take');
     return this.inner.take(id);
   }
-  claim(id: string, options?: ClaimOptions) {
+  async claim(id: string, options?: ClaimOptions) {
+    this.#check('claim');
     return this.inner.claim(id, options);
   }
-  renew(id: string) {
+  async renew(id: string) {
+    this.#check('renew');
     return this.inner.renew(id);
   }
-  release(id: string) {
+  async release(id: string) {
+    this.#check('release');
     return this.inner.release(id);
   }
-  owner(id: string) {
+  async owner(id: string) {
+    this.#check('owner');
     return this.inner.owner(id);
   }
   close() {
@@ -83,6 +110,8 @@ export interface HarnessOptions {
   ownerId?: string;
   background?: boolean;
   init?: Partial<AioSandboxProviderInit>;
+  /** A subclass to construct (e.g. one that forces an id collision). */
+  providerClass?: new (init: AioSandboxProviderInit) => AioSandboxProvider;
 }
 
 export interface Harness {
@@ -91,7 +120,9 @@ export interface Harness {
   /** Holds backend calls; the provider talks to `backendGate.proxy`. */
   backendGate: Pausable<MemorySandboxBackend>;
   /** Holds this instance's store calls; the provider talks to `store.proxy`. */
-  store: Pausable<OwnershipStore>;
+  store: Pausable<TestOwnershipStore>;
+  /** Fault injection on this instance's store. */
+  faults: TestOwnershipStore;
   table: MemoryLeaseTable;
   clock: ManualClock;
   logger: RecordingLogger;
@@ -133,9 +164,10 @@ export async function makeHarness(options: HarnessOptions = {}): Promise<Harness
   counter += 1;
   const ownerId = options.ownerId ?? `instance-${counter}`;
   const memory = new MemoryOwnershipStore({ ownerId, ttlSeconds, table });
-  const inner: OwnershipStore = options.crossProcess ? new CrossProcessStore(memory) : memory;
-  const store = pausable<OwnershipStore>(inner);
-  const provider = new AioSandboxProvider({
+  const faults = new TestOwnershipStore(memory, options.crossProcess ?? false);
+  const store = pausable(faults);
+  const Provider = options.providerClass ?? AioSandboxProvider;
+  const provider = new Provider({
     config,
     logger,
     backend: backendGate.proxy,
@@ -153,6 +185,7 @@ export async function makeHarness(options: HarnessOptions = {}): Promise<Harness
     backend,
     backendGate,
     store,
+    faults,
     table,
     clock,
     logger,
@@ -165,6 +198,7 @@ export async function makeHarness(options: HarnessOptions = {}): Promise<Harness
       makeHarness({
         config: options.config,
         crossProcess: options.crossProcess,
+        providerClass: options.providerClass,
         baseDir,
         ...peerOptions,
         backend,
