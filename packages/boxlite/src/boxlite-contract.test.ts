@@ -1,9 +1,9 @@
 import { loadProviderClass } from '@sbx/core';
 import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import type { Userland } from '@sbx/core/testing';
 import { describe, expect, it } from 'vitest';
 import { BoxliteProvider, createBoxliteProvider } from './boxlite-provider.js';
 import { FakeBoxliteRuntime } from './testing/fake-boxlite-runtime.js';
-import type { Userland } from './testing/host-shell.js';
 import { boxliteConfig } from './testing/harness.js';
 
 /*

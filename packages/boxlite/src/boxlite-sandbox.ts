@@ -6,6 +6,7 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
   VIRTUAL_PATH_PREFIX,
+  assembleCommandOutput,
   isUnderVirtualPrefix,
   planRemoteGlob,
   planRemoteGrep,
@@ -13,8 +14,10 @@ import {
   rejectPathTraversal,
   shellQuote,
   silentLogger,
+  sliceLines,
   systemClock,
   validateExtraEnv,
+  withDeadline,
 } from '@sbx/core';
 import type {
   Clock,
@@ -30,7 +33,6 @@ import type {
   WriteFileOptions,
 } from '@sbx/core';
 import type { BoxliteBoxHandle, BoxliteExecResult } from './boxlite-runtime.js';
-import { assembleCommandOutput } from './command-output.js';
 import {
   IS_DIRECTORY_MARKER,
   MISSING_MARKER,
@@ -38,14 +40,12 @@ import {
   fileErrorFromStderr,
   tooLargeError,
 } from './file-errors.js';
-import { sliceLines } from './line-range.js';
 import type { TerminalMarkers } from './terminal-errors.js';
 import {
   DEFAULT_RETRYABLE_MARKERS,
   DEFAULT_TERMINAL_MARKERS,
   isTerminalBoxError,
 } from './terminal-errors.js';
-import { withDeadline } from './with-deadline.js';
 
 /** Largest file `downloadFile` (and `readFile`) transfers: 100 MiB. */
 export const MAX_TRANSFER_BYTES = 100 * 1024 * 1024;
@@ -199,7 +199,8 @@ export class BoxliteSandbox extends Sandbox {
         stdout: '',
         stderr: '',
         exitCode: 0,
-        timedOutAfterSeconds: timeoutSeconds,
+        timedOut: true,
+        timeoutSeconds,
       });
     }
     return assembleCommandOutput(outcome.result);

@@ -1,7 +1,8 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CallGate } from '@sbx/core/testing';
+import { CallGate, busyboxBin, runOnHost } from '@sbx/core/testing';
+import type { Userland } from '@sbx/core/testing';
 import type {
   BoxliteBoxHandle,
   BoxliteBoxSpec,
@@ -10,8 +11,6 @@ import type {
   BoxliteExecResult,
   BoxliteRuntime,
 } from '../boxlite-runtime.js';
-import type { Userland } from './host-shell.js';
-import { busyboxBin, runOnHost } from './host-shell.js';
 
 export type FakeRuntimeMethod = 'create' | 'list' | 'get' | 'close' | 'exec' | 'stop';
 
@@ -35,8 +34,8 @@ export interface FakeBoxliteRuntimeOptions {
 
 /**
  * A stand-in micro-VM: a directory on the host whose commands run for real through the host
- * shell (see `host-shell.ts`). Failures are injected per box: `dieWith` makes every later exec
- * fail (a dead VM), `failNextExec` fails one, `failStop` makes stops fail.
+ * shell (`runOnHost` of `@sbx/core/testing`). Failures are injected per box: `dieWith` makes
+ * every later exec fail (a dead VM), `failNextExec` fails one, `failStop` makes stops fail.
  */
 export class FakeBox implements BoxliteBoxHandle {
   readonly name: string;
