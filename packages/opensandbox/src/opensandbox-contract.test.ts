@@ -4,8 +4,9 @@ import { OpenSandboxProvider } from './opensandbox-provider.js';
 import { FakeOpenSandbox } from './testing/fake-opensandbox-sdk.js';
 
 // The shared conformance suites, against the in-memory fake of the SDK (commands run for real in
-// bash, files in a private temp directory per remote). The same suites run through the real SDK
-// against the stand-in server in `sdk-standin.test.ts`.
+// bash, files in a private temp directory per remote), once with the host's GNU tools and once with
+// busybox only (the portable path of the remote search protocol). The same suites run through the
+// real SDK against the stand-in server in `sdk-standin.test.ts`.
 
 const config = { opensandbox: { domain: 'opensandbox.test', protocol: 'https', api_key: 'k' } };
 
@@ -15,18 +16,20 @@ describeProviderContract('OpenSandboxProvider (fake SDK)', async () => {
   return { provider, cleanup: () => fake.dispose() };
 });
 
-describeSandboxContract('OpenSandboxSandbox (fake SDK)', async () => {
-  const fake = new FakeOpenSandbox();
-  const provider = new OpenSandboxProvider({ config, sdk: fake.sdk, logger: silentLogger });
-  const id = await provider.acquire({ userId: 'contract', threadId: 'sandbox-contract' });
-  const sandbox = provider.get(id);
-  if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
-  return {
-    sandbox,
-    workdir: '/mnt/user-data/workspace',
-    cleanup: async () => {
-      await provider.shutdown();
-      await fake.dispose();
-    },
-  };
-});
+for (const userland of ['host', 'busybox'] as const) {
+  describeSandboxContract(`OpenSandboxSandbox (fake SDK, ${userland} userland)`, async () => {
+    const fake = new FakeOpenSandbox({ userland });
+    const provider = new OpenSandboxProvider({ config, sdk: fake.sdk, logger: silentLogger });
+    const id = await provider.acquire({ userId: 'contract', threadId: 'sandbox-contract' });
+    const sandbox = provider.get(id);
+    if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
+    return {
+      sandbox,
+      workdir: '/mnt/user-data/workspace',
+      cleanup: async () => {
+        await provider.shutdown();
+        await fake.dispose();
+      },
+    };
+  });
+}

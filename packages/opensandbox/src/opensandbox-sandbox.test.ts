@@ -43,9 +43,13 @@ afterEach(async () => {
 });
 
 async function setup(
-  options: Partial<Omit<OpenSandboxSandboxOptions, 'remote' | 'clock'>> & { clock?: Clock } = {},
+  options: Partial<Omit<OpenSandboxSandboxOptions, 'remote' | 'clock'>> & {
+    clock?: Clock;
+    userland?: 'host' | 'busybox';
+  } = {},
 ): Promise<Harness> {
-  const fake = new FakeOpenSandbox();
+  const { userland, ...sandboxOptions } = options;
+  const fake = new FakeOpenSandbox({ userland: userland ?? 'host' });
   fakes.push(fake);
   const remote = await fake.sdk.Sandbox.create({
     image: 'python:3.11',
@@ -59,7 +63,7 @@ async function setup(
     remote,
     clock,
     onTerminalFailure: (_s, error) => evicted.push(error),
-    ...options,
+    ...sandboxOptions,
   });
   return { fake, remote, sandbox, clock, evicted, calls: (op) => fake.gate.count(op) };
 }
@@ -337,6 +341,21 @@ describe('OpenSandboxSandbox search', () => {
       { path: `${WS}/src/a.py`, lineNumber: 1, line: 'needle' },
     ]);
   });
+
+  for (const userland of ['host', 'busybox'] as const) {
+    it(`§8.8.176 grep with a glob is scoped to the search root (${userland} grep)`, async () => {
+      const h = await setup({ userland });
+      await h.sandbox.writeFile(`${WS}/src/a.py`, 'hit\n');
+      await h.sandbox.writeFile(`${WS}/other_dir/x.py`, 'hit\n');
+      await h.sandbox.writeFile(`${WS}/src/b.txt`, 'hit\n');
+      expect((await h.sandbox.grep(WS, 'hit', { glob: 'src/*.py' })).matches).toEqual([
+        { path: `${WS}/src/a.py`, lineNumber: 1, line: 'hit' },
+      ]);
+      expect(
+        (await h.sandbox.grep(WS, 'HIT', { glob: '*.py' })).matches.map((m) => m.path),
+      ).toEqual([`${WS}/other_dir/x.py`, `${WS}/src/a.py`]);
+    });
+  }
 
   it('§8.8.176 grep drops duplicate (path, line) rows', async () => {
     const h = await setup();

@@ -1,4 +1,5 @@
 import { CallGate } from '@sbx/core/testing';
+import type { Userland } from '@sbx/core/testing';
 import type {
   OpenSandboxCommands,
   OpenSandboxConnectionConfig,
@@ -171,8 +172,11 @@ export class FakeOpenSandbox {
   readonly #failures: FailRule[] = [];
   readonly #responders: { match: (command: string) => boolean; respond: Responder }[] = [];
   #next = 0;
+  readonly #userland: Userland;
 
-  constructor() {
+  /** `userland: 'busybox'` gives every remote only busybox tools (the portable search path). */
+  constructor(options: { userland?: Userland } = {}) {
+    this.#userland = options.userland ?? 'host';
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const fake = this;
     this.sdk = {
@@ -273,7 +277,7 @@ export class FakeOpenSandbox {
 
   async #create(options: OpenSandboxCreateOptions): Promise<OpenSandboxRemote> {
     const id = `fake-${(this.#next += 1)}`;
-    const machine = await HostShellMachine.create(options.env ?? {});
+    const machine = await HostShellMachine.create(options.env ?? {}, this.#userland);
     const state: FakeRemoteState = {
       id,
       machine,

@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { busyboxBin } from '@sbx/core/testing';
+import type { Userland } from '@sbx/core/testing';
 import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -54,16 +56,27 @@ export class HostShellMachine {
   readonly root: string;
   /** Environment of every command (the create-time `env`). */
   readonly env: Readonly<Record<string, string>>;
+  /** Applet directory when the sandbox has only busybox tools (no GNU grep `-Z`, no bash). */
+  readonly busyboxDir: string | undefined;
 
-  private constructor(root: string, env: Readonly<Record<string, string>>) {
+  private constructor(
+    root: string,
+    env: Readonly<Record<string, string>>,
+    busyboxDir: string | undefined,
+  ) {
     this.root = root;
     this.env = env;
+    this.busyboxDir = busyboxDir;
   }
 
-  static async create(env: Readonly<Record<string, string>> = {}): Promise<HostShellMachine> {
+  static async create(
+    env: Readonly<Record<string, string>> = {},
+    userland: Userland = 'host',
+  ): Promise<HostShellMachine> {
     const root = await mkdtemp(path.join(os.tmpdir(), 'sbx-opensandbox-'));
     await mkdir(path.join(root, 'mnt'), { recursive: true });
-    return new HostShellMachine(root, { ...env });
+    const busyboxDir = userland === 'busybox' ? await busyboxBin(root) : undefined;
+    return new HostShellMachine(root, { ...env }, busyboxDir);
   }
 
   /** Host path of an absolute sandbox path; refuses anything that would leave the root. */
@@ -120,7 +133,7 @@ export class HostShellMachine {
 
   run(command: string, options: MachineRunOptions = {}): Promise<MachineRunResult> {
     const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      PATH: this.busyboxDir ?? process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
       HOME: this.root,
       LANG: 'C.UTF-8',
       ...this.env,
@@ -129,7 +142,12 @@ export class HostShellMachine {
     const cwd = options.cwd === undefined ? this.root : this.hostPath(options.cwd);
     const started = Date.now();
     return new Promise((resolve, reject) => {
-      const child = spawn('bash', ['--noprofile', '--norc', '-c', this.rewriteCommand(command)], {
+      // execd runs `bash --noprofile --norc -c`, or `sh -c` where there is no bash.
+      const [shell, ...shellArgs] =
+        this.busyboxDir === undefined
+          ? ['bash', '--noprofile', '--norc', '-c']
+          : [path.join(this.busyboxDir, 'sh'), '-c'];
+      const child = spawn(shell!, [...shellArgs, this.rewriteCommand(command)], {
         cwd,
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
