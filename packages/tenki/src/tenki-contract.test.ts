@@ -1,8 +1,8 @@
 import { loadProviderClass } from '@sbx/core';
 import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import type { Userland } from '@sbx/core/testing';
 import { describe, expect, it } from 'vitest';
 import { FakeTenkiClient } from './testing/fake-tenki-client.js';
-import type { Userland } from './testing/host-shell.js';
 import { tenkiConfig } from './testing/harness.js';
 import { TenkiSandboxProvider, createTenkiProvider } from './tenki-provider.js';
 

@@ -8,6 +8,7 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
   VIRTUAL_PATH_PREFIX,
+  assembleCommandOutput,
   isSbxError,
   isUnderVirtualPrefix,
   planRemoteGlob,
@@ -15,8 +16,10 @@ import {
   planRemoteListDir,
   rejectPathTraversal,
   silentLogger,
+  sliceLines,
   systemClock,
   validateExtraEnv,
+  withDeadline,
 } from '@sbx/core';
 import type {
   Clock,
@@ -31,11 +34,8 @@ import type {
   RemoteSearchPlan,
   WriteFileOptions,
 } from '@sbx/core';
-import { assembleCommandOutput } from './command-output.js';
-import { sliceLines } from './line-range.js';
 import type { TenkiExecResult, TenkiRemoteSandbox } from './tenki-client.js';
 import { isTerminalTenkiError, tenkiFileProblem } from './tenki-errors.js';
-import { withDeadline } from './with-deadline.js';
 
 /** Largest file `downloadFile` transfers: 100 MiB, counted on the bytes actually received. */
 export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
@@ -223,7 +223,8 @@ export class TenkiSandbox extends Sandbox {
         stdout: '',
         stderr: '',
         exitCode: 0,
-        timedOutAfterSeconds: timeoutSeconds,
+        timedOut: true,
+        timeoutSeconds,
       });
     }
     return assembleCommandOutput({

@@ -2,7 +2,8 @@ import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, open, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CallGate } from '@sbx/core/testing';
+import { CallGate, busyboxBin, runOnHost } from '@sbx/core/testing';
+import type { Userland } from '@sbx/core/testing';
 import type {
   TenkiClient,
   TenkiCreateOptions,
@@ -12,8 +13,6 @@ import type {
   TenkiRemoteSandbox,
   TenkiStat,
 } from '../tenki-client.js';
-import type { Userland } from './host-shell.js';
-import { busyboxBin, runOnHost } from './host-shell.js';
 
 export type FakeTenkiMethod =
   | 'create'
@@ -78,8 +77,8 @@ function translateFsError(error: unknown, vmPath: string): Error {
 
 /**
  * A stand-in Tenki microVM: a directory on the host, commands run for real through the host shell
- * (see `host-shell.ts`), files through Node's fs below that directory. Failures are injected per
- * sandbox: `dead` fails every call, `execFailures`/`fsFailures` fail the next calls,
+ * (`runOnHost` of `@sbx/core/testing`), files through Node's fs below that directory. Failures are
+ * injected per sandbox: `dead` fails every call, `execFailures`/`fsFailures` fail the next calls,
  * `streamFailure` breaks a download mid-stream, `readyFailure`/`terminateFailures` the lifecycle.
  */
 export class FakeTenkiSandbox implements TenkiRemoteSandbox {
