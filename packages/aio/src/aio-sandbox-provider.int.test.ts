@@ -1,0 +1,126 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseSandboxConfig } from '@sbx/core';
+import { describeProviderContract, requireService } from '@sbx/core/testing';
+import { afterAll, describe, expect, it } from 'vitest';
+import { AioSandboxProvider } from './aio-sandbox-provider.js';
+import {
+  AIO_STANDIN_IMAGE,
+  dockerFor,
+  imagesPresent,
+  removeByPrefix,
+  runPrefix,
+} from './docker-test-support.js';
+import { LocalContainerBackend } from './local-container-backend.js';
+import { RecordingLogger } from './testing/provider-harness.js';
+
+// The provider over the real engine (tools/services/start-docker.sh): it builds its own
+// LocalContainerBackend from the configuration, host-network containers of the stand-in image.
+const dockerHost = await requireService('docker');
+const docker = dockerHost ? dockerFor(dockerHost) : undefined;
+const ready = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
+const prefixes: string[] = [];
+const dirs: string[] = [];
+
+async function makeProvider(extra: Record<string, unknown> = {}) {
+  const prefix = runPrefix('prov');
+  prefixes.push(prefix);
+  const baseDir = await mkdtemp(path.join(tmpdir(), 'sbx-aio-prov-'));
+  dirs.push(baseDir);
+  const config = parseSandboxConfig(
+    {
+      use: '@sbx/aio',
+      image: AIO_STANDIN_IMAGE,
+      container_prefix: prefix,
+      port: 20000 + Math.floor(Math.random() * 20000),
+      base_dir: baseDir,
+      ownership: { type: 'memory' },
+      aio: { network: 'host', ready_timeout_seconds: 30, stop_grace_seconds: 2 },
+      ...extra,
+    },
+    { env: {} },
+  );
+  const logger = new RecordingLogger();
+  const provider = new AioSandboxProvider({ config, logger });
+  await provider.ready();
+  return { provider, prefix, baseDir, logger };
+}
+
+/**
+ * Containers of `prefix` still present. A stopped container of ours is auto-removed by the engine
+ * a moment after its stop returned, so this waits (bounded) for the removals to land.
+ */
+async function containersLeft(prefix: string): Promise<string[]> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const all = await docker!.listContainers({ all: true, filters: { name: [`${prefix}-`] } });
+    const names = all.flatMap((c) => c.Names ?? []).filter((n) => n.startsWith(`/${prefix}-`));
+    if (names.length === 0 || Date.now() > deadline) return names;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+afterAll(async () => {
+  if (docker) for (const p of prefixes) await removeByPrefix(docker, p);
+  for (const d of dirs) await rm(d, { recursive: true, force: true });
+});
+
+if (ready) {
+  describeProviderContract('AioSandboxProvider (real Docker, stand-in image)', async () => {
+    const { provider } = await makeProvider();
+    return { provider };
+  });
+}
+
+describe.skipIf(!ready)('AioSandboxProvider on real Docker', () => {
+  it('uses real containers: thread data is bind-mounted, the backend is detected', async () => {
+    const { provider, prefix, baseDir } = await makeProvider();
+    try {
+      expect(provider.backend).toBeInstanceOf(LocalContainerBackend);
+      expect(provider.usesThreadDataMounts).toBe(true);
+      const id = await provider.acquire({ userId: 'u1', threadId: 'docker-t' });
+      await provider.get(id)!.writeFile('/mnt/user-data/outputs/report.txt', 'hello\n');
+      const { readFile } = await import('node:fs/promises');
+      expect(
+        await readFile(
+          path.join(baseDir, 'users/u1/threads/docker-t/user-data/outputs/report.txt'),
+          'utf8',
+        ),
+      ).toBe('hello\n');
+      const inspected = await docker!.getContainer(`${prefix}-${id}`).inspect();
+      expect(inspected.Config.Labels['sbx.managed']).toBe('true');
+    } finally {
+      await provider.shutdown();
+    }
+  });
+
+  it('a second instance in this process adopts what the first left running, and shutdown leaves nothing', async () => {
+    const first = await makeProvider();
+    const id = await first.provider.acquire({ userId: 'u1', threadId: 'adopt' });
+    await first.provider.release(id);
+    // Drop the first instance without a shutdown (its memory leases die with it).
+    await first.provider.reset();
+    const second = new AioSandboxProvider({
+      config: parseSandboxConfig(
+        {
+          use: '@sbx/aio',
+          image: AIO_STANDIN_IMAGE,
+          container_prefix: first.prefix,
+          port: 20000 + Math.floor(Math.random() * 20000),
+          base_dir: first.baseDir,
+          ownership: { type: 'memory' },
+          aio: { network: 'host', stop_grace_seconds: 2 },
+        },
+        { env: {} },
+      ),
+      logger: new RecordingLogger(),
+    });
+    await second.ready(); // the start-up reconciliation adopts it (memory store: no grace)
+    expect(second.snapshot().warm).toEqual([id]);
+    expect(await second.acquire({ userId: 'u1', threadId: 'adopt' })).toBe(id);
+    expect(await second.get(id)!.executeCommand('echo adopted')).toContain('adopted');
+    await second.shutdown();
+    expect(await containersLeft(first.prefix)).toEqual([]);
+  });
+});
