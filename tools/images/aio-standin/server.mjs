@@ -13,6 +13,8 @@
 //                                      leaves its session corrupted; a bash/exec command containing
 //                                      it answers the corruption signature (see README)
 //   SBX_AIO_STANDIN_SHELL              shell for sessions (default: busybox sh when present)
+//   SBX_AIO_STANDIN_STOP_DELAY_MS      on SIGTERM keep serving this long before shutting down
+//                                      (a container whose stop outlasts an ownership lease)
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { constants as fsConstants, createReadStream } from 'node:fs';
@@ -792,11 +794,22 @@ if (isMain) {
   process.stdout.write(`aio stand-in listening on ${running.url}\n`);
   // As PID 1 in a container, Node has no default SIGTERM handler: without this, `docker stop`
   // would wait out its whole grace period.
+  const stopDelayMs = Number(process.env.SBX_AIO_STANDIN_STOP_DELAY_MS || 0);
+  let stopping = false;
   const shutdown = () => {
-    running.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
+    if (stopping) return;
+    stopping = true;
+    const close = () =>
+      running.close().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    if (stopDelayMs > 0) {
+      process.stdout.write(`aio stand-in stopping in ${stopDelayMs} ms\n`);
+      setTimeout(close, stopDelayMs);
+    } else {
+      close();
+    }
   };
   process.once('SIGTERM', shutdown);
   process.once('SIGINT', shutdown);
