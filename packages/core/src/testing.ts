@@ -56,3 +56,7 @@ export type { CapacityStoreHarness } from './testing/capacity-store-contract.js'
 // @section host-shell
 export { busyboxBin, runOnHost } from './testing/host-shell.js';
 export type { HostRun, HostRunResult, Userland } from './testing/host-shell.js';
+
+// @section recording-logger
+export { recordingLogger } from './testing/recording-logger.js';
+export type { LogLevel, LogLine, RecordingLogger } from './testing/recording-logger.js';
