@@ -6,7 +6,7 @@ import {
   SandboxRuntimeError,
   isSbxError,
 } from '@sbx/core';
-import { ManualClock, settle, track } from '@sbx/core/testing';
+import { ManualClock, recordingLogger, settle, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   BASE64_CHUNK_CHARS,
@@ -18,7 +18,6 @@ import {
 import type { BoxliteSandboxOptions } from './boxlite-sandbox.js';
 import { FakeBoxliteRuntime } from './testing/fake-boxlite-runtime.js';
 import type { FakeBox } from './testing/fake-boxlite-runtime.js';
-import { recordingLogger } from './testing/harness.js';
 
 let runtime: FakeBoxliteRuntime;
 let box: FakeBox;

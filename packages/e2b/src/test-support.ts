@@ -3,36 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
 import type { CapacityStore, Logger, OwnershipStore } from '@sbx/core';
-import { ManualClock } from '@sbx/core/testing';
+import { ManualClock, recordingLogger } from '@sbx/core/testing';
+import type { RecordingLogger } from '@sbx/core/testing';
 import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
 import { FakeE2BClient } from './testing/fake-e2b-client.js';
 
-/** A logger that keeps every line, for assertions on required warnings. */
-export interface RecordingLogger extends Logger {
-  readonly lines: { level: string; msg: string; fields?: Record<string, unknown> }[];
-  text(level?: string): string;
-}
-
-export function recordingLogger(): RecordingLogger {
-  const lines: RecordingLogger['lines'] = [];
-  const at =
-    (level: string) =>
-    (msg: string, fields?: Record<string, unknown>): void => {
-      lines.push({ level, msg, ...(fields ? { fields } : {}) });
-    };
-  return {
-    lines,
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    text: (level?: string) =>
-      lines
-        .filter((l) => level === undefined || l.level === level)
-        .map((l) => `${l.msg} ${JSON.stringify(l.fields ?? {})}`)
-        .join('\n'),
-  };
-}
+// The recording logger of @sbx/core/testing, re-exported for the tests that import it from here.
+export { recordingLogger };
+export type { RecordingLogger };
 
 export interface HarnessOptions {
   /** Extra `sandbox:` keys (snake_case). */

@@ -6,11 +6,10 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
 } from '@sbx/core';
-import { ManualClock, settle, track } from '@sbx/core/testing';
+import { ManualClock, recordingLogger, settle, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeTenkiClient, errnoError, sdkError } from './testing/fake-tenki-client.js';
 import type { FakeTenkiSandbox } from './testing/fake-tenki-client.js';
-import { recordingLogger } from './testing/harness.js';
 import type { TenkiSandboxOptions } from './tenki-sandbox.js';
 import {
   COMMAND_DEADLINE_GRACE_MS,

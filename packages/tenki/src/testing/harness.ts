@@ -1,26 +1,11 @@
 import { parseSandboxConfig } from '@sbx/core';
-import type { Logger, SandboxConfig } from '@sbx/core';
-import { ManualClock } from '@sbx/core/testing';
+import type { SandboxConfig } from '@sbx/core';
+import { ManualClock, recordingLogger } from '@sbx/core/testing';
+import type { RecordingLogger } from '@sbx/core/testing';
 import { TenkiSandboxProvider } from '../tenki-provider.js';
 import type { TenkiProviderOptions } from '../tenki-provider.js';
 import type { FakeTenkiClientOptions } from './fake-tenki-client.js';
 import { FakeTenkiClient } from './fake-tenki-client.js';
-
-export interface LogLine {
-  level: 'debug' | 'info' | 'warn' | 'error';
-  msg: string;
-  fields: Record<string, unknown> | undefined;
-}
-
-export function recordingLogger(): Logger & { lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at =
-    (level: LogLine['level']) =>
-    (msg: string, fields?: Record<string, unknown>): void => {
-      lines.push({ level, msg, fields });
-    };
-  return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
-}
 
 export function tenkiConfig(section: Record<string, unknown> = {}): SandboxConfig {
   return parseSandboxConfig({ use: '@sbx/tenki', ...section }, { env: {}, cwd: '/' });
@@ -30,7 +15,7 @@ export interface Harness {
   provider: TenkiSandboxProvider;
   client: FakeTenkiClient;
   clock: ManualClock;
-  logger: ReturnType<typeof recordingLogger>;
+  logger: RecordingLogger;
   dispose(): Promise<void>;
 }
 
