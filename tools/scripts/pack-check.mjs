@@ -37,8 +37,8 @@ export const VENDOR_SDKS = [
 ];
 
 /**
- * How to construct each provider in a consumer that lacks its vendor SDK. Each `construct(mod)`
- * receives the provider package's ESM namespace and must build the provider the way a user would
+ * How to construct each provider in a consumer that lacks its vendor SDK. Each `construct(mod, core)`
+ * receives the provider package's ESM namespace (and the consumer's @sbx/core) and must build the provider the way a user would
  * (and, if building is lazy, make the first call that needs the SDK); it is expected to reject with
  * MissingDependencyError. The function is serialised with `toString()` and run inside the consumer
  * project, so it may use only its argument.
@@ -50,10 +50,60 @@ export const VENDOR_SDKS = [
  *   '@sbx/e2b': { sdk: 'e2b', construct: async (mod) => new mod.E2BSandboxProvider({ apiKey: 'x' }) },
  */
 export const PROVIDER_FACTORIES = {
-  '@sbx/aio': { sdk: 'dockerode', construct: undefined },
-  '@sbx/e2b': { sdk: 'e2b', construct: undefined },
-  '@sbx/boxlite': { sdk: '@boxlite-ai/boxlite', construct: undefined },
-  '@sbx/opensandbox': { sdk: '@alibaba-group/opensandbox', construct: undefined },
+  '@sbx/aio': {
+    sdk: 'dockerode',
+    // The container backend loads dockerode on its first engine call: the first acquire.
+    construct: async (mod, core) => {
+      const provider = mod.createAioProvider({
+        config: core.parseSandboxConfig({ use: '@sbx/aio' }),
+      });
+      try {
+        await provider.acquire({ userId: 'u', threadId: 't' });
+      } finally {
+        await provider.shutdown().catch(() => {});
+      }
+    },
+  },
+  '@sbx/e2b': {
+    sdk: 'e2b',
+    construct: async (mod, core) => {
+      const config = core.parseSandboxConfig({ use: '@sbx/e2b', e2b: { api_key: 'x' } });
+      const provider = mod.createE2BProvider({ config });
+      try {
+        await provider.acquire({ userId: 'u', threadId: 't' });
+      } finally {
+        await provider.shutdown().catch(() => {});
+      }
+    },
+  },
+  '@sbx/boxlite': {
+    sdk: '@boxlite-ai/boxlite',
+    construct: async (mod, core) => {
+      const config = core.parseSandboxConfig({ use: '@sbx/boxlite' });
+      // A host with usable KVM, so the SDK load is what fails.
+      const provider = mod.createBoxliteProvider({ config, fsAccess: async () => {} });
+      try {
+        await provider.acquire({ userId: 'u', threadId: 't' });
+      } finally {
+        await provider.shutdown().catch(() => {});
+      }
+    },
+  },
+  '@sbx/opensandbox': {
+    sdk: '@alibaba-group/opensandbox',
+    construct: async (mod, core) => {
+      const config = core.parseSandboxConfig({
+        use: '@sbx/opensandbox',
+        opensandbox: { domain: '127.0.0.1:9' },
+      });
+      const provider = mod.createOpenSandboxProvider({ config });
+      try {
+        await provider.acquire({ userId: 'u', threadId: 't' });
+      } finally {
+        await provider.shutdown().catch(() => {});
+      }
+    },
+  },
   '@sbx/ownership-redis': {
     sdk: 'ioredis',
     // Fails while loading the SDK, before any connection is attempted.
@@ -340,7 +390,7 @@ for (const [name, sdk, construct] of packages) {
   try { require.resolve(sdk); failures.push(name + ': ' + sdk + ' is resolvable in the consumer'); continue; } catch {}
   let caught;
   try {
-    await (construct ? construct(mod) : core.loadOptionalDependency(sdk, name));
+    await (construct ? construct(mod, core) : core.loadOptionalDependency(sdk, name));
   } catch (e) { caught = e; }
   expectMissing(name + (construct ? ' construct' : ' loadOptionalDependency (import)'), caught, sdk);
   caught = undefined;
