@@ -1,6 +1,7 @@
 import { context, metrics, SpanStatusCode, trace } from '@opentelemetry/api';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { OwnershipBackendError, SandboxFileNotFoundError } from './errors.js';
+import { InvalidArgumentError, OwnershipBackendError, SandboxFileNotFoundError } from './errors.js';
+import { getSandboxLeaseManager } from './lease-manager.js';
 import type { Logger } from './logger.js';
 import { instrumentProvider, METRIC_NAMES, SPAN_NAMES } from './observability.js';
 import type {
@@ -19,6 +20,9 @@ import {
   MemoryTracer,
   MemoryTracerProvider,
 } from './observability-test-support.js';
+import { Sandbox } from './sandbox.js';
+import type { WriteFileOptions } from './sandbox.js';
+import { SandboxProvider } from './sandbox-provider.js';
 import type { AcquireOptions } from './sandbox-provider.js';
 import { Deferred, settle } from './testing/deferred.js';
 import { MemorySandbox } from './testing/memory-sandbox.js';
@@ -98,21 +102,78 @@ describe('instrumentProvider with an explicit tracer and meter', () => {
     context.disable();
   });
 
-  it('keeps the provider class, its own members and its private state working', async () => {
+  it('instruments in place: the same provider and sandbox objects, private state intact', async () => {
     const inner = new MemorySandboxProvider();
     const provider = instrumentProvider(inner, { tracer, meter });
-    expect(provider).toBeInstanceOf(MemorySandboxProvider);
+    expect(provider).toBe(inner);
+    // Lease managers are registered per provider object: host and provider see one manager.
+    expect(getSandboxLeaseManager(provider)).toBe(getSandboxLeaseManager(inner));
     const id = await provider.acquire({ userId: 'u', threadId: 't' });
     expect(id).toBe(provider.idFor({ userId: 'u', threadId: 't' }));
     expect(provider.acquireCalls).toEqual([{ userId: 'u', threadId: 't' }]);
     const sandbox = provider.get(id);
     expect(sandbox).toBeInstanceOf(MemorySandbox);
-    // One wrapper per sandbox object: identity is stable across lookups.
-    expect(provider.get(id)).toBe(sandbox);
-    expect(sandbox).not.toBe(inner.get(id));
+    // What the provider holds in its own maps is what callers get.
+    expect(sandbox).toBe(provider.sandboxes.get(id));
+    await sandbox!.writeFile('/mnt/user-data/a.txt', 'x');
+    expect(provider.sandboxes.get(id)!.fileText('/mnt/user-data/a.txt')).toBe('x');
     provider.kill(id);
     expect(provider.get(id)).toBeUndefined();
     expect(provider.get('nope')).toBeUndefined();
+    expect(tracer.named(SPAN_NAMES.writeFile)).toHaveLength(1);
+  });
+
+  it('refuses to instrument a provider twice (every call would be recorded twice)', () => {
+    const provider = instrumentProvider(new MemorySandboxProvider(), { tracer, meter });
+    expect(() => instrumentProvider(provider, { tracer, meter })).toThrow(InvalidArgumentError);
+  });
+
+  it('records an operation once when the sandbox calls its own methods inside it', async () => {
+    // No executeCommandInScope of its own: the contract's default delegates to executeCommand.
+    class SelfCalling extends Sandbox {
+      readonly ran: string[] = [];
+      async executeCommand(command: string): Promise<string> {
+        this.ran.push(command);
+        return 'ok';
+      }
+      async readFile(): Promise<string> {
+        return 'old ';
+      }
+      async writeFile(path: string, content: string, options?: WriteFileOptions): Promise<void> {
+        // An append built from a read of the same sandbox.
+        const previous = options?.append ? await this.readFile() : '';
+        this.ran.push(`write ${path} ${previous}${content}`);
+      }
+      downloadFile = async () => new Uint8Array();
+      updateFile = async () => {};
+      listDir = async () => [];
+      glob = async () => ({ paths: [], truncated: false });
+      grep = async () => ({ matches: [], truncated: false });
+    }
+    const sandbox = new SelfCalling('s1');
+    class OneSandbox extends SandboxProvider {
+      async acquire(): Promise<string> {
+        return sandbox.id;
+      }
+      get(id: string): Sandbox | undefined {
+        return id === sandbox.id ? sandbox : undefined;
+      }
+      async release(): Promise<void> {}
+    }
+    const provider = instrumentProvider(new OneSandbox(), { tracer, meter });
+    const got = provider.get('s1')!;
+    expect(got).toBe(sandbox);
+    expect(await got.executeCommandInScope('pwd', { scopeId: 'sub' })).toBe('ok');
+    await got.writeFile('/mnt/user-data/a', 'new', { append: true });
+    expect(sandbox.ran).toEqual(['pwd', 'write /mnt/user-data/a old new']);
+    expect(tracer.spans.map((s) => s.name)).toEqual([SPAN_NAMES.execute, SPAN_NAMES.writeFile]);
+    expect(meter.of(METRIC_NAMES.operationDuration).map((m) => m.attributes.operation)).toEqual([
+      'execute',
+      'write_file',
+    ]);
+    // A later, separate call is recorded again.
+    await got.readFile('/mnt/user-data/a');
+    expect(tracer.spans.map((s) => s.name).at(-1)).toBe(SPAN_NAMES.readFile);
   });
 
   it('emits sbx.acquire, sbx.release and sbx.teardown spans with their attributes', async () => {

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { isSbxError, OwnershipBackendError } from './errors.js';
+import { InvalidArgumentError, isSbxError, OwnershipBackendError } from './errors.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import type { AcquirePath, SandboxProviderEvent } from './observability-events.js';
@@ -17,7 +17,12 @@ import type {
   TelemetryTracer,
 } from './observability-otel.js';
 import { loadOtelApi, SPAN_STATUS_ERROR, TELEMETRY_SCOPE } from './observability-otel.js';
-import type { Sandbox } from './sandbox.js';
+import type {
+  ExecuteCommandOptions,
+  Sandbox,
+  ScopedExecuteCommandOptions,
+  WriteFileOptions,
+} from './sandbox.js';
 import type { AcquireOptions, SandboxProvider } from './sandbox-provider.js';
 
 /** Span names. Sandbox operations are `sbx.<operation>` with the operation names below. */
@@ -74,6 +79,7 @@ export interface InstrumentProviderOptions {
 }
 
 type Outcome = 'success' | 'error';
+type AttributeInput = string | number | boolean | undefined;
 
 interface Telemetry {
   readonly api: OtelApi | undefined;
@@ -109,29 +115,32 @@ const MAX_UNCLAIMED_PATHS = 1024;
 
 type AnyMethod = (...args: never[]) => unknown;
 
+// Objects already instrumented, by any instrumentation: instrumenting twice would record every
+// call twice.
+const instrumentedProviders = new WeakSet<object>();
+
 /**
- * A proxy that replaces some methods and forwards everything else to `target`, with `this` bound
- * to the target. Binding matters: providers and sandboxes keep state in `#private` fields, which a
- * method invoked with the proxy as `this` could not read. `instanceof` and every provider-specific
- * member keep working, because the proxy's prototype is the target's.
+ * Replaces methods of `target` with own properties that wrap the current ones, on the object
+ * itself. In place, not through a proxy, because identity matters: lease managers are registered
+ * per provider object, and a provider compares the sandboxes it hands out with its own maps. The
+ * originals are called with `this` = the target, so `#private` state keeps working.
  */
-function overrideMethods<T extends object>(target: T, overrides: Record<string, AnyMethod>): T {
-  const bound = new Map<PropertyKey, { original: unknown; fn: unknown }>();
-  return new Proxy(target, {
-    get(t, prop) {
-      if (typeof prop === 'string' && Object.hasOwn(overrides, prop)) return overrides[prop];
-      const value: unknown = Reflect.get(t, prop, t);
-      if (typeof value !== 'function' || prop === 'constructor') return value;
-      const cached = bound.get(prop);
-      if (cached && cached.original === value) return cached.fn;
-      const fn = (value as AnyMethod).bind(t);
-      bound.set(prop, { original: value, fn });
-      return fn;
-    },
-    set(t, prop, value) {
-      return Reflect.set(t, prop, value, t);
-    },
-  });
+function patchMethods<T extends object>(
+  target: T,
+  wrap: (name: string, original: AnyMethod) => AnyMethod,
+  names: readonly string[],
+): void {
+  const record = target as unknown as Record<string, unknown>;
+  for (const name of names) {
+    const original = record[name];
+    if (typeof original !== 'function') continue;
+    Object.defineProperty(target, name, {
+      value: wrap(name, original as AnyMethod),
+      writable: true,
+      configurable: true,
+      enumerable: false,
+    });
+  }
 }
 
 function errorCode(err: unknown): string | undefined {
@@ -145,7 +154,6 @@ function attributesOf(entries: Record<string, string | number | boolean | undefi
 }
 
 class ProviderInstrumentation<P extends SandboxProvider> {
-  readonly proxy: P;
   readonly #target: P;
   readonly #logger: Logger;
   readonly #now: () => number;
@@ -153,7 +161,11 @@ class ProviderInstrumentation<P extends SandboxProvider> {
   #telemetry: Telemetry | undefined;
   readonly #acquireScope = new AsyncLocalStorage<AcquireRecord>();
   readonly #unclaimedPaths = new Map<string, AcquirePath>();
-  readonly #sandboxes = new WeakMap<Sandbox, Sandbox>();
+  readonly #sandboxes = new WeakSet<Sandbox>();
+  // The sandbox whose instrumented operation is running: operations it calls on itself (a scoped
+  // command delegating to executeCommand, an append reading first) are part of that operation and
+  // are not recorded again.
+  readonly #sandboxOp = new AsyncLocalStorage<Sandbox>();
   readonly #reportsEvents: boolean;
   #unsubscribe: (() => void) | undefined;
   #detached = false;
@@ -174,16 +186,46 @@ class ProviderInstrumentation<P extends SandboxProvider> {
     void this.#ready.then((telemetry) => {
       this.#telemetry = telemetry;
     });
-    this.proxy = overrideMethods(target, {
-      acquire: (options?: AcquireOptions) => this.#acquire(options),
-      release: (sandboxId: string) =>
-        this.#traced(SPAN_NAMES.release, { 'sbx.sandbox_id': sandboxId }, 'release', () =>
-          this.#target.release(sandboxId),
-        ),
-      get: (sandboxId: string) => this.#get(sandboxId),
-      shutdown: () => this.#teardown('shutdown', () => this.#target.shutdown()),
-      reset: () => this.#teardown('reset', () => this.#target.reset()),
-    });
+    const originals = new Map<string, AnyMethod>();
+    patchMethods(
+      target,
+      (name, original) => {
+        originals.set(name, original);
+        return this.#providerMethod(name, original);
+      },
+      ['acquire', 'release', 'get', 'shutdown', 'reset'],
+    );
+  }
+
+  /** The instrumented form of one provider method; `original` runs with `this` = the provider. */
+  #providerMethod(name: string, original: AnyMethod): AnyMethod {
+    const target = this.#target;
+    const call = (...args: unknown[]) =>
+      (original as (...a: unknown[]) => unknown).apply(target, args);
+    switch (name) {
+      case 'acquire':
+        return ((options?: AcquireOptions) =>
+          this.#acquire(options, () => call(options) as Promise<string>)) as AnyMethod;
+      case 'release':
+        return ((sandboxId: string) =>
+          this.#traced(
+            SPAN_NAMES.release,
+            { 'sbx.sandbox_id': sandboxId },
+            'release',
+            () => call(sandboxId) as Promise<void>,
+          )) as AnyMethod;
+      case 'get':
+        return ((sandboxId: string) => {
+          const sandbox = call(sandboxId) as Sandbox | undefined;
+          if (sandbox) this.#instrumentSandbox(sandbox);
+          return sandbox;
+        }) as AnyMethod;
+      case 'shutdown':
+      case 'reset':
+        return (() => this.#teardown(name, () => call() as Promise<void>)) as AnyMethod;
+      default:
+        return original;
+    }
   }
 
   async #resolve(options: InstrumentProviderOptions): Promise<Telemetry> {
@@ -355,7 +397,7 @@ class ProviderInstrumentation<P extends SandboxProvider> {
     });
   }
 
-  #acquire(options?: AcquireOptions): Promise<string> {
+  #acquire(options: AcquireOptions | undefined, run: () => Promise<string>): Promise<string> {
     return this.#withTelemetry(async (telemetry) => {
       const record: AcquireRecord = { paths: new Map() };
       const started = this.#now();
@@ -366,7 +408,7 @@ class ProviderInstrumentation<P extends SandboxProvider> {
           telemetry,
           SPAN_NAMES.acquire,
           attributesOf({ 'sbx.user_id': options?.userId, 'sbx.thread_id': options?.threadId }),
-          () => this.#acquireScope.run(record, () => this.#target.acquire(options)),
+          () => this.#acquireScope.run(record, run),
           (span, id) => {
             const reported = record.paths.get(id) ?? this.#unclaimedPaths.get(id);
             this.#unclaimedPaths.delete(id);
@@ -414,96 +456,86 @@ class ProviderInstrumentation<P extends SandboxProvider> {
     });
   }
 
-  #get(sandboxId: string): Sandbox | undefined {
-    const sandbox = this.#target.get(sandboxId);
-    if (!sandbox) return undefined;
-    let wrapped = this.#sandboxes.get(sandbox);
-    if (!wrapped) {
-      wrapped = this.#wrapSandbox(sandbox);
-      this.#sandboxes.set(sandbox, wrapped);
-    }
-    return wrapped;
-  }
-
-  #wrapSandbox(sandbox: Sandbox): Sandbox {
-    const op = <T>(
-      name: string,
-      attributes: Record<string, string | number | boolean | undefined>,
-      fn: () => Promise<T>,
-    ): Promise<T> =>
-      this.#withTelemetry(async (telemetry) => {
-        const started = this.#now();
-        let outcome: Outcome = 'error';
-        try {
-          const result = await this.#inSpan(
-            telemetry,
-            name,
-            attributesOf({ 'sbx.sandbox_id': sandbox.id, ...attributes }),
-            fn,
-          );
-          outcome = 'success';
-          return result;
-        } finally {
-          telemetry.operationDuration?.record((this.#now() - started) / 1000, {
-            operation: name.slice('sbx.'.length),
-            outcome,
+  /** Instruments a sandbox the provider handed out, once, in place. */
+  #instrumentSandbox(sandbox: Sandbox): void {
+    if (this.#sandboxes.has(sandbox)) return;
+    this.#sandboxes.add(sandbox);
+    const op =
+      (name: string, attributes: (args: unknown[]) => Record<string, AttributeInput>) =>
+      (original: AnyMethod): AnyMethod =>
+        ((...args: unknown[]) => {
+          const run = () =>
+            (original as (...a: unknown[]) => Promise<unknown>).apply(sandbox, args);
+          if (this.#sandboxOp.getStore() === sandbox) return run();
+          return this.#withTelemetry(async (telemetry) => {
+            const started = this.#now();
+            let outcome: Outcome = 'error';
+            try {
+              const result = await this.#inSpan(
+                telemetry,
+                name,
+                attributesOf({ 'sbx.sandbox_id': sandbox.id, ...attributes(args) }),
+                () => this.#sandboxOp.run(sandbox, run),
+              );
+              outcome = 'success';
+              return result;
+            } finally {
+              telemetry.operationDuration?.record((this.#now() - started) / 1000, {
+                operation: name.slice('sbx.'.length),
+                outcome,
+              });
+            }
           });
-        }
-      });
+        }) as AnyMethod;
+    const path = (args: unknown[]) => ({ 'sbx.file.path': args[0] as string });
     // Command text is never recorded: it may carry secrets inline. Paths are virtual paths.
-    const overrides: Partial<Record<keyof Sandbox, AnyMethod>> = {
-      executeCommand: (command: string, options?: Parameters<Sandbox['executeCommand']>[1]) =>
-        op(SPAN_NAMES.execute, { 'sbx.command.timeout_ms': options?.timeoutMs }, () =>
-          sandbox.executeCommand(command, options),
-        ),
-      executeCommandInScope: (
-        command: string,
-        options: Parameters<Sandbox['executeCommandInScope']>[1],
-      ) =>
-        op(
-          SPAN_NAMES.execute,
-          { 'sbx.command.scope_id': options.scopeId, 'sbx.command.timeout_ms': options.timeoutMs },
-          () => sandbox.executeCommandInScope(command, options),
-        ),
-      releaseCommandScope: (scopeId: string) =>
-        op(SPAN_NAMES.releaseScope, { 'sbx.command.scope_id': scopeId }, () =>
-          sandbox.releaseCommandScope(scopeId),
-        ),
-      readFile: (path: string, options?: Parameters<Sandbox['readFile']>[1]) =>
-        op(SPAN_NAMES.readFile, { 'sbx.file.path': path }, () => sandbox.readFile(path, options)),
-      downloadFile: (path: string) =>
-        op(SPAN_NAMES.downloadFile, { 'sbx.file.path': path }, () => sandbox.downloadFile(path)),
-      writeFile: (path: string, content: string, options?: Parameters<Sandbox['writeFile']>[2]) =>
-        op(
-          SPAN_NAMES.writeFile,
-          { 'sbx.file.path': path, 'sbx.file.append': options?.append },
-          () => sandbox.writeFile(path, content, options),
-        ),
-      updateFile: (path: string, content: Uint8Array) =>
-        op(SPAN_NAMES.updateFile, { 'sbx.file.path': path }, () =>
-          sandbox.updateFile(path, content),
-        ),
-      listDir: (path: string, options?: Parameters<Sandbox['listDir']>[1]) =>
-        op(SPAN_NAMES.listDir, { 'sbx.file.path': path }, () => sandbox.listDir(path, options)),
-      glob: (path: string, pattern: string, options?: Parameters<Sandbox['glob']>[2]) =>
-        op(SPAN_NAMES.glob, { 'sbx.file.path': path }, () => sandbox.glob(path, pattern, options)),
-      grep: (path: string, pattern: string, options?: Parameters<Sandbox['grep']>[2]) =>
-        op(SPAN_NAMES.grep, { 'sbx.file.path': path }, () => sandbox.grep(path, pattern, options)),
+    const wrappers: Record<string, (original: AnyMethod) => AnyMethod> = {
+      executeCommand: op(SPAN_NAMES.execute, (args) => ({
+        'sbx.command.timeout_ms': (args[1] as ExecuteCommandOptions | undefined)?.timeoutMs,
+      })),
+      executeCommandInScope: op(SPAN_NAMES.execute, (args) => {
+        const options = args[1] as ScopedExecuteCommandOptions | undefined;
+        return {
+          'sbx.command.scope_id': options?.scopeId,
+          'sbx.command.timeout_ms': options?.timeoutMs,
+        };
+      }),
+      releaseCommandScope: op(SPAN_NAMES.releaseScope, (args) => ({
+        'sbx.command.scope_id': args[0] as string,
+      })),
+      readFile: op(SPAN_NAMES.readFile, path),
+      downloadFile: op(SPAN_NAMES.downloadFile, path),
+      writeFile: op(SPAN_NAMES.writeFile, (args) => ({
+        ...path(args),
+        'sbx.file.append': (args[2] as WriteFileOptions | undefined)?.append,
+      })),
+      updateFile: op(SPAN_NAMES.updateFile, path),
+      listDir: op(SPAN_NAMES.listDir, path),
+      glob: op(SPAN_NAMES.glob, path),
+      grep: op(SPAN_NAMES.grep, path),
     };
-    return overrideMethods(sandbox, overrides as Record<string, AnyMethod>);
+    try {
+      patchMethods(sandbox, (name, original) => wrappers[name]!(original), Object.keys(wrappers));
+    } catch (err) {
+      // A frozen sandbox object cannot take the wrappers; it keeps working, unobserved.
+      this.#logger.warn('sandbox could not be instrumented', { sandboxId: sandbox.id, error: err });
+    }
   }
 }
 
 /**
- * Wraps a provider so its lifecycle and its sandboxes' operations emit OpenTelemetry spans and
- * metrics. The result is a drop-in replacement: same class (`instanceof` holds), same
- * provider-specific members; `get()` returns wrapped sandboxes (one wrapper per sandbox object).
+ * Instruments a provider in place so its lifecycle and its sandboxes' operations emit OpenTelemetry
+ * spans and metrics, and returns it. In place: the provider (and every sandbox it hands out) stays
+ * the same object, so lease managers, registries and the provider's own identity checks are
+ * unaffected; `instanceof` and provider-specific members keep working. A provider can be
+ * instrumented once (a second call throws `InvalidArgumentError`).
  *
  * Spans: `sbx.acquire` (attributes `sbx.user_id`, `sbx.thread_id`, `sbx.sandbox_id`,
  * `sbx.acquire.path`), `sbx.release`, `sbx.teardown` (`sbx.teardown.kind` = `shutdown` | `reset`),
  * and per sandbox call `sbx.execute`, `sbx.read_file`, `sbx.write_file`, ... (`sbx.sandbox_id`,
  * `sbx.file.path`; never command text). A failed call records the exception, sets the span status
  * to error and `sbx.error.code` for an `SbxError`. Spans are children of the caller's active span.
+ * Sandboxes are instrumented when `get()` first returns them.
  *
  * Metrics: see `METRIC_NAMES`. The acquire path comes from providers implementing
  * `SandboxProviderEvents`, else it is `unknown`; the active/warm gauges exist for providers
@@ -516,5 +548,12 @@ export function instrumentProvider<P extends SandboxProvider>(
   provider: P,
   options: InstrumentProviderOptions = {},
 ): P {
-  return new ProviderInstrumentation(provider, options).proxy;
+  if (instrumentedProviders.has(provider)) {
+    throw new InvalidArgumentError(
+      `${provider.constructor.name} is already instrumented; instrument a provider once`,
+    );
+  }
+  instrumentedProviders.add(provider);
+  new ProviderInstrumentation(provider, options);
+  return provider;
 }
