@@ -34,10 +34,15 @@ function pause(ms: number, clock: Clock, signal: AbortSignal | undefined): Promi
       clock.clearTimeout(timer);
       reject(new AbortedError('Waiting for the sandbox was aborted', { cause: signal?.reason }));
     };
-    const timer = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    // Ref'd: a caller awaits this pause, and an idle process must not exit in the middle of it.
+    const timer = clock.setTimeout(
+      () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      ms,
+      { ref: true },
+    );
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -111,9 +111,11 @@ export async function withHeldTeardownLease<T>(
     const joined = await Promise.race([
       heartbeat.then(() => true),
       new Promise<boolean>((resolve) => {
+        // Ref'd: the caller awaits this bound.
         joinTimer = clock.setTimeout(
           () => resolve(false),
           options.joinTimeoutMs ?? TEARDOWN_JOIN_TIMEOUT_MS,
+          { ref: true },
         );
       }),
     ]);
