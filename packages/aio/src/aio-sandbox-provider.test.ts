@@ -168,12 +168,74 @@ describe('loading and configuration', () => {
     expect(remote.usesThreadDataMounts).toBe(false);
   });
 
-  it('§9.8.136 a set stream-bridge Redis URL implies redis ownership with that URL', () => {
+  it('§9.8.136 a Redis stream bridge (section or variable) implies redis ownership with its URL', () => {
     const p = construct({}, new MemorySandboxBackend(), {
       DEER_FLOW_STREAM_BRIDGE_REDIS_URL: 'redis://127.0.0.1:6390/2',
     });
     expect(p.ownership).toMatchObject({ type: 'redis', redisUrl: 'redis://127.0.0.1:6390/2' });
+    const bridged = new AioSandboxProvider({
+      config: configWith(),
+      streamBridge: { type: 'redis', redisUrl: 'redis://127.0.0.1:6391/0' },
+      backend: new MemorySandboxBackend(),
+      ownershipStore: new MemoryOwnershipStore(),
+      logger: new RecordingLogger(),
+      env: {},
+      background: false,
+    });
+    expect(bridged.ownership).toMatchObject({
+      type: 'redis',
+      redisUrl: 'redis://127.0.0.1:6391/0',
+      source: 'stream-bridge',
+    });
     expect(construct({}).ownership.type).toBe('memory');
+  });
+
+  it('§9.6.90 the default configuration builds a memory store, which reports it cannot see peers', async () => {
+    const logger = new RecordingLogger();
+    const p = new AioSandboxProvider({
+      config: configWith(),
+      backend: new MemorySandboxBackend(),
+      logger,
+      env: {},
+      background: false,
+    });
+    expect(await p.ownerId()).toMatch(/^.+:[0-9a-f]{32}$/);
+    expect(p.ownership.type).toBe('memory');
+    expect(logger.has('warn', 'single-instance only')).toBe(true);
+    await p.shutdown();
+  });
+
+  it('§9.6.91 the lease TTL is interval × multiplier; a multiplier below 2 is refused', () => {
+    expect(construct({}).leaseTtlMs).toBe(120_000);
+    const p = construct({
+      ownership: { type: 'memory', renewal_interval_seconds: 5, ttl_multiplier: 3 },
+    });
+    expect(p.leaseTtlMs).toBe(15_000);
+    expect(() => configWith({ ownership: { type: 'memory', ttl_multiplier: 1 } })).toThrow(
+      /ttl_multiplier/,
+    );
+  });
+
+  it('§9.6.92 owner ids differ per provider instance', async () => {
+    const make = () =>
+      new AioSandboxProvider({
+        config: configWith(),
+        backend: new MemorySandboxBackend(),
+        logger: new RecordingLogger(),
+        env: {},
+        background: false,
+      });
+    const [a, b] = [make(), make()];
+    expect(await a.ownerId()).not.toBe(await b.ownerId());
+    await Promise.all([a.shutdown(), b.shutdown()]);
+  });
+
+  it('§9.6.93 explicit memory ownership beats a Redis variable; no variable means memory', () => {
+    const env = { DEER_FLOW_SANDBOX_OWNERSHIP_REDIS_URL: 'redis://127.0.0.1:6390/0' };
+    expect(construct({}, new MemorySandboxBackend(), env).ownership.type).toBe('redis');
+    expect(
+      construct({ ownership: { type: 'memory' } }, new MemorySandboxBackend(), env).ownership.type,
+    ).toBe('memory');
   });
 
   it('warns when the ownership store cannot see peers (single-instance only)', async () => {

@@ -66,6 +66,11 @@ export interface AioSandboxProviderInit {
   readonly ownershipStore?: OwnershipStore | undefined;
   /** Drives renewal, reconciliation, the idle checker and every timestamp. Default: system clock. */
   readonly clock?: Clock | undefined;
+  /**
+   * The host application's stream bridge, if it has one: a Redis bridge means a multi-instance
+   * deployment, so ownership follows it to Redis (unless `sandbox.ownership` says otherwise).
+   */
+  readonly streamBridge?: { readonly type?: string; readonly redisUrl?: string } | undefined;
   /** Environment for the ownership and host-base-dir resolution. Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>> | undefined;
   /** Builds the client of a sandbox. Default: an `AioSandbox` on `info.sandboxUrl`. */
@@ -215,7 +220,9 @@ export class AioSandboxProvider
     this.#logger = init.logger ?? silentLogger;
     this.#clock = init.clock ?? systemClock;
     this.settings = resolveAioSettings(init.config, env, this.#logger);
-    this.ownership = resolveOwnershipConfig(init.config, env);
+    this.ownership = resolveOwnershipConfig(init.config, env, {
+      ...(init.streamBridge ? { streamBridge: init.streamBridge } : {}),
+    });
     this.#leaseTtlMs = leaseTtlMilliseconds(this.ownership.leaseTtlSeconds);
     this.#renewalMs = Math.max(1, Math.round(this.ownership.renewalIntervalSeconds * 1000));
     this.#ownsBackend = init.backend === undefined;
