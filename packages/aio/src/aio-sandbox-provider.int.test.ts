@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { parseSandboxConfig } from '@sbx/core';
+import { getSandboxLeaseManager, parseSandboxConfig } from '@sbx/core';
 import { describeProviderContract, requireService } from '@sbx/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { AioSandbox } from './aio-sandbox.js';
 import { AioSandboxProvider } from './aio-sandbox-provider.js';
 import {
   AIO_STANDIN_IMAGE,
@@ -90,6 +91,30 @@ describe.skipIf(!ready)('AioSandboxProvider on real Docker', () => {
       ).toBe('hello\n');
       const inspected = await docker!.getContainer(`${prefix}-${id}`).inspect();
       expect(inspected.Config.Labels['sbx.managed']).toBe('true');
+    } finally {
+      await provider.shutdown();
+    }
+  });
+
+  it('the lease manager releases each holder’s command scope on the real client; the last holder parks', async () => {
+    const { provider } = await makeProvider();
+    try {
+      const manager = getSandboxLeaseManager(provider);
+      const id = await manager.acquire('lead', { userId: 'u1', threadId: 'scopes' });
+      expect(await manager.acquire('subagent', { userId: 'u1', threadId: 'scopes' })).toBe(id);
+      const sandbox = provider.get(id) as AioSandbox;
+      await sandbox.executeCommandInScope('export SCOPE_VAR=sub', { scopeId: 'subagent' });
+      expect(
+        await sandbox.executeCommandInScope('echo "v=$SCOPE_VAR"', { scopeId: 'subagent' }),
+      ).toContain('v=sub');
+      await sandbox.executeCommandInScope('true', { scopeId: 'lead' });
+      expect(sandbox.activeScopeCount).toBe(2);
+      await manager.release('subagent');
+      expect(sandbox.activeScopeCount).toBe(1);
+      expect(provider.snapshot().active).toEqual([id]);
+      await manager.release('lead');
+      expect(sandbox.activeScopeCount).toBe(0);
+      expect(provider.snapshot()).toMatchObject({ active: [], warm: [id] });
     } finally {
       await provider.shutdown();
     }
