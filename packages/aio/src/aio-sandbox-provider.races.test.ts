@@ -62,7 +62,7 @@ async function stepUntilSettled(
 
 describe('§7.13 race catalogue', () => {
   describe('row 1: peer destroys X while another instance acquires X', () => {
-    it('a reclaim against a peer’s stop in flight cold-starts, and discovery raises instead of handing the container out', async () => {
+    it('§9.8.150 a reclaim against a peer’s stop in flight cold-starts, and discovery raises instead of handing the container out', async () => {
       const a = await harness();
       const b = await peerOf(a);
       const x = await warmSandbox(a); // A parked X; its warm entry goes stale below
@@ -89,7 +89,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.lease(x)).toBe(`own:${a.ownerId}`);
     });
 
-    it('a cached reuse of an id a peer is destroying drops it locally and stops nothing', async () => {
+    it('§9.8.154 a cached reuse of an id a peer is destroying drops it locally and stops nothing', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       const peer = a.peerStore();
@@ -109,7 +109,7 @@ describe('§7.13 race catalogue', () => {
     type Path = 'destroy()' | 'warm expiry' | 'unhealthy drop' | 'unready teardown';
     const paths: Path[] = ['destroy()', 'warm expiry', 'unhealthy drop', 'unready teardown'];
 
-    it.each(paths)('%s keeps del: live for the whole stop (4× TTL)', async (path) => {
+    it.each(paths)('§9.8.145 %s keeps del: live for the whole stop (4× TTL)', async (path) => {
       const a = await harness({ config: SHORT_LEASES });
       const peer = a.peerStore();
       let x: string;
@@ -153,7 +153,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 3: a heartbeat refresh lands after the stop returned', () => {
-    it('the release follows the last refresh, so no del: is left behind', async () => {
+    it('§9.8.148 the release follows the last refresh, so no del: is left behind', async () => {
       const a = await harness();
       const peer = a.peerStore();
       const x = await a.provider.acquire(T('t'));
@@ -218,7 +218,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 5: the claim is refused for a tracked container', () => {
-    it('destroy() refused by a peer stops nothing and keeps the sandbox tracked with its client open', async () => {
+    it('§9.8.155 destroy() refused by a peer stops nothing and keeps the sandbox tracked with its client open', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       const client = clientOf(a, x);
@@ -229,7 +229,7 @@ describe('§7.13 race catalogue', () => {
       expect(client.closed).toBe(false);
     });
 
-    it('a warm eviction refused by a peer keeps the warm entry', async () => {
+    it('§9.8.149 a warm eviction refused by a peer keeps the warm entry', async () => {
       const a = await harness();
       const x = await warmSandbox(a);
       expect(await a.peerStore().take(x)).toBe(true);
@@ -252,7 +252,7 @@ describe('§7.13 race catalogue', () => {
 
   describe('row 6: same-process reclaim vs a warm reaper', () => {
     it.each(['eviction', 'expiry'] as const)(
-      'a %s blocked in its claim: the concurrent reclaim promotes nothing',
+      '§9.8.159 a %s blocked in its claim: the concurrent reclaim promotes nothing',
       async (reaper) => {
         const a = await harness();
         const x = await warmSandbox(a);
@@ -294,7 +294,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 7: idle destroy vs reuse', () => {
-    it('an idle destroy blocked in its claim: the concurrent reuse does not hand the sandbox out', async () => {
+    it('§9.8.160 an idle destroy blocked in its claim: the concurrent reuse does not hand the sandbox out', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       await a.clock.advance(601_000);
@@ -311,7 +311,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.backend.isRunning(x)).toBe(true);
     });
 
-    it('activity bumped after the idle snapshot spares the sandbox (the predicate runs at reservation)', async () => {
+    it('§9.8.167 activity bumped after the idle snapshot spares the sandbox (the predicate runs at reservation)', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t1'));
       const y = await a.provider.acquire(T('t2'));
@@ -342,7 +342,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 8: a reaper reserves during reuse’s health check', () => {
-    it('reuse does not return the reserved id; the reaper stops it exactly once', async () => {
+    it('§9.8.161 reuse does not return the reserved id; the reaper stops it exactly once', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       await a.clock.advance(601_000);
@@ -364,7 +364,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 9: the gap between the stop returning and the warm pop', () => {
-    it('no dead warm entry is ever visible unreserved', async () => {
+    it('§9.8.171 no dead warm entry is ever visible unreserved', async () => {
       const a = await harness();
       const x = await warmSandbox(a);
       a.backendGate.pause('destroy', { times: 1, phase: 'after' });
@@ -383,7 +383,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 10: renewal LOST vs this instance re-acquiring', () => {
-    it('a renewal LOST held while reuse re-takes: the sandbox stays and the lease is ours', async () => {
+    it('§9.8.164 a renewal LOST held while reuse re-takes: the sandbox stays and the lease is ours', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       expect(await a.peerStore().take(x)).toBe(true);
@@ -401,7 +401,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 11: renewal LOST vs a take committed but not yet returned', () => {
-    it('the intent mark keeps the forget off; acquire returns an id whose get() is not undefined', async () => {
+    it('§9.8.168 the intent mark keeps the forget off; acquire returns an id whose get() is not undefined', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       expect(await a.peerStore().take(x)).toBe(true);
@@ -423,7 +423,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 12: the entry is forgotten before the intent mark', () => {
-    it('reuse re-checks membership after publishing and falls through to a live client', async () => {
+    it('§9.8.169 reuse re-checks membership after publishing and falls through to a live client', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       const first = clientOf(a, x);
@@ -449,7 +449,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 13: reconciliation meets a container being torn down', () => {
-    it('an unhealthy drop before its claim: reconciliation defers instead of adopting', async () => {
+    it('§9.8.170 an unhealthy drop before its claim: reconciliation defers instead of adopting', async () => {
       const a = await harness(); // memory store: adoption would be instant
       const x = await a.provider.acquire(T('t'));
       a.backend.healthOverride.set(x, 'dead'); // still listed as running
@@ -468,7 +468,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.backend.count('destroy', x)).toBe(1);
     });
 
-    it('an unready teardown before its claim: reconciliation defers, then adopts nothing stale', async () => {
+    it('§9.7.124 an unready teardown before its claim: reconciliation defers, then adopts nothing stale', async () => {
       const a = await harness();
       a.backend.startUnready = true;
       const x = a.provider.sandboxIdFor(T('t'));
@@ -488,7 +488,7 @@ describe('§7.13 race catalogue', () => {
 
   describe('row 14: reconciliation adopts inside a register’s publish → track window', () => {
     it.each(['created', 'discovered'] as const)(
-      'the %s register drops the adopted warm entry; expiry never stops the active container',
+      '§9.8.174/175 the %s register drops the adopted warm entry; expiry never stops the active container',
       async (path) => {
         const a = await harness();
         const x = a.provider.sandboxIdFor(T('t'));
@@ -511,7 +511,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 15: the store loses every key while the owners are alive', () => {
-    it('renewal re-establishes the lapsed leases; nothing is dropped or destroyed', async () => {
+    it('§9.8.141 renewal re-establishes the lapsed leases; nothing is dropped or destroyed', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t1'));
       const y = await warmSandbox(a, 't2');
@@ -525,7 +525,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 16: a peer reconciles right after a flush', () => {
-    it('the grace keeps it from adopting live containers; the owner keeps sandbox and lease', async () => {
+    it('§9.8.142 the grace keeps it from adopting live containers; the owner keeps sandbox and lease', async () => {
       const a = await harness({ crossProcess: true });
       const b = await peerOf(a);
       const x = await a.provider.acquire(T('t1'));
@@ -546,7 +546,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.lease(x)).toBe(`own:${a.ownerId}`);
     });
 
-    it('a republished lease resets the grace; a later lapse needs a fresh full grace', async () => {
+    it('§9.8.143 a republished lease resets the grace; a later lapse needs a fresh full grace', async () => {
       const a = await harness({ crossProcess: true });
       const b = await peerOf(a);
       const x = await a.provider.acquire(T('t'));
@@ -567,7 +567,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 17: store outage', () => {
-    it('renewal is fail-open on both round trips: renew raising, and LAPSED with the re-claim raising', async () => {
+    it('§9.8.135 renewal is fail-open on both round trips: renew raising, and LAPSED with the re-claim raising', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t1'));
       const y = await warmSandbox(a, 't2');
@@ -582,7 +582,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.store.calls('claim').map((c) => c.args)).toContainEqual([x]); // plain claim
     });
 
-    it('reaping and adoption are fail-closed: nothing stopped, nothing adopted', async () => {
+    it('§9.8.133 reaping and adoption are fail-closed: nothing stopped, nothing adopted', async () => {
       const a = await harness();
       const x = await warmSandbox(a);
       a.backend.startExternal('0123456789abcdef');
@@ -595,7 +595,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.provider.snapshot().warm).toEqual([x]);
     });
 
-    it('publishing is fail-closed: a new sandbox whose lease cannot be written is stopped', async () => {
+    it('§9.8.131 publishing is fail-closed: a new sandbox whose lease cannot be written is stopped', async () => {
       const a = await harness();
       a.faults.fail('take');
       await expect(a.provider.acquire(T('t'))).rejects.toBeInstanceOf(OwnershipBackendError);
@@ -607,7 +607,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 18: a non-destroy claim meets our own del:', () => {
-    it('the teardown marker is never downgraded (store), and renewal mid-teardown neither drops nor downgrades', async () => {
+    it('§9.6.95 the teardown marker is never downgraded (store), and renewal mid-teardown neither drops nor downgrades', async () => {
       const a = await harness();
       const x = await warmSandbox(a);
       a.backendGate.pause('destroy', { times: 1 });
@@ -625,7 +625,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 19: an unready container is visible to peers during its readiness wait', () => {
-    it('the unready teardown stops it exactly once, under this instance’s del:', async () => {
+    it('§9.7.122 the unready teardown stops it exactly once, under this instance’s del:', async () => {
       const a = await harness();
       a.backend.startUnready = true;
       const x = a.provider.sandboxIdFor(T('t'));
@@ -656,7 +656,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 20: release() LOST vs the next turn’s reclaim', () => {
-    it('the release’s forget skips the re-acquired entry (epoch)', async () => {
+    it('§9.8.165 the release’s forget skips the re-acquired entry (epoch)', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       expect(await a.peerStore().take(x)).toBe(true);
@@ -673,7 +673,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 21: a warm teardown entry vs renewal LOST on our own del:', () => {
-    it('renewal does not pop the retained entry; the failed stop keeps it', async () => {
+    it('§9.8.138 renewal does not pop the retained entry; the failed stop keeps it', async () => {
       const a = await harness();
       const x = await warmSandbox(a);
       a.backend.failDestroy = new Error('stop failed');
@@ -692,7 +692,7 @@ describe('§7.13 race catalogue', () => {
 
   describe('row 22: idle_timeout 0', () => {
     it.each([0, 600])(
-      'leases are renewed with idle_timeout %i; the idle checker runs only when > 0',
+      '§9.8.134 leases are renewed with idle_timeout %i; the idle checker runs only when > 0',
       async (idle) => {
         const a = await harness({ config: { idle_timeout: idle }, background: true });
         await warmSandbox(a);
@@ -706,7 +706,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 23: event-loop blocking', () => {
-    it('get() is answered in memory while every store and backend call would block forever', async () => {
+    it('§9.7.113 get() is answered in memory while every store and backend call would block forever', async () => {
       const a = await harness();
       const x = await a.provider.acquire(T('t'));
       for (const m of ['take', 'claim', 'renew', 'release', 'owner'] as const) a.store.pause(m);
@@ -732,7 +732,7 @@ describe('§7.13 race catalogue', () => {
       }
     }
 
-    it('tenant B gets SandboxIdentityCollisionError; tenant A’s warm entry is untouched', async () => {
+    it('§9.7.121 tenant B gets SandboxIdentityCollisionError; tenant A’s warm entry is untouched', async () => {
       const a = await harness({ providerClass: CollidingProvider });
       const id = await a.provider.acquire({ userId: 'alice', threadId: 't' });
       await a.provider.release(id);
@@ -753,7 +753,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 25: a created container cannot be owned', () => {
-    it('a refused take (a dead destroyer’s del:) stops the fresh container and raises', async () => {
+    it('§9.8.151 a refused take (a dead destroyer’s del:) stops the fresh container and raises', async () => {
       const a = await harness();
       const x = a.provider.sandboxIdFor(T('t'));
       expect(await a.peerStore().claim(x, { forDestroy: true })).toBe(true);
@@ -766,7 +766,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 26: a stale health verdict meets a recreated entry', () => {
-    it('the unhealthy drop compares info identity and leaves the fresh entry (and its container) alone', async () => {
+    it('§9.7.116 the unhealthy drop compares info identity and leaves the fresh entry (and its container) alone', async () => {
       const a = await harness();
       const x = await warmSandbox(a);
       a.backendGate.pause('checkHealth', { times: 1 });
@@ -790,7 +790,7 @@ describe('§7.13 race catalogue', () => {
   });
 
   describe('row 27: shutdown with a shared warm pool', () => {
-    it('stops our warm container, never a peer-owned one', async () => {
+    it('§9.8.152 stops our warm container, never a peer-owned one', async () => {
       const a = await harness();
       const mine = await warmSandbox(a, 't1');
       const theirs = await warmSandbox(a, 't2');
