@@ -55,6 +55,7 @@ function environmentOf(json) {
       typeof m.cpus === 'number' ? `${m.cpus} CPUs${m.cpuModel ? ` (${m.cpuModel})` : ''}` : m.cpus,
     );
   if (m.redisServer) parts.push(String(m.redisServer).split(' sha=')[0]);
+  if (m.docker) parts.push(`Docker ${m.docker}`);
   return parts.join(', ');
 }
 
@@ -64,6 +65,23 @@ function dateOf(json) {
 
 function slug(name) {
   return name.replace(/\.json$/, '').replace(/[^A-Za-z0-9_-]+/g, '-');
+}
+
+// Top-level objects that describe the run rather than results.
+const CONTEXT_KEYS = new Set(['machine', 'meta', 'tree']);
+
+/** Other top-level objects of scalars (e.g. a memory summary) as key/value tables. */
+function objectTables(json) {
+  return Object.entries(json)
+    .filter(([k, v]) => !CONTEXT_KEYS.has(k) && v && typeof v === 'object' && !Array.isArray(v))
+    .map(([k, v]) => ({
+      title: k,
+      columns: ['measure', 'value'],
+      rows: Object.entries(v)
+        .filter(([, x]) => isScalar(x))
+        .map(([name, x]) => [name, typeof x === 'number' ? formatNumber(x) : String(x)]),
+    }))
+    .filter((t) => t.rows.length > 0);
 }
 
 /**
@@ -131,15 +149,52 @@ export function normalize(fileName, json, { packageDirs = [] } = {}) {
     if (json.tree && typeof json.tree === 'object') {
       group.notes.push(`Tree: ${restAsNote(json.tree, new Set(['root']))}.`);
     }
-    if (json.memory && typeof json.memory === 'object') {
-      const scalars = Object.entries(json.memory).filter(([, v]) => isScalar(v));
-      group.tables.push({
-        title: 'memory',
-        columns: ['measure', 'value'],
-        rows: scalars.map(([k, v]) => [k, typeof v === 'number' ? formatNumber(v) : String(v)]),
-      });
-    }
+    group.tables.push(...objectTables(json));
     return [group];
+  }
+
+  if (Array.isArray(json.rows) && json.rows.some((r) => 'p50Ms' in r)) {
+    // Latency percentiles per row; rows named "bare ..." / "raw ..." / "baseline ..." are the
+    // anchors (the same work without sbx), and every other row is compared with each of them.
+    const labelKey = ['path', 'benchmark', 'name', 'scenario'].find((k) =>
+      json.rows.some((r) => typeof r[k] === 'string'),
+    );
+    const label = (r) => (labelKey ? String(r[labelKey]) : '');
+    const isAnchor = (r) => /^(bare|raw|baseline)\b/i.test(label(r));
+    const note = (r) =>
+      [
+        r.p95Ms !== undefined ? `p95 ${formatNumber(numeric(r.p95Ms))} ms` : '',
+        r.samples !== undefined ? `n=${r.samples}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
+    const anchors = json.rows.filter(isAnchor);
+    const rows = [];
+    for (const r of json.rows.filter((x) => !isAnchor(x))) {
+      const value = numeric(r.p50Ms);
+      if (anchors.length === 0) rows.push({ name: label(r), value, note: note(r) });
+      for (const a of anchors) {
+        const anchorValue = numeric(a.p50Ms);
+        rows.push({
+          name: label(r),
+          value,
+          anchor: label(a),
+          anchorValue,
+          ratio: value !== undefined && anchorValue ? value / anchorValue : undefined,
+          note: [note(r), `anchor ${note(a)}`].filter(Boolean).join('; '),
+        });
+      }
+    }
+    return [
+      {
+        ...base,
+        title,
+        unit: 'ms, p50',
+        better: 'lower',
+        rows,
+        tables: objectTables(json),
+      },
+    ];
   }
 
   if (Array.isArray(json.results) && json.results.some((r) => 'oursOpsPerSec' in r)) {
@@ -217,6 +272,12 @@ export function formatNumber(n) {
   return n.toLocaleString('en-US', { maximumFractionDigits: digits });
 }
 
+/** A ratio with two decimals, or two significant digits when it is small (0.0031, not 0.00). */
+export function formatRatio(r) {
+  if (r === undefined) return '';
+  return Math.abs(r) >= 0.1 || r === 0 ? r.toFixed(2) : r.toPrecision(2);
+}
+
 function cell(text) {
   return String(text ?? '')
     .replace(/\|/g, '\\|')
@@ -247,7 +308,7 @@ export function renderGroup(group, { chartPath } = {}) {
       );
       for (const r of group.rows) {
         lines.push(
-          `| ${cell(r.name)} | ${formatNumber(r.value)} | ${cell(r.anchor ?? '')} | ${formatNumber(r.anchorValue)} | ${r.ratio === undefined ? '' : r.ratio.toFixed(2)} | ${cell(r.note)} |`,
+          `| ${cell(r.name)} | ${formatNumber(r.value)} | ${cell(r.anchor ?? '')} | ${formatNumber(r.anchorValue)} | ${formatRatio(r.ratio)} | ${cell(r.note)} |`,
         );
       }
     } else {
@@ -279,7 +340,7 @@ export function renderSummary(groups) {
   for (const g of groups) {
     const ratios = g.rows.map((r) => r.ratio).filter((r) => r !== undefined);
     const range = ratios.length
-      ? `${Math.min(...ratios).toFixed(2)} – ${Math.max(...ratios).toFixed(2)}`
+      ? `${formatRatio(Math.min(...ratios))} – ${formatRatio(Math.max(...ratios))}`
       : '';
     const direction = ratios.length
       ? g.better === 'lower'
@@ -287,7 +348,7 @@ export function renderSummary(groups) {
         : 'throughput: higher is better'
       : 'no anchor';
     lines.push(
-      `| ${cell(g.title)} | ${g.rows.length || g.tables.reduce((n, t) => n + t.rows.length, 0)} | ${ratios.length ? median(ratios).toFixed(2) : ''} | ${range} | ${direction} |`,
+      `| ${cell(g.title)} | ${g.rows.length || g.tables.reduce((n, t) => n + t.rows.length, 0)} | ${ratios.length ? formatRatio(median(ratios)) : ''} | ${range} | ${direction} |`,
     );
   }
   return lines.join('\n');
@@ -338,7 +399,7 @@ export function renderChart(group) {
     out.push(
       `<text x="${labelWidth - 8}" y="${y + 14}" text-anchor="end">${escapeXml(label)}</text>`,
       `<rect x="${labelWidth}" y="${y + 3}" width="${Math.max(1, x(b.value) - labelWidth).toFixed(1)}" height="${rowHeight - 6}" fill="${good ? '#4c9a6a' : '#c8743c'}"/>`,
-      `<text x="${(x(b.value) + 4).toFixed(1)}" y="${y + 14}">${escapeXml(byRatio ? b.value.toFixed(2) : formatNumber(b.value))}</text>`,
+      `<text x="${(x(b.value) + 4).toFixed(1)}" y="${y + 14}">${escapeXml(byRatio ? formatRatio(b.value) : formatNumber(b.value))}</text>`,
     );
   });
   if (byRatio) {

@@ -92,6 +92,42 @@ describe('normalize', () => {
     expect(group.rows).toEqual([{ name: 'hold/release', value: 100000, note: 'keys=10' }]);
   });
 
+  it('compares latency rows with the "bare ..." anchor rows of the same file', () => {
+    const aio = {
+      benchmark: 'aio',
+      docker: '20.10',
+      rows: [
+        { path: 'reuse (active)', samples: 200, p50Ms: 1, p95Ms: 3 },
+        { path: 'cold create', samples: 12, p50Ms: 300, p95Ms: 600 },
+        { path: 'bare `docker run -d` + readiness', samples: 12, p50Ms: 400, p95Ms: 500 },
+      ],
+      coldCreateOverhead: { p50OverApiMs: -100 },
+    };
+    const [group] = normalize('aio.json', aio, { packageDirs: ['aio'] });
+    expect(group).toMatchObject({ title: '@sbx/aio', unit: 'ms, p50', better: 'lower' });
+    expect(
+      group.rows.map((r: { name: string; anchor: string; ratio: number }) => [
+        r.name,
+        r.anchor,
+        r.ratio,
+      ]),
+    ).toEqual([
+      ['reuse (active)', 'bare `docker run -d` + readiness', 0.0025],
+      ['cold create', 'bare `docker run -d` + readiness', 0.75],
+    ]);
+    expect(group.rows[0].note).toBe('p95 3 ms, n=200; anchor p95 500 ms, n=12');
+    expect(group.tables).toEqual([
+      {
+        title: 'coldCreateOverhead',
+        columns: ['measure', 'value'],
+        rows: [['p50OverApiMs', '-100']],
+      },
+    ]);
+    expect(renderGroup(group)).toContain(
+      '| reuse (active) | 1 | bare `docker run -d` + readiness | 400 | 0.0025 |',
+    );
+  });
+
   it('shows an unknown shape as plain tables instead of dropping it', () => {
     const [group] = normalize(
       'aio-startup.json',
