@@ -186,15 +186,13 @@ class ProviderInstrumentation<P extends SandboxProvider> {
     void this.#ready.then((telemetry) => {
       this.#telemetry = telemetry;
     });
-    const originals = new Map<string, AnyMethod>();
-    patchMethods(
-      target,
-      (name, original) => {
-        originals.set(name, original);
-        return this.#providerMethod(name, original);
-      },
-      ['acquire', 'release', 'get', 'shutdown', 'reset'],
-    );
+    patchMethods(target, (name, original) => this.#providerMethod(name, original), [
+      'acquire',
+      'release',
+      'get',
+      'shutdown',
+      'reset',
+    ]);
   }
 
   /** The instrumented form of one provider method; `original` runs with `this` = the provider. */
