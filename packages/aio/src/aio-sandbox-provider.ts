@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  AbortedError,
   AcquireSerializer,
   InvalidArgumentError,
   ProviderClosedError,
@@ -33,6 +34,7 @@ import type {
   Clock,
   ClockTimer,
   IdleTeardownReservation,
+  LeaseHolder,
   Logger,
   OwnershipStore,
   ResolvedOwnershipConfig,
@@ -95,6 +97,43 @@ export interface ReconcileSummary {
   budgetExhausted: boolean;
 }
 
+/** One listed container, as `sbx ls` shows it (same shape as the CLI's `SandboxSummary`). */
+export interface AioSandboxSummary {
+  readonly id: string;
+  readonly userId?: string | undefined;
+  readonly threadId?: string | undefined;
+  /**
+   * `active` / `warm` when this instance tracks it; otherwise the ownership store's view:
+   * `owned by <owner>`, `being destroyed by <owner>`, `unowned`, or `owner unknown`.
+   */
+  readonly state?: string | undefined;
+  /** ISO 8601: last use of an active sandbox, or when a warm one was parked. */
+  readonly updatedAt?: string | undefined;
+  /** Container name, else the sandbox URL. */
+  readonly location?: string | undefined;
+}
+
+export interface AioListSandboxesOptions {
+  signal?: AbortSignal | undefined;
+}
+
+export interface AioReapOrphansOptions {
+  /** Report what would be reaped without claiming or stopping anything. */
+  dryRun?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+  /**
+   * How long an untracked container must stay unowned before it is reaped, on a store with
+   * cross-process visibility. Default: the lease TTL (the reconciliation grace).
+   */
+  graceMs?: number | undefined;
+}
+
+/** What `reapOrphans` did (same shape as the CLI's `OrphanReapReport`). */
+export interface AioOrphanReapReport {
+  readonly reaped: string[];
+  readonly kept: { readonly id: string; readonly reason: string }[];
+}
+
 /** The in-memory state, for diagnostics and tests. */
 export interface AioProviderSnapshot {
   readonly active: readonly string[];
@@ -146,6 +185,30 @@ function sameIdentity(a: SandboxIdentity, b: SandboxIdentity): boolean {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+type GraceVerdict =
+  | { readonly kind: 'adoptable' }
+  | { readonly kind: 'waiting' }
+  | { readonly kind: 'owned'; readonly holder: LeaseHolder }
+  | { readonly kind: 'unknown'; readonly error: string };
+
+type UntrackedStopOutcome = 'stopped' | 'tracked' | 'owned' | 'failed';
+
+const UNTRACKED_STOP_REASONS: Record<Exclude<UntrackedStopOutcome, 'stopped'>, string> = {
+  tracked: 'taken up by this instance meanwhile',
+  owned: 'claim refused: another instance owns it, or the ownership store cannot answer',
+  failed: 'the stop failed (see the log); the container may still run',
+};
+
+function identityFields(
+  identity: SandboxIdentity | undefined,
+): { userId: string; threadId: string } | Record<string, never> {
+  return identity === undefined ? {} : { userId: identity.userId, threadId: identity.threadId };
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
 }
 
 function isBeingDestroyed(err: unknown): err is SandboxBeingDestroyedError {
@@ -585,21 +648,33 @@ export class AioSandboxProvider
    * and handed it out meanwhile.
    */
   async #destroyUnready(id: string, info: SandboxInfo): Promise<void> {
-    const reservation = this.#pool.reserve(id, () => !this.#active.has(id) && !this.#pool.has(id));
-    if (reservation === undefined) {
+    const outcome = await this.#destroyUntracked(id, info);
+    if (outcome === 'tracked') {
       this.#logger.warn(`Not stopping unready sandbox ${id}: it is tracked or being torn down`);
-      return;
+    } else if (outcome === 'owned') {
+      this.#logger.warn(`Not stopping unready sandbox ${id}: another instance owns it`);
+    } else if (outcome === 'failed') {
+      this.#logger.error(`Could not stop unready sandbox ${id}`);
     }
+  }
+
+  /**
+   * Stops a container no map tracks: reserved here (so no acquire or reconciliation here takes
+   * it meanwhile), claimed for destroy (a peer's lease, or a store that cannot answer, keeps it),
+   * stopped under a held teardown lease.
+   */
+  async #destroyUntracked(id: string, info: SandboxInfo): Promise<UntrackedStopOutcome> {
+    const reservation = this.#pool.reserve(id, () => !this.#active.has(id) && !this.#pool.has(id));
+    if (reservation === undefined) return 'tracked';
     try {
-      if (!(await this.#claim(id, true))) {
-        this.#logger.warn(`Not stopping unready sandbox ${id}: another instance owns it`);
-        return;
-      }
+      if (!(await this.#claim(id, true))) return 'owned';
       try {
         await this.#heldTeardown(id, () => this.backend.destroy(info));
       } catch (err) {
-        this.#logger.error(`Could not stop unready sandbox ${id}`, { error: errorText(err) });
+        this.#logger.error(`Could not stop sandbox ${id}`, { error: errorText(err) });
+        return 'failed';
       }
+      return 'stopped';
     } finally {
       reservation.release();
     }
@@ -1126,27 +1201,205 @@ export class AioSandboxProvider
   }
 
   async #adoptableAfterGrace(id: string): Promise<boolean> {
+    return (await this.#graceVerdict(id, this.#leaseTtlMs)).kind === 'adoptable';
+  }
+
+  /**
+   * The grace rule shared by reconciliation and `reapOrphans`: an untracked container is adoptable
+   * once seen unowned for `graceMs`; any holder resets the wait, and a store that cannot answer
+   * is never adoptable.
+   */
+  async #graceVerdict(id: string, graceMs: number): Promise<GraceVerdict> {
     const store = this.#requireStore();
     // No peer can hold a lease such a store would show us: instant orphan cleanup.
-    if (!store.supportsCrossProcess) return true;
-    let holder;
+    if (!store.supportsCrossProcess) return { kind: 'adoptable' };
+    let holder: LeaseHolder | undefined;
     try {
       holder = await store.owner(id);
     } catch (err) {
       this.#ownershipError('owner', id, err);
-      return false;
+      return { kind: 'unknown', error: errorText(err) };
     }
     if (holder !== undefined) {
       this.#unownedSince.delete(id);
-      return false;
+      return { kind: 'owned', holder };
     }
     const now = this.#clock.now();
     const first = this.#unownedSince.get(id);
     if (first === undefined) {
       this.#unownedSince.set(id, now);
-      return false;
+      return { kind: 'waiting' };
     }
-    return now - first >= this.#leaseTtlMs;
+    return now - first >= graceMs ? { kind: 'adoptable' } : { kind: 'waiting' };
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // CLI capabilities (`sbx ls`, `sbx gc`)
+
+  /**
+   * Every container the backend lists, with this instance's view (`active` / `warm`) or, for an
+   * untracked one, the ownership store's read-only peek. Claims and stops nothing.
+   */
+  async listSandboxes(options: AioListSandboxesOptions = {}): Promise<AioSandboxSummary[]> {
+    // After the start-up reconciliation, so a container it is adopting is not caught half-way.
+    await this.ready();
+    throwIfAborted(options.signal);
+    const listed = await this.backend.listRunning(
+      options.signal ? { signal: options.signal } : undefined,
+    );
+    const out: AioSandboxSummary[] = [];
+    for (const info of listed) {
+      throwIfAborted(options.signal);
+      const id = info.sandboxId;
+      const location = info.containerName || info.sandboxUrl || undefined;
+      const active = this.#active.get(id);
+      if (active !== undefined) {
+        const at = this.#lastActivity.get(id);
+        out.push({
+          id,
+          ...identityFields(active.identity),
+          state: 'active',
+          ...(at !== undefined ? { updatedAt: new Date(at).toISOString() } : {}),
+          location,
+        });
+        continue;
+      }
+      const warm = this.#pool.get(id);
+      if (warm !== undefined) {
+        out.push({
+          id,
+          ...identityFields(warm.value.identity),
+          state: 'warm',
+          updatedAt: new Date(warm.releasedAt).toISOString(),
+          location,
+        });
+        continue;
+      }
+      out.push({ id, state: await this.#ownerState(id), location });
+    }
+    return out;
+  }
+
+  async #ownerState(id: string): Promise<string> {
+    try {
+      const holder = await this.#requireStore().owner(id);
+      if (holder === undefined) return 'unowned';
+      return holder.state === 'del'
+        ? `being destroyed by ${holder.ownerId}`
+        : `owned by ${holder.ownerId}`;
+    } catch (err) {
+      this.#ownershipError('owner', id, err);
+      this.#logger.warn(`Could not read the owner of sandbox ${id}`, { error: errorText(err) });
+      return 'owner unknown';
+    }
+  }
+
+  /**
+   * Stops untracked containers under reconciliation's rules: seen unowned for the whole grace
+   * (observed, then observed again `graceMs` later on the provider's clock, unless the store has
+   * no cross-process visibility or an earlier reconciliation already started the wait), then
+   * claimed for destroy and stopped under a held teardown lease. A process that just started has
+   * no earlier sightings, so without the second look a lease lost to a store flush would read as
+   * an orphan while its live owner is about to republish it.
+   */
+  async reapOrphans(options: AioReapOrphansOptions = {}): Promise<AioOrphanReapReport> {
+    await this.ready();
+    const { signal } = options;
+    const dryRun = options.dryRun === true;
+    const graceMs = options.graceMs ?? this.#leaseTtlMs;
+    if (!(graceMs >= 0) || !Number.isFinite(graceMs)) {
+      throw new InvalidArgumentError(`graceMs must be a finite number >= 0, got ${graceMs}`);
+    }
+    throwIfAborted(signal);
+    const listed = await this.backend.listRunning(signal ? { signal } : undefined);
+    const kept: { id: string; reason: string }[] = [];
+    const reaped: string[] = [];
+    const keep = (id: string, reason: string) => kept.push({ id, reason });
+
+    let candidates = await this.#orphanPass(listed, graceMs, keep, signal);
+    if (candidates.waiting.length > 0) {
+      await this.#sleep(graceMs, signal);
+      // Listed again: a container stopped meanwhile is nobody's to reap, and one that appeared
+      // meanwhile has had no first look.
+      const waiting = new Set(candidates.waiting.map((info) => info.sandboxId));
+      const relisted = await this.backend.listRunning(signal ? { signal } : undefined);
+      const stillThere = relisted.filter((info) => waiting.has(info.sandboxId));
+      const again = await this.#orphanPass(stillThere, graceMs, keep, signal);
+      for (const info of again.waiting) keep(info.sandboxId, 'unowned, still inside its grace');
+      candidates = { adoptable: [...candidates.adoptable, ...again.adoptable], waiting: [] };
+    }
+    for (const info of candidates.adoptable) {
+      throwIfAborted(signal);
+      const id = info.sandboxId;
+      if (dryRun) {
+        reaped.push(id);
+        continue;
+      }
+      const outcome = await this.#destroyUntracked(id, info);
+      if (outcome === 'stopped') {
+        reaped.push(id);
+        this.#unownedSince.delete(id);
+      } else keep(id, UNTRACKED_STOP_REASONS[outcome]);
+    }
+    if (reaped.length > 0) {
+      this.#logger.info(
+        dryRun ? 'Orphan sandboxes that would be reaped' : 'Reaped orphan sandboxes',
+        {
+          reaped,
+        },
+      );
+    }
+    return { reaped, kept };
+  }
+
+  /** One look at each container; those kept for good are reported through `keep`. */
+  async #orphanPass(
+    listed: readonly SandboxInfo[],
+    graceMs: number,
+    keep: (id: string, reason: string) => void,
+    signal: AbortSignal | undefined,
+  ): Promise<{ adoptable: SandboxInfo[]; waiting: SandboxInfo[] }> {
+    const adoptable: SandboxInfo[] = [];
+    const waiting: SandboxInfo[] = [];
+    for (const info of listed) {
+      throwIfAborted(signal);
+      const id = info.sandboxId;
+      if (this.#active.has(id)) keep(id, 'active in this instance');
+      else if (this.#pool.has(id)) keep(id, 'warm in this instance');
+      else if (this.#pool.isReserved(id)) keep(id, 'being torn down by this instance');
+      else if (!isValidSandboxId(id)) keep(id, 'not a valid sandbox id');
+      else {
+        const verdict = await this.#graceVerdict(id, graceMs);
+        if (verdict.kind === 'adoptable') adoptable.push(info);
+        else if (verdict.kind === 'waiting') waiting.push(info);
+        else if (verdict.kind === 'unknown') {
+          keep(id, `owner unknown: the ownership store cannot answer (${verdict.error})`);
+        } else if (verdict.holder.state === 'del') {
+          keep(id, `being destroyed by ${verdict.holder.ownerId}`);
+        } else keep(id, `owned by ${verdict.holder.ownerId}`);
+      }
+    }
+    return { adoptable, waiting };
+  }
+
+  #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    throwIfAborted(signal);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#clock.clearTimeout(timer);
+        reject(new AbortedError(undefined, { cause: signal?.reason }));
+      };
+      // Ref'd: in a one-shot CLI process this wait is the only thing keeping it alive.
+      const timer = this.#clock.setTimeout(
+        () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        ms,
+        { ref: true },
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   // --------------------------------------------------------------------------------------------
