@@ -121,6 +121,10 @@ export type {
   AioSandboxProviderInit,
   AioProviderSnapshot,
   ReconcileSummary,
+  AioSandboxSummary,
+  AioListSandboxesOptions,
+  AioReapOrphansOptions,
+  AioOrphanReapReport,
 } from './aio-sandbox-provider.js';
 export {
   resolveAioSettings,

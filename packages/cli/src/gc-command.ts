@@ -27,7 +27,7 @@ export async function gcCommand(options: GcOptions, runtime: CommandRuntime): Pr
   try {
     const { config } = await loadCliConfig(options, io);
     const opened = await withProgress(progress, `loading ${config.use}`, () =>
-      openProvider(config, { logger, importer }),
+      openProvider(config, { logger, importer, background: false }),
     );
     provider = opened;
     if (!canReapOrphans(opened)) {

@@ -26,7 +26,7 @@ export async function lsCommand(
   try {
     const { config } = await loadCliConfig(options, io);
     const opened = await withProgress(progress, `loading ${config.use}`, () =>
-      openProvider(config, { logger, importer }),
+      openProvider(config, { logger, importer, background: false }),
     );
     provider = opened;
     const sandboxes = await withProgress(progress, 'listing sandboxes', () =>

@@ -22,6 +22,8 @@ export async function openProvider(
     logger: Logger;
     allowHostBash?: boolean | undefined;
     importer?: ModuleImporter | undefined;
+    /** `false` for inspection commands: see core `SandboxProviderInit.background`. */
+    background?: boolean | undefined;
   },
 ): Promise<SandboxProvider> {
   const effective =
@@ -29,7 +31,11 @@ export async function openProvider(
       ? config
       : Object.freeze({ ...config, allowHostBash: options.allowHostBash });
   const loaded = await loadProviderClass(effective.use, { importer: options.importer });
-  return loaded.create({ config: effective, logger: options.logger });
+  return loaded.create({
+    config: effective,
+    logger: options.logger,
+    ...(options.background === undefined ? {} : { background: options.background }),
+  });
 }
 
 export interface ToolContextOptions {

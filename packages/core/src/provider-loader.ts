@@ -12,6 +12,13 @@ export type ModuleImporter = (specifier: string) => Promise<unknown>;
 export interface SandboxProviderInit {
   readonly config: SandboxConfig;
   readonly logger?: Logger | undefined;
+  /**
+   * `false` for a short-lived process that only inspects (e.g. `sbx ls`, `sbx gc`): the provider
+   * must start no background work of its own (start-up reconciliation, renewal, idle reaping),
+   * since adopting containers there would hand them to this process's `shutdown()`. Default `true`.
+   * Providers without background work ignore it.
+   */
+  readonly background?: boolean | undefined;
 }
 
 export type SandboxProviderClass = new (init: SandboxProviderInit) => SandboxProvider;
