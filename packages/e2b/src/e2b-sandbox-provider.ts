@@ -446,10 +446,7 @@ export class E2BSandboxProvider extends SandboxProvider {
         sandboxId: id,
         error: failure.message,
       });
-      const outcome = await this.#killAndClose(id, sandbox);
-      this.#ownedRemoteOps.delete(id);
-      if (outcome === 'failed') slot.tombstone(id);
-      else slot.release();
+      await this.#discardVm(id, sandbox, slot);
       return undefined;
     }
     if (this.#closed) {
@@ -579,10 +576,7 @@ export class E2BSandboxProvider extends SandboxProvider {
         sandboxId: id,
         error: failure.message,
       });
-      const outcome = await this.#killAndClose(id, sandbox);
-      this.#unownedRemoteOps.delete(id);
-      if (outcome === 'failed') slot.tombstone(id);
-      else slot.release();
+      await this.#discardVm(id, sandbox, slot, this.#unownedRemoteOps);
       return undefined;
     }
     if (this.#closed) {
@@ -647,16 +641,16 @@ export class E2BSandboxProvider extends SandboxProvider {
     try {
       took = await this.#publish(id);
     } catch (error) {
-      await this.#discardCreated(id, sandbox, slot);
+      await this.#discardVm(id, sandbox, slot);
       throw error;
     }
     if (!took) {
-      await this.#discardCreated(id, sandbox, slot);
+      await this.#discardVm(id, sandbox, slot);
       throw new SandboxBeingDestroyedError(id);
     }
     const failure = await runBootstrap(remote, this.settings.homeDir);
     if (failure !== undefined) {
-      await this.#discardCreated(id, sandbox, slot);
+      await this.#discardVm(id, sandbox, slot);
       throw new SandboxRuntimeError(`Failed to bootstrap e2b sandbox ${id}: ${failure.message}`, {
         cause: failure,
       });
@@ -717,9 +711,19 @@ export class E2BSandboxProvider extends SandboxProvider {
     );
   }
 
-  async #discardCreated(id: string, sandbox: E2BSandbox, slot: Slot): Promise<void> {
+  /**
+   * Kills a VM this provider will not hand out and settles its capacity slot: an uncertain kill
+   * keeps a tombstone, anything else frees the slot. `ops` is the remote-operation set tracking it
+   * (owned for creates and warm reclaims, unowned for discoveries).
+   */
+  async #discardVm(
+    id: string,
+    sandbox: E2BSandbox,
+    slot: Slot,
+    ops: Set<string> = this.#ownedRemoteOps,
+  ): Promise<void> {
     const outcome = await this.#killAndClose(id, sandbox);
-    this.#ownedRemoteOps.delete(id);
+    ops.delete(id);
     if (outcome === 'failed') slot.tombstone(id);
     else slot.release();
   }
