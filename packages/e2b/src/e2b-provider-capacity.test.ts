@@ -309,6 +309,58 @@ describe('§8.3 capacity, eviction and shutdown races', () => {
     await first;
   });
 
+  it('§8.3.81 shutdown during a failing warm reclaim reconnect still kills the VM, leaving no tombstone', async () => {
+    const { provider, fake } = await harness();
+    const a = await provider.acquire(thread('a'));
+    await provider.release(a);
+    fake.gate.pause('connect', { times: 1 });
+    const pending = provider.acquire(thread('a'));
+    const reconnect = await fake.gate.nextCall('connect');
+    const shutdown = provider.shutdown();
+    reconnect.fail(fakeErrors.connectionReset());
+    await shutdown;
+    await expect(pending).rejects.toBeInstanceOf(SandboxCapacityExceededError);
+    expect(fake.vms.get(a)!.alive).toBe(false);
+    expect(provider.tombstoneIds()).toEqual([]);
+    expect(provider.remoteOpIds()).toEqual([]);
+    expect(provider.capacitySnapshot()).toMatchObject({ warm: 0, transitioning: 0, total: 0 });
+  });
+
+  it('§8.3.81 shutdown during a create bootstrap whose kill fails still kills the VM through a new client', async () => {
+    const { provider, fake } = await harness();
+    fake.gate.pause('run', { times: 1 });
+    const pending = provider.acquire(thread('a'));
+    const bootstrap = await fake.gate.nextCall('run');
+    const id = bootstrap.args[0] as string;
+    const shutdown = provider.shutdown();
+    fake.fail('kill', new Error('kill failed'), { sandboxId: id, times: 1 });
+    bootstrap.fail(new Error('bootstrap failed'));
+    await expect(pending).rejects.toThrow();
+    await shutdown;
+    expect(fake.vms.get(id)!.alive).toBe(false);
+    expect(provider.tombstoneIds()).toEqual([]);
+    expect(provider.remoteOpIds()).toEqual([]);
+    expect(provider.capacitySnapshot()).toMatchObject({ reserved: 0, transitioning: 0, total: 0 });
+  });
+
+  it('§8.3.81 shutdown during a warm eviction whose first reconnect fails still kills the VM', async () => {
+    const { provider, fake } = await harness({ config: reject() });
+    const a = await provider.acquire(thread('a'));
+    await provider.release(a);
+    fake.gate.pause('connect', { times: 1 });
+    const pending = provider.acquire(thread('b'));
+    const reconnect = await fake.gate.nextCall('connect');
+    const shutdown = provider.shutdown();
+    reconnect.fail(fakeErrors.connectionReset());
+    await expect(pending).rejects.toBeInstanceOf(SandboxCapacityExceededError);
+    await shutdown;
+    expect(fake.vms.get(a)!.alive).toBe(false);
+    expect(fake.callsOf('create')).toHaveLength(1);
+    expect(provider.tombstoneIds()).toEqual([]);
+    expect(provider.remoteOpIds()).toEqual([]);
+    expect(provider.capacitySnapshot()).toMatchObject({ warm: 0, transitioning: 0, total: 0 });
+  });
+
   it('§8.3.82 reset() kills tracked VMs, zeroes reservations, wakes waiters with reason=shutdown and refuses reuse', async () => {
     const clock = new ManualClock(0);
     const { provider, fake } = await harness({ clock, config: { replicas: 1 } });

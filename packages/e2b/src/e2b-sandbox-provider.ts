@@ -1048,7 +1048,7 @@ export class E2BSandboxProvider extends SandboxProvider {
           sandboxId: id,
           error: errorMessage(error),
         });
-        return false;
+        return this.#leaveToShutdown(id);
       }
       try {
         await remote.kill();
@@ -1057,7 +1057,7 @@ export class E2BSandboxProvider extends SandboxProvider {
           sandboxId: id,
           error: errorMessage(error),
         });
-        return false;
+        return this.#leaveToShutdown(id);
       } finally {
         await remote.close().catch(() => undefined);
       }
@@ -1067,6 +1067,20 @@ export class E2BSandboxProvider extends SandboxProvider {
     } finally {
       await this.#releaseLease(id);
     }
+  }
+
+  /**
+   * An eviction that failed after shutdown began: shutdown snapshotted every warm id (this one
+   * included, since the pool keeps an entry whose teardown is in flight) and kills it through a
+   * connection of its own. Keeping the entry would leave a warm VM in a provider that no longer
+   * reaps anything, so the pool is told to drop it.
+   */
+  #leaveToShutdown(id: string): boolean {
+    if (!this.#closed) return false;
+    this.#logger.info('Leaving a warm e2b sandbox whose eviction failed to the shutdown teardown', {
+      sandboxId: id,
+    });
+    return true;
   }
 
   /** Waiters re-check after the pool removed the entry (it does so right after the hook). */
