@@ -7,6 +7,7 @@ import {
   OwnershipBackendError,
   SandboxIdentityCollisionError,
   SerializerClosedError,
+  TEARDOWN_JOIN_TIMEOUT_MS,
   deriveSandboxScopeToken,
   getSandboxLeaseManager,
   loadProviderClass,
@@ -18,7 +19,6 @@ import { AioSandboxProvider, createAioProvider } from './aio-sandbox-provider.js
 import { LocalContainerBackend } from './local-container-backend.js';
 import { provisionerExtraMounts } from './provisioner-mounts.js';
 import { RemoteSandboxBackend } from './remote-sandbox-backend.js';
-import { TEARDOWN_JOIN_TIMEOUT_MS } from './teardown-lease.js';
 import { MemorySandboxBackend } from './testing/memory-sandbox-backend.js';
 import type { FakeContainerClient } from './testing/memory-sandbox-backend.js';
 import { RecordingLogger, makeHarness } from './testing/provider-harness.js';

@@ -27,6 +27,7 @@ import {
   serializerKey,
   silentLogger,
   systemClock,
+  withHeldTeardownLease,
 } from '@sbx/core';
 import type {
   AcquireOptions,
@@ -57,7 +58,6 @@ import { RemoteSandboxBackend } from './remote-sandbox-backend.js';
 import type { SandboxBackend, SandboxHealth } from './sandbox-backend.js';
 import type { SandboxInfo } from './sandbox-info.js';
 import { planSandboxMounts, prepareSandboxMounts } from './sandbox-mounts.js';
-import { withHeldTeardownLease } from './teardown-lease.js';
 
 export interface AioSandboxProviderInit {
   readonly config: SandboxConfig;

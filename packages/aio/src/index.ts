@@ -137,8 +137,6 @@ export {
 export type { AioSettings, ReconcileSettings } from './aio-provider-config.js';
 export { dedupeMounts, planSandboxMounts, prepareSandboxMounts } from './sandbox-mounts.js';
 export type { MountGroup, SandboxMountPlanInput } from './sandbox-mounts.js';
-export { TEARDOWN_JOIN_TIMEOUT_MS, withHeldTeardownLease } from './teardown-lease.js';
-export type { HeldTeardownLeaseOptions } from './teardown-lease.js';
 
 // `use: "@sbx/aio"` loads this through core's provider loader.
 export { AioSandboxProvider as default } from './aio-sandbox-provider.js';

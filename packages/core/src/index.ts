@@ -220,6 +220,8 @@ export type {
   OwnershipStoreFactoryOptions,
   CreateOwnershipStoreOptions,
 } from './ownership-store-factory.js';
+export { TEARDOWN_JOIN_TIMEOUT_MS, withHeldTeardownLease } from './teardown-lease.js';
+export type { HeldTeardownLeaseOptions } from './teardown-lease.js';
 
 // @section capacity-store
 export {

@@ -361,6 +361,32 @@ describe('§8.3 capacity, eviction and shutdown races', () => {
     expect(provider.capacitySnapshot()).toMatchObject({ warm: 0, transitioning: 0, total: 0 });
   });
 
+  it('a warm eviction whose kill outlives the lease TTL keeps the del: marker until the kill settles', async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const table = new MemoryLeaseTable({ clock });
+    const peer = new MemoryOwnershipStore({ table });
+    const { provider, fake } = await harness({
+      clock,
+      config: reject(),
+      ownership: new MemoryOwnershipStore({ table }),
+    });
+    const a = await provider.acquire(thread('a'));
+    await provider.release(a);
+    fake.gate.pause('kill', { times: 1 });
+    const pending = provider.acquire(thread('b'));
+    const kill = await fake.gate.nextCall('kill');
+    const intervalMs = provider.ownership.renewalIntervalSeconds * 1000;
+    const ttlMs = provider.ownership.leaseTtlSeconds * 1000;
+    for (let waited = 0; waited <= 3 * ttlMs; waited += intervalMs) await clock.advance(intervalMs);
+    // A peer must not adopt the VM being killed, however long the kill takes.
+    expect(await peer.take(a)).toBe(false);
+    expect(await peer.owner(a)).toMatchObject({ state: 'del' });
+    await kill.release();
+    const b = await pending;
+    expect(provider.get(b)).toBeDefined();
+    expect(await peer.owner(a)).toBeUndefined();
+  });
+
   it('§8.3.82 reset() kills tracked VMs, zeroes reservations, wakes waiters with reason=shutdown and refuses reuse', async () => {
     const clock = new ManualClock(0);
     const { provider, fake } = await harness({ clock, config: { replicas: 1 } });

@@ -25,6 +25,7 @@ import {
   silentLogger,
   systemClock,
   threadLayout,
+  withHeldTeardownLease,
 } from '@sbx/core';
 import type {
   AcquireOptions,
@@ -159,6 +160,12 @@ export class E2BSandboxProvider extends SandboxProvider {
   readonly #unownedRemoteOps = new Set<string>();
   /** Leases this instance holds. */
   readonly #owned = new Set<string>();
+  /**
+   * Ids whose `del:` marker a teardown heartbeat keeps. Renewal skips them (`renew` would see the
+   * marker, not an `own:` lease, and forget a VM mid-kill); they stay in `#owned` so a shutdown
+   * that starts meanwhile still counts them as ours to kill.
+   */
+  readonly #tearingDown = new Set<string>();
   /** Intent marks: an acquire is publishing ownership of the id; renewal must not forget it. */
   readonly #intent = new Set<string>();
   readonly #firstSeen = new Map<string, number>();
@@ -993,7 +1000,7 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   async #retryTombstone(id: string): Promise<boolean> {
     if (!(await this.#claimForDestroy(id))) return true;
-    try {
+    return this.#heldTeardown(id, async () => {
       let remote: E2BRemoteSandbox;
       try {
         remote = await this.#sdk(() => this.#client.connect(id));
@@ -1017,9 +1024,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       }
       await this.#ledgerRelease(id);
       return true;
-    } finally {
-      await this.#releaseLease(id);
-    }
+    });
   }
 
   /** WarmPool destroy hook. `true` = gone (or a peer's, forgotten); `false` keeps its slot. */
@@ -1034,7 +1039,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       this.#notifySoon();
       return true;
     }
-    try {
+    return this.#heldTeardown(id, async () => {
       let remote: E2BRemoteSandbox;
       try {
         remote = await this.#sdk(() => this.#client.connect(id));
@@ -1064,9 +1069,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       await this.#ledgerRelease(id);
       this.#notifySoon();
       return true;
-    } finally {
-      await this.#releaseLease(id);
-    }
+    });
   }
 
   /**
@@ -1117,6 +1120,33 @@ export class E2BSandboxProvider extends SandboxProvider {
     }
   }
 
+  /**
+   * Runs a kill under the `del:` marker the caller just claimed, re-claiming it every renewal
+   * interval until the kill settles and releasing it afterwards (core's `withHeldTeardownLease`).
+   * A kill can outlive the lease TTL (a slow control plane); without the heartbeat the marker
+   * would lapse, a peer's `take()` would adopt the VM being killed, and our kill would then land
+   * on the turn just handed to that peer.
+   */
+  async #heldTeardown<T>(id: string, teardown: () => Promise<T>): Promise<T> {
+    const { ownership } = await this.#stores_();
+    this.#tearingDown.add(id);
+    try {
+      return await withHeldTeardownLease(
+        {
+          store: ownership,
+          sandboxId: id,
+          intervalMs: this.ownership.renewalIntervalSeconds * 1000,
+          clock: this.#clock,
+          logger: this.#logger,
+        },
+        teardown,
+      );
+    } finally {
+      this.#tearingDown.delete(id);
+      this.#owned.delete(id);
+    }
+  }
+
   async #releaseLease(id: string): Promise<void> {
     this.#owned.delete(id);
     const { ownership } = await this.#stores_();
@@ -1152,22 +1182,21 @@ export class E2BSandboxProvider extends SandboxProvider {
     const client = sandbox.client;
     let outcome: 'destroyed' | 'peer' | 'failed' = 'failed';
     if (await this.#claimForDestroy(id)) {
-      try {
-        if (client === undefined) throw new Error('no client: cannot confirm destruction');
-        await this.#sdk(() => client.kill());
-        outcome = 'destroyed';
-        await this.#ledgerRelease(id);
-      } catch (error) {
-        if (isSandboxGoneError(error)) outcome = 'destroyed';
-        else {
+      outcome = await this.#heldTeardown(id, async () => {
+        try {
+          if (client === undefined) throw new Error('no client: cannot confirm destruction');
+          await this.#sdk(() => client.kill());
+          await this.#ledgerRelease(id);
+          return 'destroyed';
+        } catch (error) {
+          if (isSandboxGoneError(error)) return 'destroyed';
           this.#logger.warn('Killing an e2b sandbox failed', {
             sandboxId: id,
             error: errorMessage(error),
           });
+          return 'failed';
         }
-      } finally {
-        await this.#releaseLease(id);
-      }
+      });
     } else {
       outcome = 'peer';
       // Whatever lease we had is a peer's now: renewal must not try to keep it.
@@ -1252,6 +1281,7 @@ export class E2BSandboxProvider extends SandboxProvider {
     const { ownership } = await this.#stores_();
     for (const id of [...this.#owned]) {
       if (this.#closed) return;
+      if (this.#tearingDown.has(id)) continue;
       let outcome: RenewOutcome;
       try {
         outcome = await ownership.renew(id);
@@ -1548,26 +1578,26 @@ export class E2BSandboxProvider extends SandboxProvider {
     const age = created !== undefined ? now - created : now - first;
     if (age < graceMs) return 'deferred';
     if (!(await this.#claimForDestroy(id))) return 'deferred';
-    try {
-      const remote = await this.#sdk(() => this.#client.connect(id));
+    return this.#heldTeardown(id, async () => {
       try {
-        const killed = await remote.kill();
-        if (!killed) return 'deferred';
-      } finally {
-        await remote.close().catch(() => undefined);
+        const remote = await this.#sdk(() => this.#client.connect(id));
+        try {
+          const killed = await remote.kill();
+          if (!killed) return 'deferred';
+        } finally {
+          await remote.close().catch(() => undefined);
+        }
+        this.#firstSeen.delete(id);
+        await this.#ledgerRelease(id);
+        return 'killed';
+      } catch (error) {
+        this.#logger.info('Reaping an e2b sandbox failed; deferred', {
+          sandboxId: id,
+          error: errorMessage(error),
+        });
+        return 'deferred';
       }
-      this.#firstSeen.delete(id);
-      await this.#ledgerRelease(id);
-      return 'killed';
-    } catch (error) {
-      this.#logger.info('Reaping an e2b sandbox failed; deferred', {
-        sandboxId: id,
-        error: errorMessage(error),
-      });
-      return 'deferred';
-    } finally {
-      await this.#releaseLease(id);
-    }
+    });
   }
 
   // ------------------------------------------------------------------------------------------
@@ -1606,24 +1636,24 @@ export class E2BSandboxProvider extends SandboxProvider {
     }
     for (const id of parked) {
       if (stores === undefined || !owned.has(id) || !(await this.#claimForDestroy(id))) continue;
-      try {
-        const remote = await this.#client.connect(id);
+      await this.#heldTeardown(id, async () => {
         try {
-          await remote.kill();
-          await this.#ledgerRelease(id);
-        } finally {
-          await remote.close().catch(() => undefined);
+          const remote = await this.#client.connect(id);
+          try {
+            await remote.kill();
+            await this.#ledgerRelease(id);
+          } finally {
+            await remote.close().catch(() => undefined);
+          }
+        } catch (error) {
+          if (!isSandboxGoneError(error)) {
+            this.#logger.warn('Killing an e2b sandbox at shutdown failed', {
+              sandboxId: id,
+              error: errorMessage(error),
+            });
+          }
         }
-      } catch (error) {
-        if (!isSandboxGoneError(error)) {
-          this.#logger.warn('Killing an e2b sandbox at shutdown failed', {
-            sandboxId: id,
-            error: errorMessage(error),
-          });
-        }
-      } finally {
-        await this.#releaseLease(id);
-      }
+      });
     }
     await this.#reconciling?.catch(() => undefined);
     if (stores?.ownsOwnership) await stores.ownership.close().catch(() => undefined);
