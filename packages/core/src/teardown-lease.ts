@@ -1,5 +1,8 @@
-import { silentLogger, systemClock } from '@sbx/core';
-import type { Clock, ClockTimer, Logger, OwnershipStore } from '@sbx/core';
+import { systemClock } from './clock.js';
+import type { Clock, ClockTimer } from './clock.js';
+import { silentLogger } from './logger.js';
+import type { Logger } from './logger.js';
+import type { OwnershipStore } from './ownership-store.js';
 
 /**
  * How long the end of a teardown waits for its heartbeat. Longer than two store operations (the
