@@ -122,6 +122,8 @@ export type {
 } from './default-provider.js';
 
 // @section acquire-serializer
+export { ResettableAcquireSerializer } from './resettable-acquire-serializer.js';
+export type { ResettableAcquireSerializerOptions } from './resettable-acquire-serializer.js';
 export {
   AcquireSerializer,
   DEFAULT_SERIALIZER_LIMIT,
@@ -171,6 +173,8 @@ export type {
 } from './lease-client.js';
 
 // @section warm-pool
+export { WarmPoolRegistry } from './warm-pool-registry.js';
+export type { WarmPoolRegistryOptions, WarmPoolSettings } from './warm-pool-registry.js';
 export {
   WarmPool,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
@@ -504,6 +508,11 @@ export {
 } from './tools/truncation.js';
 
 // @section command-output
+export {
+  assertDownloadablePath,
+  assertSandboxFilePath,
+  decodeFileText,
+} from './sandbox-file-checks.js';
 export {
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
   assembleCommandOutput,

@@ -6,6 +6,7 @@ export { requireService, servicesRequired, serviceAddress } from './testing/requ
 export type { ServiceName, ServiceEnv } from './testing/require-service.js';
 
 // @section fakes (manual clock, pausable wrappers)
+export { rejectionOf } from './testing/rejection.js';
 export { MemorySandbox } from './testing/memory-sandbox.js';
 export type {
   MemorySandboxOptions,
@@ -35,6 +36,8 @@ export type {
 } from './testing/fake-provider.js';
 
 // @section sandbox-contract
+export { sandboxFromProvider } from './testing/sandbox-from-provider.js';
+export type { SandboxFromProviderOptions } from './testing/sandbox-from-provider.js';
 export { describeSandboxContract } from './testing/sandbox-contract.js';
 export type { SandboxUnderTest, SandboxContractOptions } from './testing/sandbox-contract.js';
 
