@@ -106,6 +106,14 @@ export interface E2BCapacitySnapshot {
   total: number;
 }
 
+/** One tree of a VM's one-shot uploads. */
+interface PlannedTree {
+  readonly source: string;
+  readonly dest: string;
+  readonly readOnly: boolean;
+  readonly kind: 'skills' | 'mount';
+}
+
 interface ThreadKey {
   userId: string;
   threadId: string;
@@ -735,6 +743,12 @@ export class E2BSandboxProvider extends SandboxProvider {
     else slot.release();
   }
 
+  /**
+   * The one-shot uploads of a new VM: the shared skills projection (unrestricted sandboxes only),
+   * then the configured mounts, all in one pass with one byte/file budget and deadline. The two
+   * sources are independent: a projection that cannot be planned uploads nothing of itself but
+   * never costs the operator's configured mounts, and one tree that fails does not stop the next.
+   */
   async #oneShotUploads(
     remote: E2BRemoteSandbox,
     key: ThreadKey | undefined,
@@ -742,29 +756,11 @@ export class E2BSandboxProvider extends SandboxProvider {
   ): Promise<void> {
     const root = this.settings.skillsRoot;
     const pass = new UploadPass(this.#clock, {}, this.#logger);
+    const trees: PlannedTree[] = [];
     if (uploadShared) {
-      try {
-        for (const category of SKILL_CATEGORIES) {
-          const host = sharedSkillsViewPath(
-            this.settings.baseDir,
-            key?.userId ?? resolveEffectiveUserId(undefined),
-            category,
-          );
-          if (!(await stat(host).catch(() => undefined))?.isDirectory()) continue;
-          await uploadTree(remote, host, `${root}/${category}`, pass, {
-            readOnly: true,
-            logger: this.#logger,
-          });
-          if (pass.stopped) return;
-        }
-      } catch (error) {
-        this.#logger.warn('Uploading the skills projection failed; continuing with mounts', {
-          error: errorMessage(error),
-        });
-      }
+      for (const t of await this.#skillProjectionTrees(key)) trees.push(t);
     }
     for (const mount of this.settings.mounts) {
-      if (pass.stopped || !pass.inTime()) return;
       const dest = mount.containerPath.replace(/\/+$/, '');
       if (!dest.startsWith('/')) continue;
       if (dest === root || dest.startsWith(`${root}/`)) {
@@ -773,19 +769,62 @@ export class E2BSandboxProvider extends SandboxProvider {
         });
         continue;
       }
-      if (!(await stat(mount.hostPath).catch(() => undefined))) continue;
+      trees.push({ source: mount.hostPath, dest, readOnly: mount.readOnly, kind: 'mount' });
+    }
+    for (const tree of trees) {
+      if (pass.stopped || !pass.inTime()) return;
+      if (tree.kind === 'mount' && !(await stat(tree.source).catch(() => undefined))) continue;
       try {
-        await uploadTree(remote, mount.hostPath, dest, pass, {
-          readOnly: mount.readOnly,
+        await uploadTree(remote, tree.source, tree.dest, pass, {
+          readOnly: tree.readOnly,
           logger: this.#logger,
         });
       } catch (error) {
-        this.#logger.warn('Uploading a configured mount failed', {
-          source: mount.hostPath,
-          error: errorMessage(error),
-        });
+        this.#logger.warn(
+          tree.kind === 'mount'
+            ? 'Uploading a configured mount failed'
+            : 'Uploading a skills projection category failed',
+          { source: tree.source, destination: tree.dest, error: errorMessage(error) },
+        );
       }
     }
+  }
+
+  /**
+   * Plans the skills projection: one read-only tree per category view that exists. Planning is
+   * all or nothing: a view that cannot be inspected (anything but "absent") means the projection
+   * is unknown, and half of it would show the agent a skill set nobody chose.
+   */
+  async #skillProjectionTrees(key: ThreadKey | undefined): Promise<PlannedTree[]> {
+    const userId = key?.userId ?? resolveEffectiveUserId(undefined);
+    const trees: PlannedTree[] = [];
+    try {
+      for (const category of SKILL_CATEGORIES) {
+        const host = sharedSkillsViewPath(this.settings.baseDir, userId, category);
+        let isDir: boolean;
+        try {
+          isDir = (await stat(host)).isDirectory();
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+          throw error;
+        }
+        if (isDir) {
+          trees.push({
+            source: host,
+            dest: `${this.settings.skillsRoot}/${category}`,
+            readOnly: true,
+            kind: 'skills',
+          });
+        }
+      }
+    } catch (error) {
+      this.#logger.warn('Planning the skills projection failed; uploading configured mounts only', {
+        userId,
+        error: errorMessage(error),
+      });
+      return [];
+    }
+    return trees;
   }
 
   // ------------------------------------------------------------------------------------------

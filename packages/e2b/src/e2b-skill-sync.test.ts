@@ -162,6 +162,31 @@ describe('agent skill sync (authz-leases §6, remote-providers §2.9)', () => {
     expect(h.provider.supportsAgentSkillIsolation).toBe(true);
   });
 
+  it('§8.2.33 a projection that cannot be planned uploads none of itself; configured mounts still upload', async () => {
+    const mountSource = await mkdtemp(path.join(os.tmpdir(), 'sbx-e2b-mount-'));
+    cleanups.push(() => rm(mountSource, { recursive: true, force: true }));
+    await writeFile(path.join(mountSource, 'data.txt'), 'operator data');
+    const h = await harness({
+      config: {
+        mounts: [{ host_path: mountSource, container_path: '/mnt/data', read_only: false }],
+      },
+    });
+    const publicView = sharedSkillsViewPath(h.baseDir, 'u1', 'public');
+    await mkdir(path.join(publicView, 'pdf'), { recursive: true });
+    await writeFile(path.join(publicView, 'pdf', 'SKILL.md'), 'pdf skill');
+    // A file where the user's views directory belongs: inspecting the per-user categories fails
+    // with ENOTDIR, so the projection as a whole is unknown.
+    const customView = sharedSkillsViewPath(h.baseDir, 'u1', 'custom');
+    await mkdir(path.dirname(path.dirname(customView)), { recursive: true });
+    await writeFile(path.dirname(customView), 'not a directory');
+    const id = await h.provider.acquire(T);
+    expect(await h.provider.get(id)!.readFile('/mnt/data/data.txt')).toBe('operator data');
+    expect(await run(h, id, 'test -e /mnt/skills/public/pdf/SKILL.md && echo yes || echo no')).toBe(
+      'no\n',
+    );
+    expect(h.logger.text('warn')).toContain('Planning the skills projection failed');
+  });
+
   it('refuses a sync for a sandbox that is not active for the thread', async () => {
     const h = await harness();
     const id = await h.provider.acquire(T);
