@@ -75,6 +75,47 @@ async function readyLedger(hardLimit: number, ledger = new MemoryCapacityLedger(
 }
 
 describe('§8.3 capacity, eviction and shutdown races', () => {
+  it('§8.2.49 killing a dead VM swallows a failed kill and releases the lease; a peer-owned VM is only closed', async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const table = new MemoryLeaseTable({ clock });
+    const peer = new MemoryOwnershipStore({ table, ownerId: 'peer-gateway' });
+    const { provider, fake } = await harness({
+      clock,
+      ownership: new MemoryOwnershipStore({ table }),
+    });
+    const a = await provider.acquire(thread('a'));
+    provider.get(a)!.markDead();
+    fake.fail('kill', new Error('control plane unavailable'), { sandboxId: a });
+    await provider.release(a);
+    expect(fake.callsOf('kill', a)).toHaveLength(1);
+    expect(fake.callsOf('close', a).length).toBeGreaterThan(0);
+    expect(await peer.owner(a)).toBeUndefined();
+
+    const b = await provider.acquire(thread('b'));
+    table.set(b, 'own', peer.ownerId, 60_000);
+    provider.get(b)!.markDead();
+    await provider.release(b);
+    expect(fake.callsOf('kill', b)).toHaveLength(0);
+    expect(fake.callsOf('close', b).length).toBeGreaterThan(0);
+    expect(fake.vms.get(b)!.alive).toBe(true);
+    expect(await peer.owner(b)).toEqual({ state: 'own', ownerId: peer.ownerId });
+  });
+
+  it('§8.2.50 the ledger frees a VM only after a confirmed kill', async () => {
+    const g = recordingLedger(await readyLedger(4));
+    const { provider, fake } = await harness({ capacity: g.store });
+    const a = await provider.acquire(thread('a'));
+    provider.get(a)!.markDead();
+    fake.fail('kill', new Error('control plane unavailable'), { sandboxId: a });
+    await provider.release(a);
+    expect(g.of('release')).toEqual([]);
+    const b = await provider.acquire(thread('b'));
+    provider.get(b)!.markDead();
+    await provider.release(b);
+    expect(fake.vms.get(b)!.alive).toBe(false);
+    expect(g.of('release')).toEqual([{ op: 'release', args: [b] }]);
+  });
+
   it('§8.3.66 two gateways sharing a ledger with replicas=1: one creates, the other is refused without creating', async () => {
     const fake = sharedFake();
     const ledger = new MemoryCapacityLedger();
