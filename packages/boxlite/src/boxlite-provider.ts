@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import {
   AbortedError,
-  AcquireSerializer,
   ProviderClosedError,
+  ResettableAcquireSerializer,
   SandboxIdentityCollisionError,
   SandboxProvider,
   SandboxRuntimeError,
-  SerializerClosedError,
-  WarmPool,
+  WarmPoolRegistry,
   deriveSandboxScopeToken,
   resolveEffectiveUserId,
   shellQuote,
@@ -76,6 +75,7 @@ interface ActiveBox {
 }
 
 const PROVIDER_NAME = 'boxlite';
+const SHUT_DOWN_MESSAGE = 'BoxLite provider has been shut down';
 
 function sameIdentity(a: BoxIdentity, b: BoxIdentity): boolean {
   return a.userId === b.userId && a.threadId === b.threadId;
@@ -110,13 +110,10 @@ export class BoxliteProvider extends SandboxProvider {
   readonly #logger: Logger;
   readonly #clock: Clock;
   readonly #options: BoxliteProviderOptions;
-  readonly #active = new Map<string, ActiveBox>();
-  readonly #pool: WarmPool<WarmBox>;
+  readonly #boxes: WarmPoolRegistry<ActiveBox, WarmBox>;
+  readonly #locks: ResettableAcquireSerializer;
   /** Stops in flight per id: a box is never created under a name whose previous box is stopping. */
   readonly #stops = new Map<string, Promise<void>>();
-  /** Ids being created right now; counted as active for the replica cap. */
-  readonly #creating = new Set<string>();
-  #serializer: AcquireSerializer;
   #runtime: Promise<BoxliteRuntime> | undefined;
   #closed = false;
   #shutdown: Promise<void> | undefined;
@@ -127,38 +124,38 @@ export class BoxliteProvider extends SandboxProvider {
     this.settings = resolveBoxliteSettings(options.config);
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
-    this.#serializer = this.#newSerializer();
-    this.#pool = new WarmPool<WarmBox>({
+    this.#locks = new ResettableAcquireSerializer({
+      name: `${PROVIDER_NAME}-acquire`,
+      logger: this.#logger,
+      closedError: () => new ProviderClosedError(SHUT_DOWN_MESSAGE),
+    });
+    this.#boxes = new WarmPoolRegistry<ActiveBox, WarmBox>({
       name: PROVIDER_NAME,
-      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
-      checkIntervalSeconds: this.settings.idleCheckIntervalSeconds,
-      replicas: this.settings.replicas,
+      settings: this.settings,
       clock: this.#clock,
       logger: this.#logger,
       destroy: (entry, reason) => this.#destroyWarm(entry, reason),
     });
-    // A timeout of 0 keeps warm boxes until shutdown, so there is nothing for a checker to do.
-    if (this.settings.idleTimeoutSeconds > 0) this.#pool.start();
   }
 
   /** Ids of active (acquired, not released) boxes. */
   get activeIds(): string[] {
-    return [...this.#active.keys()];
+    return this.#boxes.activeIds;
   }
 
   /** Ids of warm (released, still running) boxes, oldest first. */
   get warmIds(): string[] {
-    return this.#pool.ids();
+    return this.#boxes.warmIds;
   }
 
   /** Whether the idle checker runs (only when `idle_timeout > 0`, until shutdown). */
   get idleCheckerRunning(): boolean {
-    return this.#pool.idleCheckerRunning;
+    return this.#boxes.idleCheckerRunning;
   }
 
   /** `(replicas, active + warm)`. */
   replicaCount(): { replicas: number; total: number } {
-    return this.#pool.replicaCount(this.#active.size);
+    return this.#boxes.replicaCount();
   }
 
   /** The box name of a sandbox id. */
@@ -174,7 +171,7 @@ export class BoxliteProvider extends SandboxProvider {
 
   /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
   runIdleCheck(): Promise<void> {
-    return this.#pool.runIdleCheck();
+    return this.#boxes.runIdleCheck();
   }
 
   override async acquire(options: AcquireOptions = {}): Promise<string> {
@@ -188,34 +185,32 @@ export class BoxliteProvider extends SandboxProvider {
       threadId: options.threadId,
     };
     const id = this.sandboxIdFor(identity.userId, identity.threadId);
-    return this.#serialized(
-      id,
-      () => this.#acquireThread(runtime, id, identity, options.signal),
-      options.signal,
-    );
+    return this.#locks.hold(id, () => this.#acquireThread(runtime, id, identity, options.signal), {
+      signal: options.signal,
+    });
   }
 
   override get(sandboxId: string): BoxliteSandbox | undefined {
-    return this.#active.get(sandboxId)?.sandbox;
+    return this.#boxes.active.get(sandboxId)?.sandbox;
   }
 
   override async release(sandboxId: string): Promise<void> {
-    const active = this.#active.get(sandboxId);
+    const active = this.#boxes.active.get(sandboxId);
     if (active === undefined) return;
     if (active.identity === undefined) {
       // Nobody can ever reclaim a random id: parking it would only hold a replica slot until it
       // idles out, so it is stopped at once.
-      this.#active.delete(sandboxId);
+      this.#boxes.active.delete(sandboxId);
       await this.#stopBox(sandboxId, active.sandbox, 'anonymous_release');
       return;
     }
     if (this.#closed) {
       // Shutdown is stopping every box; this one must not be parked behind its back.
-      this.#active.delete(sandboxId);
+      this.#boxes.active.delete(sandboxId);
       await this.#stopBox(sandboxId, active.sandbox, 'shutdown');
       return;
     }
-    await this.#serialized(sandboxId, () => this.#releaseThread(sandboxId));
+    await this.#locks.hold(sandboxId, () => this.#releaseThread(sandboxId));
   }
 
   /**
@@ -225,12 +220,10 @@ export class BoxliteProvider extends SandboxProvider {
    * usable. Full teardown is `shutdown()`.
    */
   override async reset(): Promise<void> {
-    const old = this.#serializer;
-    this.#serializer = this.#newSerializer();
-    old.close();
-    for (const [id, active] of [...this.#active]) {
-      this.#active.delete(id);
-      const parked = this.#pool.put(id, {
+    this.#locks.reset();
+    for (const [id, active] of [...this.#boxes.active]) {
+      this.#boxes.active.delete(id);
+      const parked = this.#boxes.pool.put(id, {
         sandbox: active.sandbox,
         identity: active.identity,
         skipEligible: false,
@@ -255,7 +248,7 @@ export class BoxliteProvider extends SandboxProvider {
     signal: AbortSignal | undefined,
   ): Promise<string> {
     this.#assertOpen();
-    const active = this.#active.get(id);
+    const active = this.#boxes.active.get(id);
     if (active !== undefined) {
       if (active.identity !== undefined && sameIdentity(active.identity, identity)) return id;
       throw new SandboxIdentityCollisionError(
@@ -283,7 +276,7 @@ export class BoxliteProvider extends SandboxProvider {
    * parked for another identity raises a collision and is left exactly as it was.
    */
   async #reclaimWarm(id: string, identity: BoxIdentity): Promise<boolean> {
-    const entry = this.#pool.get(id);
+    const entry = this.#boxes.pool.get(id);
     if (entry === undefined) return false;
     const stored = entry.value.identity;
     if (stored !== undefined && !sameIdentity(stored, identity)) {
@@ -295,7 +288,7 @@ export class BoxliteProvider extends SandboxProvider {
     }
     // Taken out of the pool before the (slow) check, so the idle checker cannot stop it under us;
     // refused while a teardown holds it, in which case it is as good as gone.
-    const taken = this.#pool.take(id, entry);
+    const taken = this.#boxes.pool.take(id, entry);
     if (taken === undefined) return false;
     const { sandbox } = taken.value;
     const age = this.#clock.now() - taken.releasedAt;
@@ -305,7 +298,7 @@ export class BoxliteProvider extends SandboxProvider {
       this.settings.healthCheckSkipSeconds > 0 &&
       age <= this.settings.healthCheckSkipSeconds * 1000;
     if (skip && !sandbox.closed) {
-      this.#active.set(id, { sandbox, identity });
+      this.#boxes.active.set(id, { sandbox, identity });
       this.#logger.debug('Reclaimed a warm BoxLite box without a health check', { sandboxId: id });
       return true;
     }
@@ -314,7 +307,7 @@ export class BoxliteProvider extends SandboxProvider {
         await this.#stopBox(id, sandbox, 'shutdown');
         throw new ProviderClosedError();
       }
-      this.#active.set(id, { sandbox, identity });
+      this.#boxes.active.set(id, { sandbox, identity });
       this.#logger.debug('Reclaimed a warm BoxLite box', { sandboxId: id });
       return true;
     }
@@ -330,32 +323,27 @@ export class BoxliteProvider extends SandboxProvider {
     id: string,
     identity: BoxIdentity | undefined,
   ): Promise<string> {
-    this.#creating.add(id);
-    let sandbox: BoxliteSandbox;
-    try {
-      await this.#pool.ensureCapacity(this.#active.size + this.#creating.size - 1, id);
+    const sandbox = await this.#boxes.withCreationSlot(id, async () => {
       // A box of this name may still be stopping (evicted or failed a check just now).
       await this.#stops.get(id);
-      const name = this.boxName(id);
       const box = await runtime.create({
-        name,
+        name: this.boxName(id),
         image: this.settings.image,
         rootfsPath: this.settings.rootfsPath,
         memoryMib: this.settings.memoryMib,
         cpus: this.settings.cpus,
         diskSizeGb: this.settings.diskSizeGb,
       });
-      sandbox = this.#adapter(id, box);
-      await this.#bootstrap(id, sandbox);
-    } finally {
-      this.#creating.delete(id);
-    }
+      const created = this.#adapter(id, box);
+      await this.#bootstrap(id, created);
+      return created;
+    });
     if (this.#closed) {
       await this.#stopBox(id, sandbox, 'shutdown');
       throw new ProviderClosedError();
     }
     // Only possible across a reset(), whose fresh lock table lets an older acquire finish late.
-    const raced = this.#active.get(id);
+    const raced = this.#boxes.active.get(id);
     if (raced !== undefined) {
       await this.#stopBox(id, sandbox, 'duplicate');
       if (
@@ -371,7 +359,7 @@ export class BoxliteProvider extends SandboxProvider {
         describeIdentity(identity),
       );
     }
-    this.#active.set(id, { sandbox, identity });
+    this.#boxes.active.set(id, { sandbox, identity });
     this.#logger.info('Created BoxLite box', { sandboxId: id, box: sandbox.box.name });
     return id;
   }
@@ -405,14 +393,14 @@ export class BoxliteProvider extends SandboxProvider {
   // release, eviction, teardown
 
   async #releaseThread(id: string): Promise<void> {
-    const active = this.#active.get(id);
+    const active = this.#boxes.active.get(id);
     if (active === undefined) return;
-    this.#active.delete(id);
+    this.#boxes.active.delete(id);
     if (this.#closed || active.sandbox.closed) {
       await this.#stopBox(id, active.sandbox, this.#closed ? 'shutdown' : 'closed');
       return;
     }
-    const parked = this.#pool.put(id, {
+    const parked = this.#boxes.pool.put(id, {
       sandbox: active.sandbox,
       identity: active.identity,
       skipEligible: true,
@@ -427,12 +415,12 @@ export class BoxliteProvider extends SandboxProvider {
   #onTerminalFailure(sandbox: BoxliteSandbox): void {
     const id = sandbox.id;
     let dropped = false;
-    if (this.#active.get(id)?.sandbox === sandbox) {
-      this.#active.delete(id);
+    if (this.#boxes.active.get(id)?.sandbox === sandbox) {
+      this.#boxes.active.delete(id);
       dropped = true;
     }
-    const warm = this.#pool.get(id);
-    if (warm?.value.sandbox === sandbox && this.#pool.forget(id, warm)) dropped = true;
+    const warm = this.#boxes.pool.get(id);
+    if (warm?.value.sandbox === sandbox && this.#boxes.pool.forget(id, warm)) dropped = true;
     if (!dropped) return;
     void this.#stopBox(id, sandbox, 'terminal_failure').catch(() => {});
   }
@@ -476,12 +464,12 @@ export class BoxliteProvider extends SandboxProvider {
 
   async #doShutdown(): Promise<void> {
     this.#closed = true;
-    this.#serializer.close();
-    await this.#pool.destroyAll();
-    const active = [...this.#active];
-    this.#active.clear();
+    this.#locks.close();
+    await this.#boxes.pool.destroyAll();
+    const active = [...this.#boxes.active];
+    this.#boxes.active.clear();
     await Promise.all(active.map(([id, a]) => this.#stopBox(id, a.sandbox, 'shutdown')));
-    const left = this.#pool.ids();
+    const left = this.#boxes.pool.ids();
     if (left.length > 0) {
       this.#logger.error('BoxLite boxes could not be stopped at shutdown', { sandboxIds: left });
     }
@@ -545,11 +533,11 @@ export class BoxliteProvider extends SandboxProvider {
       const name = info.name;
       if (name === undefined || !name.startsWith(prefix) || name.length === prefix.length) continue;
       const id = name.slice(prefix.length);
-      if (this.#active.has(id) || this.#pool.has(id)) continue;
+      if (this.#boxes.active.has(id) || this.#boxes.pool.has(id)) continue;
       try {
         const box = await runtime.get(name);
         if (box === undefined) continue;
-        this.#pool.put(id, {
+        this.#boxes.pool.put(id, {
           sandbox: this.#adapter(id, box),
           identity: undefined,
           skipEligible: false,
@@ -573,30 +561,8 @@ export class BoxliteProvider extends SandboxProvider {
     });
   }
 
-  /**
-   * Runs `fn` holding the lock of `id`. A `reset()` closes the lock table a caller may be queued
-   * on; such a caller simply queues again on the fresh one (its work has not started). After
-   * `shutdown()` the provider's own closed error is raised instead of the serializer's.
-   */
-  async #serialized<T>(id: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    for (;;) {
-      const serializer = this.#serializer;
-      try {
-        return await serializer.hold(id, fn, signal ? { signal } : {});
-      } catch (error) {
-        if (!(error instanceof SerializerClosedError)) throw error;
-        if (this.#closed) throw new ProviderClosedError('BoxLite provider has been shut down');
-        if (serializer === this.#serializer) throw error;
-      }
-    }
-  }
-
-  #newSerializer(): AcquireSerializer {
-    return new AcquireSerializer({ name: 'boxlite-acquire', logger: this.#logger });
-  }
-
   #assertOpen(): void {
-    if (this.#closed) throw new ProviderClosedError('BoxLite provider has been shut down');
+    if (this.#closed) throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
   }
 }
 

@@ -1,17 +1,14 @@
 import { posix } from 'node:path';
 import {
-  InvalidArgumentError,
   Sandbox,
-  SandboxFileError,
-  SandboxPermissionError,
   SandboxRuntimeError,
-  VIRTUAL_PATH_PREFIX,
   assembleCommandOutput,
-  isUnderVirtualPrefix,
+  assertDownloadablePath,
+  assertSandboxFilePath,
+  decodeFileText,
   planRemoteGlob,
   planRemoteGrep,
   planRemoteListDir,
-  rejectPathTraversal,
   shellQuote,
   silentLogger,
   sliceLines,
@@ -79,15 +76,7 @@ export interface BoxliteSandboxOptions {
 
 type ExecOutcome = { timedOut: false; result: BoxliteExecResult } | { timedOut: true };
 
-const decoder = () => new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
-
-function checkPath(path: string): void {
-  if (typeof path !== 'string' || path === '') {
-    throw new InvalidArgumentError('path must be a non-empty string');
-  }
-  rejectPathTraversal(path);
-}
 
 /**
  * A `Sandbox` over one BoxLite micro-VM. Every operation is an `exec` in the VM: commands run as
@@ -207,33 +196,14 @@ export class BoxliteSandbox extends Sandbox {
   }
 
   override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     const bytes = await this.#readBytes(path, 'read');
-    let text: string;
-    try {
-      text = decoder().decode(bytes);
-    } catch (error) {
-      throw new SandboxFileError(
-        `File is not valid UTF-8 text: ${path}`,
-        {
-          path,
-          operation: 'read',
-          kind: 'EILSEQ',
-        },
-        { cause: error },
-      );
-    }
-    return sliceLines(text, options);
+    return sliceLines(decodeFileText(bytes, path), options);
   }
 
   override async downloadFile(path: string): Promise<Uint8Array> {
-    checkPath(path);
-    if (!isUnderVirtualPrefix(path, VIRTUAL_PATH_PREFIX)) {
-      throw new SandboxPermissionError(
-        `Access denied: only files under ${VIRTUAL_PATH_PREFIX} can be downloaded`,
-        { path, operation: 'download', kind: 'EACCES' },
-      );
-    }
+    assertSandboxFilePath(path);
+    assertDownloadablePath(path);
     return this.#readBytes(path, 'download');
   }
 
@@ -242,17 +212,17 @@ export class BoxliteSandbox extends Sandbox {
     content: string,
     options: WriteFileOptions = {},
   ): Promise<void> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     await this.#writeBytes(path, encoder.encode(content), options.append ?? false, 'write');
   }
 
   override async updateFile(path: string, content: Uint8Array): Promise<void> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     await this.#writeBytes(path, content, false, 'update');
   }
 
   override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     return this.#search(planRemoteListDir(path, options));
   }
 
@@ -261,7 +231,7 @@ export class BoxliteSandbox extends Sandbox {
     pattern: string,
     options: GlobOptions = {},
   ): Promise<GlobResult> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     return this.#search(planRemoteGlob(path, pattern, options));
   }
 
@@ -270,7 +240,7 @@ export class BoxliteSandbox extends Sandbox {
     pattern: string,
     options: GrepOptions = {},
   ): Promise<GrepResult> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     return this.#search(planRemoteGrep(path, pattern, options));
   }
 

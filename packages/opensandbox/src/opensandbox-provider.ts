@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
   AbortedError,
-  AcquireSerializer,
   ProviderClosedError,
+  ResettableAcquireSerializer,
   SandboxIdentityCollisionError,
   SandboxProvider,
   SandboxRuntimeError,
-  SerializerClosedError,
   VIRTUAL_OUTPUTS_PATH,
   VIRTUAL_UPLOADS_PATH,
   VIRTUAL_WORKSPACE_PATH,
-  WarmPool,
+  WarmPoolRegistry,
   deriveSandboxScopeToken,
   resolveEffectiveUserId,
   shellQuote,
@@ -140,15 +139,12 @@ export class OpenSandboxProvider extends SandboxProvider {
   readonly #options: OpenSandboxProviderOptions;
   readonly #logger: Logger;
   readonly #clock: Clock;
-  readonly #active = new Map<string, ActiveSandbox>();
-  readonly #pool: WarmPool<WarmOpenSandbox>;
-  /** Ids being created right now: counted as active for the replica cap. */
-  readonly #creating = new Set<string>();
+  readonly #sandboxes: WarmPoolRegistry<ActiveSandbox, WarmOpenSandbox>;
+  readonly #locks: ResettableAcquireSerializer;
   /** Deletes of evicted sandboxes still running; shutdown waits for them. */
   readonly #evictions = new Set<Promise<void>>();
   /** Acquires in flight; shutdown waits for them (each deletes what it made once it sees the shutdown). */
   readonly #acquisitions = new Set<Promise<unknown>>();
-  #serializer: AcquireSerializer;
   #sdk: Promise<OpenSandboxSdk> | undefined;
   #closed = false;
   #shutdown: Promise<void> | undefined;
@@ -162,38 +158,38 @@ export class OpenSandboxProvider extends SandboxProvider {
     for (const warning of connectionWarnings(this.settings, options.env ?? process.env)) {
       this.#logger.warn(warning);
     }
-    this.#serializer = this.#newSerializer();
-    this.#pool = new WarmPool<WarmOpenSandbox>({
+    this.#locks = new ResettableAcquireSerializer({
+      name: `${PROVIDER_NAME}-acquire`,
+      logger: this.#logger,
+      closedError: (cause) => new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE, { cause }),
+    });
+    this.#sandboxes = new WarmPoolRegistry<ActiveSandbox, WarmOpenSandbox>({
       name: `${PROVIDER_NAME}-idle-reaper`,
-      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
-      checkIntervalSeconds: this.settings.idleCheckIntervalSeconds,
-      replicas: this.settings.replicas,
+      settings: this.settings,
       clock: this.#clock,
       logger: this.#logger,
       destroy: (entry, reason) => this.#destroyWarm(entry, reason),
     });
-    // A timeout of 0 keeps warm sandboxes until shutdown: there is nothing for a checker to do.
-    if (this.settings.idleTimeoutSeconds > 0) this.#pool.start();
   }
 
   /** Ids of active (acquired, not released) sandboxes. */
   get activeIds(): string[] {
-    return [...this.#active.keys()];
+    return this.#sandboxes.activeIds;
   }
 
   /** Ids of warm (released, still running) sandboxes, oldest first. */
   get warmIds(): string[] {
-    return this.#pool.ids();
+    return this.#sandboxes.warmIds;
   }
 
   /** Whether the idle checker runs (only when `idle_timeout > 0`, until shutdown). */
   get idleCheckerRunning(): boolean {
-    return this.#pool.idleCheckerRunning;
+    return this.#sandboxes.idleCheckerRunning;
   }
 
   /** `(replicas, active + warm)`. */
   replicaCount(): { replicas: number; total: number } {
-    return this.#pool.replicaCount(this.#active.size);
+    return this.#sandboxes.replicaCount();
   }
 
   /** The sbx sandbox id of (user, thread): `deriveSandboxScopeToken` of @sbx/core. */
@@ -203,7 +199,7 @@ export class OpenSandboxProvider extends SandboxProvider {
 
   /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
   runIdleCheck(): Promise<void> {
-    return this.#pool.runIdleCheck();
+    return this.#sandboxes.runIdleCheck();
   }
 
   override acquire(options: AcquireOptions = {}): Promise<string> {
@@ -231,34 +227,32 @@ export class OpenSandboxProvider extends SandboxProvider {
       threadId: options.threadId,
     };
     const id = deriveSandboxScopeToken(identity);
-    return this.#serialized(
-      id,
-      () => this.#acquireThread(sdk, id, identity, options.signal),
-      options.signal,
-    );
+    return this.#locks.hold(id, () => this.#acquireThread(sdk, id, identity, options.signal), {
+      signal: options.signal,
+    });
   }
 
   /** A pure in-memory lookup of an active sandbox. */
   override get(sandboxId: string): OpenSandboxSandbox | undefined {
-    return this.#active.get(sandboxId)?.sandbox;
+    return this.#sandboxes.active.get(sandboxId)?.sandbox;
   }
 
   override async release(sandboxId: string): Promise<void> {
-    const active = this.#active.get(sandboxId);
+    const active = this.#sandboxes.active.get(sandboxId);
     if (active === undefined) return;
     if (active.identity === undefined) {
       // Nobody can ever reclaim a random id: parking it would only hold a replica slot until it
       // idles out, so it is deleted at once.
-      this.#active.delete(sandboxId);
+      this.#sandboxes.active.delete(sandboxId);
       await this.#destroyQuietly(active.sandbox, 'anonymous_release');
       return;
     }
     if (this.#closed) {
-      this.#active.delete(sandboxId);
+      this.#sandboxes.active.delete(sandboxId);
       await this.#destroyQuietly(active.sandbox, 'shutdown');
       return;
     }
-    await this.#serialized(sandboxId, async () => this.#park(sandboxId));
+    await this.#locks.hold(sandboxId, async () => this.#park(sandboxId));
   }
 
   /**
@@ -267,16 +261,17 @@ export class OpenSandboxProvider extends SandboxProvider {
    * lock table. Remotes and idle checker keep running; full teardown is `shutdown()`.
    */
   override async reset(): Promise<void> {
-    const old = this.#serializer;
-    this.#serializer = this.#newSerializer();
-    old.close();
-    for (const [id, active] of [...this.#active]) {
-      this.#active.delete(id);
+    this.#locks.reset();
+    for (const [id, active] of [...this.#sandboxes.active]) {
+      this.#sandboxes.active.delete(id);
       if (active.identity === undefined || active.sandbox.closed) {
         await this.#destroyQuietly(active.sandbox, 'reset');
         continue;
       }
-      const parked = this.#pool.put(id, { sandbox: active.sandbox, identity: active.identity });
+      const parked = this.#sandboxes.pool.put(id, {
+        sandbox: active.sandbox,
+        identity: active.identity,
+      });
       if (parked === undefined) await this.#destroyQuietly(active.sandbox, 'reset');
     }
   }
@@ -297,7 +292,7 @@ export class OpenSandboxProvider extends SandboxProvider {
     signal: AbortSignal | undefined,
   ): Promise<string> {
     this.#assertOpen();
-    const active = this.#active.get(id);
+    const active = this.#sandboxes.active.get(id);
     if (active !== undefined) {
       if (active.identity === undefined || !sameIdentity(active.identity, identity)) {
         throw new SandboxIdentityCollisionError(
@@ -336,7 +331,7 @@ export class OpenSandboxProvider extends SandboxProvider {
   }
 
   async #reclaimWarm(id: string, identity: OpenSandboxIdentity): Promise<boolean> {
-    const entry = this.#pool.get(id);
+    const entry = this.#sandboxes.pool.get(id);
     if (entry === undefined) return false;
     if (!sameIdentity(entry.value.identity, identity)) {
       throw new SandboxIdentityCollisionError(
@@ -347,7 +342,7 @@ export class OpenSandboxProvider extends SandboxProvider {
     }
     // Out of the pool before the (slow) check, so the idle checker cannot delete it under us;
     // refused while a teardown holds it, in which case it is as good as gone.
-    const taken = this.#pool.take(id, entry);
+    const taken = this.#sandboxes.pool.take(id, entry);
     if (taken === undefined) return false;
     const { sandbox } = taken.value;
     if (await sandbox.healthCheck(HEALTH_CHECK_TIMEOUT_SECONDS)) {
@@ -355,7 +350,7 @@ export class OpenSandboxProvider extends SandboxProvider {
         await this.#destroyQuietly(sandbox, 'shutdown');
         throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
       }
-      this.#active.set(id, { sandbox, identity });
+      this.#sandboxes.active.set(id, { sandbox, identity });
       this.#logger.debug('Reclaimed a warm OpenSandbox sandbox', {
         sandboxId: id,
         remoteId: sandbox.remoteId,
@@ -375,22 +370,18 @@ export class OpenSandboxProvider extends SandboxProvider {
     id: string,
     identity: OpenSandboxIdentity | undefined,
   ): Promise<string> {
-    this.#creating.add(id);
-    let sandbox: OpenSandboxSandbox;
-    try {
-      await this.#pool.ensureCapacity(this.#active.size + this.#creating.size - 1, id);
-      sandbox = await this.#createRemote(sdk, id, identity);
-      await this.#bootstrap(sandbox);
-    } finally {
-      this.#creating.delete(id);
-    }
+    const sandbox = await this.#sandboxes.withCreationSlot(id, async () => {
+      const created = await this.#createRemote(sdk, id, identity);
+      await this.#bootstrap(created);
+      return created;
+    });
     if (this.#closed) {
       await this.#destroyQuietly(sandbox, 'shutdown');
       throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
     }
     // Only possible across a reset(), whose fresh lock table lets an older acquire of the same id
     // finish while this one ran: one remote per id, the later one is deleted.
-    const raced = this.#active.get(id);
+    const raced = this.#sandboxes.active.get(id);
     if (raced !== undefined) {
       await this.#destroyQuietly(sandbox, 'duplicate');
       if (
@@ -406,7 +397,7 @@ export class OpenSandboxProvider extends SandboxProvider {
         describeIdentity(identity),
       );
     }
-    this.#active.set(id, { sandbox, identity });
+    this.#sandboxes.active.set(id, { sandbox, identity });
     this.#logger.info('Created OpenSandbox sandbox', { sandboxId: id, remoteId: sandbox.remoteId });
     return id;
   }
@@ -481,14 +472,17 @@ export class OpenSandboxProvider extends SandboxProvider {
   // release, eviction, teardown
 
   async #park(id: string): Promise<void> {
-    const active = this.#active.get(id);
+    const active = this.#sandboxes.active.get(id);
     if (active === undefined) return;
-    this.#active.delete(id);
+    this.#sandboxes.active.delete(id);
     if (active.sandbox.closed || active.identity === undefined) {
       await this.#destroyQuietly(active.sandbox, 'release');
       return;
     }
-    const parked = this.#pool.put(id, { sandbox: active.sandbox, identity: active.identity });
+    const parked = this.#sandboxes.pool.put(id, {
+      sandbox: active.sandbox,
+      identity: active.identity,
+    });
     if (parked === undefined) await this.#destroyQuietly(active.sandbox, 'release');
   }
 
@@ -497,7 +491,8 @@ export class OpenSandboxProvider extends SandboxProvider {
    * adapter: a replacement may be registered by now) and deletes it once.
    */
   #evict(sandbox: OpenSandboxSandbox): void {
-    if (this.#active.get(sandbox.id)?.sandbox === sandbox) this.#active.delete(sandbox.id);
+    if (this.#sandboxes.active.get(sandbox.id)?.sandbox === sandbox)
+      this.#sandboxes.active.delete(sandbox.id);
     const deletion = this.#destroyQuietly(sandbox, 'evicted');
     this.#evictions.add(deletion);
     void deletion.finally(() => this.#evictions.delete(deletion));
@@ -533,16 +528,16 @@ export class OpenSandboxProvider extends SandboxProvider {
 
   async #doShutdown(): Promise<void> {
     this.#closed = true;
-    this.#serializer.close();
+    this.#locks.close();
     // An acquire in flight finishes, sees the shutdown and deletes what it created or reclaimed;
     // waiting for it means no remote of this provider outlives a completed shutdown.
     await Promise.allSettled([...this.#acquisitions]);
-    await this.#pool.destroyAll();
-    const actives = [...this.#active.values()];
-    this.#active.clear();
+    await this.#sandboxes.pool.destroyAll();
+    const actives = [...this.#sandboxes.active.values()];
+    this.#sandboxes.active.clear();
     await Promise.all(actives.map((a) => this.#destroyQuietly(a.sandbox, 'shutdown')));
     await Promise.all([...this.#evictions]);
-    for (const id of this.#pool.ids()) {
+    for (const id of this.#sandboxes.pool.ids()) {
       this.#logger.error('Warm OpenSandbox sandbox could not be deleted at shutdown', {
         sandboxId: id,
       });
@@ -553,26 +548,6 @@ export class OpenSandboxProvider extends SandboxProvider {
 
   #assertOpen(): void {
     if (this.#closed) throw new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE);
-  }
-
-  #newSerializer(): AcquireSerializer {
-    return new AcquireSerializer({ name: `${PROVIDER_NAME}-acquire`, logger: this.#logger });
-  }
-
-  async #serialized<T>(id: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    for (;;) {
-      const serializer = this.#serializer;
-      try {
-        return await serializer.hold(id, fn, signal === undefined ? {} : { signal });
-      } catch (error) {
-        if (!(error instanceof SerializerClosedError)) throw error;
-        // The lock table closes on shutdown: a waiter then sees the provider's state, not the
-        // table's. A reset replaces the table: a waiter queues again on the new one.
-        if (this.#closed)
-          throw new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE, { cause: error });
-        if (serializer === this.#serializer) throw error;
-      }
-    }
   }
 
   #loadSdk(): Promise<OpenSandboxSdk> {

@@ -4,12 +4,11 @@ import {
   InvalidArgumentError,
   Sandbox,
   SandboxFileError,
-  SandboxPermissionError,
   SandboxRuntimeError,
-  VIRTUAL_PATH_PREFIX,
   assembleCommandOutput,
+  assertDownloadablePath,
+  decodeFileText,
   isSbxError,
-  isUnderVirtualPrefix,
   planRemoteGlob,
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
   planRemoteGrep,
@@ -90,7 +89,6 @@ const EMPTY_EXECUTION: OpenSandboxExecution = {
   exitCode: null,
 };
 
-const strictUtf8 = () => new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const encoder = new TextEncoder();
 const noop = (): void => {};
 
@@ -279,27 +277,12 @@ export class OpenSandboxSandbox extends Sandbox {
     this.#assertOpen();
     await this.#renew(this.#lifetimeSeconds ?? 0);
     const bytes = await this.#readBytes(path, 'read');
-    let text: string;
-    try {
-      text = strictUtf8().decode(bytes);
-    } catch (error) {
-      throw new SandboxFileError(
-        `File is not valid UTF-8 text: ${path}`,
-        { path, operation: 'read', kind: 'EILSEQ' },
-        { cause: error },
-      );
-    }
-    return sliceLines(text, options);
+    return sliceLines(decodeFileText(bytes, path), options);
   }
 
   override async downloadFile(path: string): Promise<Uint8Array> {
     checkRemotePath(path);
-    if (!isUnderVirtualPrefix(path, VIRTUAL_PATH_PREFIX)) {
-      throw new SandboxPermissionError(
-        `Access denied: only files under ${VIRTUAL_PATH_PREFIX} can be downloaded`,
-        { path, operation: 'download', kind: 'EACCES' },
-      );
-    }
+    assertDownloadablePath(path);
     this.#assertOpen();
     await this.#renew(this.#lifetimeSeconds ?? 0);
     const limit = this.#maxDownloadBytes;

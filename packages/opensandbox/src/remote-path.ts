@@ -1,4 +1,4 @@
-import { InvalidArgumentError, rejectPathTraversal } from '@sbx/core';
+import { InvalidArgumentError, assertSandboxFilePath } from '@sbx/core';
 
 /**
  * Checks a path before it reaches the remote: non-empty, no `..` segment (also in the `\` form,
@@ -9,10 +9,7 @@ import { InvalidArgumentError, rejectPathTraversal } from '@sbx/core';
  * @throws SandboxPermissionError for a traversal
  */
 export function checkRemotePath(path: string): void {
-  if (typeof path !== 'string' || path === '') {
-    throw new InvalidArgumentError('path must be a non-empty string');
-  }
-  rejectPathTraversal(path);
+  assertSandboxFilePath(path);
   if (!path.startsWith('/')) {
     throw new InvalidArgumentError(
       `path must be absolute in an OpenSandbox sandbox, got '${path}'`,

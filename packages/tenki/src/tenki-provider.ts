@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import {
   AbortedError,
-  AcquireSerializer,
   ProviderClosedError,
+  ResettableAcquireSerializer,
   SandboxProvider,
   SandboxRuntimeError,
-  SerializerClosedError,
-  WarmPool,
+  WarmPoolRegistry,
   deriveSandboxScopeToken,
   resolveEffectiveUserId,
   shellQuote,
@@ -51,6 +50,7 @@ export interface TenkiProviderOptions extends SandboxProviderInit {
 export const BOOTSTRAP_MARKER = 'SBX_BOOTSTRAP_OK';
 
 const PROVIDER_NAME = 'tenki';
+const SHUT_DOWN_MESSAGE = 'Tenki provider has been shut down';
 
 function abortIfNeeded(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
@@ -97,12 +97,10 @@ export class TenkiSandboxProvider extends SandboxProvider {
   readonly #options: TenkiProviderOptions;
   readonly #logger: Logger;
   readonly #clock: Clock;
-  readonly #active = new Map<string, TenkiSandbox>();
+  readonly #vms: WarmPoolRegistry<TenkiSandbox, TenkiSandbox>;
+  readonly #locks: ResettableAcquireSerializer;
   /** Active sandboxes created without a thread; terminated at release. */
   readonly #anonymous = new Set<string>();
-  readonly #pool: WarmPool<TenkiSandbox>;
-  readonly #creating = new Set<string>();
-  #serializer: AcquireSerializer;
   #client: Promise<TenkiClient> | undefined;
   #closed = false;
   #shutdown: Promise<void> | undefined;
@@ -113,34 +111,35 @@ export class TenkiSandboxProvider extends SandboxProvider {
     this.settings = resolveTenkiSettings(options.config);
     this.#logger = options.logger ?? silentLogger;
     this.#clock = options.clock ?? systemClock;
-    this.#serializer = this.#newSerializer();
-    this.#pool = new WarmPool<TenkiSandbox>({
+    this.#locks = new ResettableAcquireSerializer({
+      name: `${PROVIDER_NAME}-acquire`,
+      logger: this.#logger,
+      closedError: () => new ProviderClosedError(SHUT_DOWN_MESSAGE),
+    });
+    this.#vms = new WarmPoolRegistry<TenkiSandbox, TenkiSandbox>({
       name: PROVIDER_NAME,
-      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
-      checkIntervalSeconds: this.settings.idleCheckIntervalSeconds,
-      replicas: this.settings.replicas,
+      settings: this.settings,
       clock: this.#clock,
       logger: this.#logger,
       destroy: (entry, reason) => this.#destroyWarm(entry, reason),
     });
-    if (this.settings.idleTimeoutSeconds > 0) this.#pool.start();
   }
 
   get activeIds(): string[] {
-    return [...this.#active.keys()];
+    return this.#vms.activeIds;
   }
 
   /** Warm ids, oldest first. */
   get warmIds(): string[] {
-    return this.#pool.ids();
+    return this.#vms.warmIds;
   }
 
   get idleCheckerRunning(): boolean {
-    return this.#pool.idleCheckerRunning;
+    return this.#vms.idleCheckerRunning;
   }
 
   replicaCount(): { replicas: number; total: number } {
-    return this.#pool.replicaCount(this.#active.size);
+    return this.#vms.replicaCount();
   }
 
   sandboxName(sandboxId: string): string {
@@ -153,7 +152,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
   }
 
   runIdleCheck(): Promise<void> {
-    return this.#pool.runIdleCheck();
+    return this.#vms.runIdleCheck();
   }
 
   override async acquire(options: AcquireOptions = {}): Promise<string> {
@@ -168,22 +167,20 @@ export class TenkiSandboxProvider extends SandboxProvider {
       return id;
     }
     const id = this.sandboxIdFor(options.userId, options.threadId);
-    return this.#serialized(
-      id,
-      () => this.#acquireThread(client, id, options.signal),
-      options.signal,
-    );
+    return this.#locks.hold(id, () => this.#acquireThread(client, id, options.signal), {
+      signal: options.signal,
+    });
   }
 
   override get(sandboxId: string): TenkiSandbox | undefined {
-    return this.#active.get(sandboxId);
+    return this.#vms.active.get(sandboxId);
   }
 
   override async release(sandboxId: string): Promise<void> {
-    const sandbox = this.#active.get(sandboxId);
+    const sandbox = this.#vms.active.get(sandboxId);
     if (sandbox === undefined) return;
     if (this.#anonymous.has(sandboxId) || this.#closed) {
-      this.#active.delete(sandboxId);
+      this.#vms.active.delete(sandboxId);
       this.#anonymous.delete(sandboxId);
       await this.#terminateQuietly(
         sandboxId,
@@ -192,15 +189,15 @@ export class TenkiSandboxProvider extends SandboxProvider {
       );
       return;
     }
-    await this.#serialized(sandboxId, async () => {
-      const current = this.#active.get(sandboxId);
+    await this.#locks.hold(sandboxId, async () => {
+      const current = this.#vms.active.get(sandboxId);
       if (current === undefined) return;
-      this.#active.delete(sandboxId);
+      this.#vms.active.delete(sandboxId);
       if (this.#closed || current.closed) {
         await this.#terminateQuietly(sandboxId, current, this.#closed ? 'shutdown' : 'closed');
         return;
       }
-      if (this.#pool.put(sandboxId, current) === undefined) {
+      if (this.#vms.pool.put(sandboxId, current) === undefined) {
         await this.#terminateQuietly(sandboxId, current, 'teardown_in_flight');
       }
     });
@@ -211,13 +208,11 @@ export class TenkiSandboxProvider extends SandboxProvider {
    * idle expiry or shutdown) and starts a fresh acquire lock table. The provider stays usable.
    */
   override async reset(): Promise<void> {
-    const old = this.#serializer;
-    this.#serializer = this.#newSerializer();
-    old.close();
-    for (const [id, sandbox] of [...this.#active]) {
-      this.#active.delete(id);
+    this.#locks.reset();
+    for (const [id, sandbox] of [...this.#vms.active]) {
+      this.#vms.active.delete(id);
       this.#anonymous.delete(id);
-      if (this.#pool.put(id, sandbox) === undefined)
+      if (this.#vms.pool.put(id, sandbox) === undefined)
         await this.#terminateQuietly(id, sandbox, 'reset');
     }
   }
@@ -234,7 +229,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
     signal: AbortSignal | undefined,
   ): Promise<string> {
     this.#assertOpen();
-    if (this.#active.has(id)) return id;
+    if (this.#vms.active.has(id)) return id;
     if (await this.#reclaimWarm(id)) return id;
     abortIfNeeded(signal);
     await this.#create(client, id);
@@ -242,18 +237,18 @@ export class TenkiSandboxProvider extends SandboxProvider {
   }
 
   async #reclaimWarm(id: string): Promise<boolean> {
-    const entry = this.#pool.get(id);
+    const entry = this.#vms.pool.get(id);
     if (entry === undefined) return false;
     // Out of the pool before the check, so the idle checker cannot terminate it under us.
-    const taken = this.#pool.take(id, entry);
+    const taken = this.#vms.pool.take(id, entry);
     if (taken === undefined) return false;
     const sandbox = taken.value;
     if (await sandbox.healthCheck(this.settings.healthCheckTimeoutSeconds)) {
       if (this.#closed) {
         await this.#terminateQuietly(id, sandbox, 'shutdown');
-        throw new ProviderClosedError('Tenki provider has been shut down');
+        throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
       }
-      this.#active.set(id, sandbox);
+      this.#vms.active.set(id, sandbox);
       return true;
     }
     this.#logger.warn('Warm Tenki sandbox failed its liveness check; replacing it', {
@@ -264,28 +259,24 @@ export class TenkiSandboxProvider extends SandboxProvider {
   }
 
   async #create(client: TenkiClient, id: string): Promise<void> {
-    this.#creating.add(id);
-    let sandbox: TenkiSandbox;
-    try {
-      await this.#pool.ensureCapacity(this.#active.size + this.#creating.size - 1, id);
+    const sandbox = await this.#vms.withCreationSlot(id, async () => {
       const remote = await client.create(this.#createOptions(id));
       await this.#waitReady(id, remote);
-      sandbox = this.#adapter(id, remote);
-      await this.#bootstrap(sandbox);
-    } finally {
-      this.#creating.delete(id);
-    }
+      const created = this.#adapter(id, remote);
+      await this.#bootstrap(created);
+      return created;
+    });
     if (this.#closed) {
       await this.#terminateQuietly(id, sandbox, 'shutdown');
-      throw new ProviderClosedError('Tenki provider has been shut down');
+      throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
     }
     // Only possible across a reset(), whose fresh lock table lets an older acquire finish late;
     // the id encodes the identity, so the registered sandbox is the same tenant's: keep it.
-    if (this.#active.has(id)) {
+    if (this.#vms.active.has(id)) {
       await this.#terminateQuietly(id, sandbox, 'duplicate');
       return;
     }
-    this.#active.set(id, sandbox);
+    this.#vms.active.set(id, sandbox);
     this.#logger.info('Created Tenki sandbox', { sandboxId: id, remoteId: sandbox.remote.id });
   }
 
@@ -356,13 +347,13 @@ export class TenkiSandboxProvider extends SandboxProvider {
   #onTerminalFailure(sandbox: TenkiSandbox): void {
     const id = sandbox.id;
     let dropped = false;
-    if (this.#active.get(id) === sandbox) {
-      this.#active.delete(id);
+    if (this.#vms.active.get(id) === sandbox) {
+      this.#vms.active.delete(id);
       this.#anonymous.delete(id);
       dropped = true;
     }
-    const warm = this.#pool.get(id);
-    if (warm?.value === sandbox && this.#pool.forget(id, warm)) dropped = true;
+    const warm = this.#vms.pool.get(id);
+    if (warm?.value === sandbox && this.#vms.pool.forget(id, warm)) dropped = true;
     if (dropped) void this.#terminateQuietly(id, sandbox, 'terminal_failure');
   }
 
@@ -383,15 +374,15 @@ export class TenkiSandboxProvider extends SandboxProvider {
 
   async #doShutdown(): Promise<void> {
     this.#closed = true;
-    this.#serializer.close();
-    await this.#pool.destroyAll();
-    const active = [...this.#active];
-    this.#active.clear();
+    this.#locks.close();
+    await this.#vms.pool.destroyAll();
+    const active = [...this.#vms.active];
+    this.#vms.active.clear();
     this.#anonymous.clear();
     await Promise.all(
       active.map(([id, sandbox]) => this.#terminateQuietly(id, sandbox, 'shutdown')),
     );
-    const left = this.#pool.ids();
+    const left = this.#vms.pool.ids();
     if (left.length > 0)
       this.#logger.error('Tenki sandboxes could not be terminated at shutdown', {
         sandboxIds: left,
@@ -448,26 +439,8 @@ export class TenkiSandboxProvider extends SandboxProvider {
     });
   }
 
-  /** See BoxliteProvider: a caller queued on a lock table that `reset()` closed queues again. */
-  async #serialized<T>(id: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    for (;;) {
-      const serializer = this.#serializer;
-      try {
-        return await serializer.hold(id, fn, signal ? { signal } : {});
-      } catch (error) {
-        if (!(error instanceof SerializerClosedError)) throw error;
-        if (this.#closed) throw new ProviderClosedError('Tenki provider has been shut down');
-        if (serializer === this.#serializer) throw error;
-      }
-    }
-  }
-
-  #newSerializer(): AcquireSerializer {
-    return new AcquireSerializer({ name: 'tenki-acquire', logger: this.#logger });
-  }
-
   #assertOpen(): void {
-    if (this.#closed) throw new ProviderClosedError('Tenki provider has been shut down');
+    if (this.#closed) throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
   }
 }
 

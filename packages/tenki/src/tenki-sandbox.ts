@@ -1,7 +1,6 @@
 import { posix } from 'node:path';
 import {
   AcquireSerializer,
-  InvalidArgumentError,
   Sandbox,
   SandboxFileError,
   SandboxFileNotFoundError,
@@ -9,12 +8,14 @@ import {
   SandboxRuntimeError,
   VIRTUAL_PATH_PREFIX,
   assembleCommandOutput,
+  assertDownloadablePath,
+  assertSandboxFilePath,
+  decodeFileText,
   isSbxError,
   isUnderVirtualPrefix,
   planRemoteGlob,
   planRemoteGrep,
   planRemoteListDir,
-  rejectPathTraversal,
   silentLogger,
   sliceLines,
   systemClock,
@@ -61,13 +62,6 @@ export interface TenkiSandboxOptions {
 
 const lenientDecoder = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
-
-function checkPath(path: string): void {
-  if (typeof path !== 'string' || path === '') {
-    throw new InvalidArgumentError('path must be a non-empty string');
-  }
-  rejectPathTraversal(path);
-}
 
 function* frames(bytes: Uint8Array): Generator<Uint8Array> {
   if (bytes.length === 0) {
@@ -235,7 +229,7 @@ export class TenkiSandbox extends Sandbox {
   }
 
   override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     this.#assertOpen();
     const remotePath = this.resolvePath(path);
     let bytes: Uint8Array;
@@ -244,17 +238,7 @@ export class TenkiSandbox extends Sandbox {
     } catch (error) {
       throw this.#fileError(error, path, 'read');
     }
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
-    } catch (error) {
-      throw new SandboxFileError(
-        `File is not valid UTF-8 text: ${path}`,
-        { path, operation: 'read', kind: 'EILSEQ' },
-        { cause: error },
-      );
-    }
-    return sliceLines(text, options);
+    return sliceLines(decodeFileText(bytes, path), options);
   }
 
   /**
@@ -262,13 +246,8 @@ export class TenkiSandbox extends Sandbox {
    * up front would be stale or wrong. Over the cap is the caller's problem (EFBIG), not the VM's.
    */
   override async downloadFile(path: string): Promise<Uint8Array> {
-    checkPath(path);
-    if (!isUnderVirtualPrefix(path, VIRTUAL_PATH_PREFIX)) {
-      throw new SandboxPermissionError(
-        `Access denied: only files under ${VIRTUAL_PATH_PREFIX} can be downloaded`,
-        { path, operation: 'download', kind: 'EACCES' },
-      );
-    }
+    assertSandboxFilePath(path);
+    assertDownloadablePath(path);
     this.#assertOpen();
     const parts: Uint8Array[] = [];
     let received = 0;
@@ -301,7 +280,7 @@ export class TenkiSandbox extends Sandbox {
     content: string,
     options: WriteFileOptions = {},
   ): Promise<void> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     const bytes = encoder.encode(content);
     if (!options.append) {
       await this.#write(path, bytes, 'write');
@@ -323,12 +302,12 @@ export class TenkiSandbox extends Sandbox {
   }
 
   override async updateFile(path: string, content: Uint8Array): Promise<void> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     await this.#write(path, content, 'update');
   }
 
   override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     const entries = await this.#search(planRemoteListDir(this.resolvePath(path), options));
     return entries.map((e) =>
       e.endsWith('/') ? `${this.virtualPath(e.slice(0, -1))}/` : this.virtualPath(e),
@@ -340,7 +319,7 @@ export class TenkiSandbox extends Sandbox {
     pattern: string,
     options: GlobOptions = {},
   ): Promise<GlobResult> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     const plan = planRemoteGlob(this.resolvePath(path), pattern, { ...options, displayPath: path });
     const result = await this.#search(plan);
     return { paths: result.paths.map((p) => this.virtualPath(p)), truncated: result.truncated };
@@ -351,7 +330,7 @@ export class TenkiSandbox extends Sandbox {
     pattern: string,
     options: GrepOptions = {},
   ): Promise<GrepResult> {
-    checkPath(path);
+    assertSandboxFilePath(path);
     const plan = planRemoteGrep(this.resolvePath(path), pattern, { ...options, displayPath: path });
     const result = await this.#search(plan);
     return {
