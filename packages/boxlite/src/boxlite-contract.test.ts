@@ -1,5 +1,9 @@
 import { loadProviderClass } from '@sbx/core';
-import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import {
+  describeProviderContract,
+  describeSandboxContract,
+  sandboxFromProvider,
+} from '@sbx/core/testing';
 import type { Userland } from '@sbx/core/testing';
 import { describe, expect, it } from 'vitest';
 import { BoxliteProvider, createBoxliteProvider } from './boxlite-provider.js';
@@ -24,17 +28,10 @@ for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[
     async () => {
       const runtime = new FakeBoxliteRuntime({ userland });
       const provider = new BoxliteProvider({ config: boxliteConfig(), runtime });
-      const id = await provider.acquire({ userId: 'contract', threadId: `sandbox-${userland}` });
-      const sandbox = provider.get(id);
-      if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
-      return {
-        sandbox,
-        workdir: '/mnt/user-data/workspace',
-        cleanup: async () => {
-          await provider.shutdown();
-          await runtime.dispose();
-        },
-      };
+      return sandboxFromProvider(provider, {
+        threadId: `sandbox-${userland}`,
+        cleanup: () => runtime.dispose(),
+      });
     },
   );
 }

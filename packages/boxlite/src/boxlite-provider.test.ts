@@ -6,7 +6,7 @@ import {
   SandboxRuntimeError,
   isSbxError,
 } from '@sbx/core';
-import { settle, track } from '@sbx/core/testing';
+import { rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BoxliteProvider } from './boxlite-provider.js';
 import { SANDBOX_CLOSED_MESSAGE } from './boxlite-sandbox.js';
@@ -27,15 +27,6 @@ afterEach(async () => {
 
 const isHealthCheck = (c: FakeExecCall) => c.args[1] === 'echo ok';
 const healthChecks = (h: Harness) => h.runtime.execCalls.filter(isHealthCheck).length;
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 function moduleNotFound(name: string): Error {
   return Object.assign(new Error(`Cannot find package '${name}' imported from /app`), {
@@ -121,7 +112,7 @@ describe('§8.6 BoxLite provider', () => {
         throw moduleNotFound(name);
       },
     });
-    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
     expect(err).toBeInstanceOf(MissingDependencyError);
     expect((err as MissingDependencyError).packageName).toBe('@boxlite-ai/boxlite');
     expect((err as Error).message).toContain('npm install @boxlite-ai/boxlite');
@@ -149,7 +140,7 @@ describe('§8.6 BoxLite provider', () => {
           return {};
         },
       });
-      const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+      const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
       expect(err).toBeInstanceOf(VirtualizationUnavailableError);
       expect((err as VirtualizationUnavailableError).problem).toBe(problem);
       expect(isSbxError(err) && err.code).toBe('SANDBOX_RUNTIME');
@@ -163,7 +154,7 @@ describe('§8.6 BoxLite provider', () => {
 
   it('§8.6.112 an unsupported platform is refused up front', async () => {
     const provider = new BoxliteProvider({ config: boxliteConfig(), platform: 'win32' });
-    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
     expect((err as VirtualizationUnavailableError).problem).toBe('unsupported-platform');
     await provider.shutdown();
   });
@@ -296,7 +287,7 @@ describe('§8.6 BoxLite provider', () => {
     const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
     const stale = h.provider.get(id);
     h.runtime.latest(h.provider.boxName(id))?.dieWith('vsock disconnected');
-    const err = await rejection(stale!.executeCommand('echo hi'));
+    const err = await rejectionOf(stale!.executeCommand('echo hi'));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect((err as Error).message).toBe('vsock disconnected');
     expect(h.provider.get(id)).toBeUndefined();
@@ -306,7 +297,7 @@ describe('§8.6 BoxLite provider', () => {
     expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
     const replacement = h.provider.get(id);
     expect(replacement).not.toBe(stale);
-    expect(await rejection(stale!.executeCommand('echo again'))).toMatchObject({
+    expect(await rejectionOf(stale!.executeCommand('echo again'))).toMatchObject({
       message: SANDBOX_CLOSED_MESSAGE,
     });
     expect(h.provider.get(id)).toBe(replacement);
@@ -348,7 +339,7 @@ describe('§8.6 BoxLite provider', () => {
     await shutdown;
     expect(h.runtime.latest(h.provider.boxName(active))?.running).toBe(false);
     expect(h.provider.warmIds).toEqual([]);
-    expect(await rejection(h.provider.acquire({ userId: 'u', threadId: 'x' }))).toBeInstanceOf(
+    expect(await rejectionOf(h.provider.acquire({ userId: 'u', threadId: 'x' }))).toBeInstanceOf(
       ProviderClosedError,
     );
   });
@@ -420,11 +411,11 @@ describe('§8.6 BoxLite provider', () => {
       const id = await h.provider.acquire({ userId: 'alice', threadId: 't' });
       const box = h.runtime.latest(h.provider.boxName(id));
       const execs = h.runtime.execCalls.length;
-      const active = await rejection(h.provider.acquire({ userId: 'bob', threadId: 't' }));
+      const active = await rejectionOf(h.provider.acquire({ userId: 'bob', threadId: 't' }));
       expect(active).toBeInstanceOf(SandboxIdentityCollisionError);
       expect((active as Error).message).toContain('sandbox ID collision');
       await h.provider.release(id);
-      const warm = await rejection(h.provider.acquire({ userId: 'bob', threadId: 't' }));
+      const warm = await rejectionOf(h.provider.acquire({ userId: 'bob', threadId: 't' }));
       expect(warm).toBeInstanceOf(SandboxIdentityCollisionError);
       expect(h.runtime.execCalls.length).toBe(execs);
       expect(box?.running).toBe(true);
@@ -463,7 +454,7 @@ describe('§8.6 BoxLite provider', () => {
       await (await h.runtime.gate.nextCall('create')).release();
       const id = await early;
       await firstCreate.release();
-      expect(await rejection(late)).toBeInstanceOf(SandboxIdentityCollisionError);
+      expect(await rejectionOf(late)).toBeInstanceOf(SandboxIdentityCollisionError);
       expect(h.runtime.created[1]?.running).toBe(false);
       expect(h.provider.get(id)?.box).toBe(h.runtime.created[0]);
     });
@@ -482,7 +473,7 @@ describe('§8.6 BoxLite provider', () => {
       expect(await alice).toBe(id);
       expect(adopted.running).toBe(false);
       const alicesBox = h.provider.get(id)?.box;
-      expect(await rejection(bob.promise)).toBeInstanceOf(SandboxIdentityCollisionError);
+      expect(await rejectionOf(bob.promise)).toBeInstanceOf(SandboxIdentityCollisionError);
       expect(h.provider.get(id)?.box).toBe(alicesBox);
       expect(h.runtime.latest(h.provider.boxName(id))?.running).toBe(true);
     });
@@ -531,7 +522,7 @@ describe('§8.6 BoxLite provider', () => {
       const create = await h.runtime.gate.nextCall('create');
       const shutdown = h.provider.shutdown();
       await create.release();
-      expect(await rejection(acquiring)).toBeInstanceOf(ProviderClosedError);
+      expect(await rejectionOf(acquiring)).toBeInstanceOf(ProviderClosedError);
       await shutdown;
       expect(h.runtime.created[0]?.running).toBe(false);
       expect(h.provider.activeIds).toEqual([]);
@@ -545,7 +536,7 @@ describe('§8.6 BoxLite provider', () => {
       const controller = new AbortController();
       const second = h.provider.acquire({ userId: 'u', threadId: 't', signal: controller.signal });
       controller.abort();
-      expect(isSbxError(await rejection(second)) && 'ABORTED').toBe('ABORTED');
+      expect(isSbxError(await rejectionOf(second)) && 'ABORTED').toBe('ABORTED');
       await create.release();
       await first;
       expect(h.runtime.created).toHaveLength(1);
@@ -567,7 +558,7 @@ describe('§8.6 BoxLite provider', () => {
       h.runtime.gate.pause('exec', { times: 1 });
       const acquiring = h.provider.acquire({ userId: 'u', threadId: 't' });
       (await h.runtime.gate.nextCall('exec')).fail(new Error('exec failed: no shell'));
-      const err = await rejection(acquiring);
+      const err = await rejectionOf(acquiring);
       expect(err).toBeInstanceOf(SandboxRuntimeError);
       expect(h.runtime.created[0]?.running).toBe(false);
       expect(h.provider.activeIds).toEqual([]);
@@ -579,7 +570,7 @@ describe('§8.6 BoxLite provider', () => {
     expect(() =>
       h.provider.admit({ userId: 'u', threadId: 't', skillPolicy: { allowedSkills: [] } }),
     ).toThrow(/cannot enforce per-Agent skill filesystem isolation/);
-    await rejection(
+    await rejectionOf(
       h.provider.acquire({ userId: 'u', threadId: 't', skillPolicy: { allowedSkills: [] } }),
     );
     expect(h.runtime.created).toHaveLength(0);

@@ -6,7 +6,7 @@ import {
   SandboxRuntimeError,
   isSbxError,
 } from '@sbx/core';
-import { ManualClock, recordingLogger, settle, track } from '@sbx/core/testing';
+import { ManualClock, recordingLogger, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   BASE64_CHUNK_CHARS,
@@ -50,15 +50,6 @@ function sandbox(options: Partial<BoxliteSandboxOptions> = {}): BoxliteSandbox {
   });
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
-
 describe('§8.6 BoxliteSandbox adapter', () => {
   it('§8.6.113 the traversal guard accepts normal and relative paths and rejects `..` and empty paths', async () => {
     const sb = sandbox();
@@ -67,18 +58,18 @@ describe('§8.6 BoxliteSandbox adapter', () => {
     expect(await sb.readFile('relative.txt')).toBe('rel');
     const execs = runtime.execCalls.length;
     for (const bad of ['/mnt/user-data/../etc/passwd', '..\\secret', 'a/../../b']) {
-      const err = await rejection(sb.readFile(bad));
+      const err = await rejectionOf(sb.readFile(bad));
       expect(err).toBeInstanceOf(SandboxPermissionError);
       expect((err as Error).message).toContain(PATH_TRAVERSAL_MESSAGE);
     }
-    expect(await rejection(sb.writeFile('', 'x'))).toBeInstanceOf(InvalidArgumentError);
+    expect(await rejectionOf(sb.writeFile('', 'x'))).toBeInstanceOf(InvalidArgumentError);
     expect(runtime.execCalls.length).toBe(execs);
   });
 
   it('§8.6.114 downloadFile refuses paths outside /mnt/user-data and traversal without running a command', async () => {
     const sb = sandbox();
     for (const bad of ['/etc/hostname', '/mnt/user-data-other/x', '/mnt/user-data/../etc/passwd']) {
-      const err = await rejection(sb.downloadFile(bad));
+      const err = await rejectionOf(sb.downloadFile(bad));
       expect(err).toBeInstanceOf(SandboxPermissionError);
       expect((err as SandboxPermissionError).kind).toBe('EACCES');
     }
@@ -86,7 +77,7 @@ describe('§8.6 BoxliteSandbox adapter', () => {
   });
 
   it('§8.6.115 an invalid env key raises before anything runs', async () => {
-    const err = await rejection(sandbox().executeCommand('echo hi', { env: { 'A-B': 'x' } }));
+    const err = await rejectionOf(sandbox().executeCommand('echo hi', { env: { 'A-B': 'x' } }));
     expect(err).toBeInstanceOf(InvalidArgumentError);
     expect((err as Error).message).toContain('extra_env key');
     expect((err as Error).message).toContain('POSIX');
@@ -133,7 +124,7 @@ describe('§8.6 BoxliteSandbox adapter', () => {
     const running = sb.executeCommand('sleep 100', { signal: controller.signal });
     const call = await runtime.gate.nextCall('exec');
     controller.abort();
-    expect(isSbxError(await rejection(running)) && 'aborted').toBe('aborted');
+    expect(isSbxError(await rejectionOf(running)) && 'aborted').toBe('aborted');
     const options = (call.args[0] as { options: { signal: AbortSignal } }).options;
     expect(options.signal.aborted).toBe(true);
     call.fail(new Error('killed'));
@@ -151,18 +142,18 @@ describe('§8.6 BoxliteSandbox adapter', () => {
 
   it('§8.6.117 readFile classifies missing files, directories and undecodable bytes', async () => {
     const sb = sandbox();
-    expect(await rejection(sb.readFile('/mnt/user-data/nope.txt'))).toMatchObject({
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/nope.txt'))).toMatchObject({
       kind: 'ENOENT',
     });
-    expect(await rejection(sb.readFile('/mnt/user-data/workspace'))).toMatchObject({
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/workspace'))).toMatchObject({
       kind: 'EISDIR',
     });
     await sb.updateFile('/mnt/user-data/workspace/bin', new Uint8Array([0xff, 0xfe, 0x00, 0x80]));
-    expect(await rejection(sb.readFile('/mnt/user-data/workspace/bin'))).toMatchObject({
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/workspace/bin'))).toMatchObject({
       kind: 'EILSEQ',
     });
     await sb.writeFile('/mnt/user-data/workspace/file', 'x');
-    expect(await rejection(sb.readFile('/mnt/user-data/workspace/file/child'))).toMatchObject({
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/workspace/file/child'))).toMatchObject({
       kind: 'ENOENT',
     });
   });
@@ -189,7 +180,7 @@ describe('§8.6 BoxliteSandbox adapter', () => {
     await sb.executeCommand(
       `truncate -s ${MAX_TRANSFER_BYTES + 1} /mnt/user-data/workspace/huge.bin`,
     );
-    const err = await rejection(sb.downloadFile('/mnt/user-data/workspace/huge.bin'));
+    const err = await rejectionOf(sb.downloadFile('/mnt/user-data/workspace/huge.bin'));
     expect(err).toBeInstanceOf(SandboxFileError);
     expect((err as SandboxFileError).kind).toBe('EFBIG');
     expect(terminal).toEqual([]);
@@ -209,15 +200,15 @@ describe('§8.6 BoxliteSandbox adapter', () => {
   it('§8.6.119 a terminal transport error is thrown and reported; regular and retryable errors are not', async () => {
     const sb = sandbox();
     box.failNextExec(new Error('engine: command failed: exit status 2'));
-    expect(await rejection(sb.executeCommand('x'))).toBeInstanceOf(SandboxRuntimeError);
+    expect(await rejectionOf(sb.executeCommand('x'))).toBeInstanceOf(SandboxRuntimeError);
     box.failNextExec(new Error('vsock transport not ready, retry later'));
-    expect(await rejection(sb.executeCommand('x'))).toMatchObject({
+    expect(await rejectionOf(sb.executeCommand('x'))).toMatchObject({
       message: 'vsock transport not ready, retry later',
     });
     expect(terminal).toEqual([]);
     expect(sb.closed).toBe(false);
     box.failNextExec(new Error('vsock disconnected'));
-    const err = await rejection(sb.executeCommand('x'));
+    const err = await rejectionOf(sb.executeCommand('x'));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect((err as Error).message).toBe('vsock disconnected');
     expect(terminal).toHaveLength(1);
@@ -227,30 +218,30 @@ describe('§8.6 BoxliteSandbox adapter', () => {
   it('§8.6.119 connection errno codes are terminal too', async () => {
     const sb = sandbox();
     box.failNextExec(Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
-    await rejection(sb.readFile('/mnt/user-data/workspace/x'));
+    await rejectionOf(sb.readFile('/mnt/user-data/workspace/x'));
     expect(terminal).toHaveLength(1);
   });
 
   it('§8.6.119 the marker lists can be overridden', async () => {
     const sb = sandbox({ terminalMarkers: { terminal: ['hypervisor gone'], retryable: ['soon'] } });
     box.failNextExec(new Error('vsock disconnected'));
-    await rejection(sb.executeCommand('x'));
+    await rejectionOf(sb.executeCommand('x'));
     expect(terminal).toEqual([]);
     box.failNextExec(new Error('hypervisor gone, back soon'));
-    await rejection(sb.executeCommand('x'));
+    await rejectionOf(sb.executeCommand('x'));
     expect(terminal).toEqual([]);
     box.failNextExec(new Error('hypervisor gone'));
-    await rejection(sb.executeCommand('x'));
+    await rejectionOf(sb.executeCommand('x'));
     expect(terminal).toHaveLength(1);
   });
 
   it('§8.6.120 a closed box answers "sandbox has been closed" without an error log', async () => {
     const sb = sandbox();
     await sb.stop();
-    const err = await rejection(sb.executeCommand('echo hi'));
+    const err = await rejectionOf(sb.executeCommand('echo hi'));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect((err as Error).message).toBe(SANDBOX_CLOSED_MESSAGE);
-    expect(await rejection(sb.readFile('/mnt/user-data/workspace/a'))).toMatchObject({
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/workspace/a'))).toMatchObject({
       message: SANDBOX_CLOSED_MESSAGE,
     });
     expect(logger.lines.filter((l) => l.level === 'error')).toEqual([]);

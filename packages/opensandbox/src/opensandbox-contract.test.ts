@@ -1,5 +1,9 @@
 import { silentLogger } from '@sbx/core';
-import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import {
+  describeProviderContract,
+  describeSandboxContract,
+  sandboxFromProvider,
+} from '@sbx/core/testing';
 import { OpenSandboxProvider } from './opensandbox-provider.js';
 import { FakeOpenSandbox } from './testing/fake-opensandbox-sdk.js';
 
@@ -20,16 +24,9 @@ for (const userland of ['host', 'busybox'] as const) {
   describeSandboxContract(`OpenSandboxSandbox (fake SDK, ${userland} userland)`, async () => {
     const fake = new FakeOpenSandbox({ userland });
     const provider = new OpenSandboxProvider({ config, sdk: fake.sdk, logger: silentLogger });
-    const id = await provider.acquire({ userId: 'contract', threadId: 'sandbox-contract' });
-    const sandbox = provider.get(id);
-    if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
-    return {
-      sandbox,
-      workdir: '/mnt/user-data/workspace',
-      cleanup: async () => {
-        await provider.shutdown();
-        await fake.dispose();
-      },
-    };
+    return sandboxFromProvider(provider, {
+      threadId: 'sandbox-contract',
+      cleanup: () => fake.dispose(),
+    });
   });
 }

@@ -5,7 +5,7 @@ import {
   parseSandboxConfig,
 } from '@sbx/core';
 import type { Logger } from '@sbx/core';
-import { ManualClock, settle, track } from '@sbx/core/testing';
+import { ManualClock, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OpenSandboxProviderConfig } from './opensandbox-config.js';
 import {
@@ -64,15 +64,6 @@ function setup(
     return sandbox.remoteId;
   };
   return { fake, provider, clock, lines, remoteOf };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
 }
 
 const isHealthProbe = (command: string): boolean => command === 'true';
@@ -174,7 +165,7 @@ describe('OpenSandboxProvider create', () => {
     it(`§8.8.167 a bootstrap failure (${label}) deletes the created remote and registers nothing`, async () => {
       const { fake, provider } = setup();
       fake.respondTo('mkdir -p', () => result);
-      const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+      const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
       expect(err).toBeInstanceOf(SandboxRuntimeError);
       expect((err as Error).message).toContain('OpenSandbox bootstrap failed: ');
       expect(fake.remote('fake-1')).toMatchObject({ alive: false, kills: 1, closes: 1 });
@@ -186,7 +177,7 @@ describe('OpenSandboxProvider create', () => {
   it('a failed create registers nothing and the next acquire tries again', async () => {
     const { fake, provider } = setup();
     fake.failNext('create', fakeApiError(500, 'no capacity'));
-    expect(await rejection(provider.acquire({ userId: 'u', threadId: 't' }))).toBeDefined();
+    expect(await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }))).toBeDefined();
     expect(provider.activeIds).toEqual([]);
     await provider.acquire({ userId: 'u', threadId: 't' });
     expect(fake.creates).toHaveLength(1);
@@ -224,7 +215,7 @@ describe('OpenSandboxProvider reuse', () => {
     const id = await provider.acquire({ userId: 'u', threadId: 't' });
     const sandbox = provider.get(id);
     fake.failNext('renew', fakeApiError(500, 'lifecycle hiccup'));
-    expect(await rejection(provider.acquire({ userId: 'u', threadId: 't' }))).toBeInstanceOf(
+    expect(await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }))).toBeInstanceOf(
       SandboxRuntimeError,
     );
     expect(provider.get(id)).toBe(sandbox);
@@ -266,10 +257,10 @@ describe('OpenSandboxProvider reuse', () => {
     const { fake, provider, remoteOf } = setup();
     const id = await provider.acquire({ userId: 'u', threadId: 't' });
     const first = remoteOf(id);
-    await rejection(provider.get(id)!.readFile('/mnt/user-data/workspace/missing.txt'));
+    await rejectionOf(provider.get(id)!.readFile('/mnt/user-data/workspace/missing.txt'));
     expect(remoteOf(id)).toBe(first);
     fake.failNext('run', fakeApiError(404, 'sandbox not found'));
-    await rejection(provider.get(id)!.executeCommand('echo hi'));
+    await rejectionOf(provider.get(id)!.executeCommand('echo hi'));
     expect(provider.get(id)).toBeUndefined();
     await settle();
     expect(fake.remote(first)).toMatchObject({ kills: 1, closes: 1 });
@@ -284,7 +275,7 @@ describe('OpenSandboxProvider reuse', () => {
     const id = await provider.acquire({ userId: 'u', threadId: 't' });
     const runsBefore = fake.gate.count('run');
     fake.failNext('renew', fakeConnectionRefused());
-    await rejection(provider.get(id)!.executeCommand('echo hi'));
+    await rejectionOf(provider.get(id)!.executeCommand('echo hi'));
     expect(fake.gate.count('run')).toBe(runsBefore);
     expect(provider.get(id)).toBeUndefined();
   });
@@ -347,7 +338,7 @@ describe('OpenSandboxProvider reset and shutdown', () => {
     ]);
     expect(provider.idleCheckerRunning).toBe(false);
     expect(clock.pendingTimers).toBe(0);
-    const err = await rejection(provider.acquire({ userId: 'u', threadId: 'a' }));
+    const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 'a' }));
     expect(err).toBeInstanceOf(ProviderClosedError);
     expect((err as Error).message).toBe('OpenSandboxProvider has been shut down');
     await provider.release(a);
@@ -381,7 +372,7 @@ describe('OpenSandboxProvider races (deterministic interleavings)', () => {
     expect(shutdown.settled).toBe(false);
     await held.release();
     await shutdown.promise;
-    const err = await rejection(acquire.promise);
+    const err = await rejectionOf(acquire.promise);
     expect(err).toBeInstanceOf(ProviderClosedError);
     expect((err as Error).message).toBe(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
     expect(fake.remote('fake-1')).toMatchObject({ alive: false, kills: 1 });
@@ -395,9 +386,9 @@ describe('OpenSandboxProvider races (deterministic interleavings)', () => {
     const second = provider.acquire({ userId: 'u', threadId: 't' });
     await settle();
     const shutdown = provider.shutdown();
-    expect(await rejection(second)).toBeInstanceOf(ProviderClosedError);
+    expect(await rejectionOf(second)).toBeInstanceOf(ProviderClosedError);
     await held.release();
-    await rejection(first);
+    await rejectionOf(first);
     await shutdown;
     expect(fake.creates).toHaveLength(1);
   });
@@ -415,7 +406,7 @@ describe('OpenSandboxProvider races (deterministic interleavings)', () => {
     const replacement = provider.get(id)!;
     expect(replacement).not.toBe(old);
     await heldRun.release();
-    await rejection(command);
+    await rejectionOf(command);
     expect(provider.get(id)).toBe(replacement);
     expect(replacement.closed).toBe(false);
     await settle();

@@ -9,7 +9,7 @@ import {
   timeoutNotice,
 } from '@sbx/core';
 import type { Clock } from '@sbx/core';
-import { ManualClock, settle, track } from '@sbx/core/testing';
+import { ManualClock, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OpenSandboxSandboxOptions } from './opensandbox-sandbox.js';
 import {
@@ -68,15 +68,6 @@ async function setup(
   return { fake, remote, sandbox, clock, evicted, calls: (op) => fake.gate.count(op) };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
-
 describe('OpenSandboxSandbox commands', () => {
   it('§8.8.172 output combines stdout lines, result text and stderr', async () => {
     const h = await setup();
@@ -119,12 +110,12 @@ describe('OpenSandboxSandbox commands', () => {
         error: { name: 'CommandExecError', value: 'fork/exec bash: no such file' },
       }),
     );
-    const silent = await rejection(h.sandbox.executeCommand('no-exit'));
+    const silent = await rejectionOf(h.sandbox.executeCommand('no-exit'));
     expect(silent).toBeInstanceOf(SandboxRuntimeError);
     expect((silent as Error).message).toBe(
       'OpenSandbox command completed without an exit code: no completion or error event',
     );
-    const failed = await rejection(h.sandbox.executeCommand('start-failed'));
+    const failed = await rejectionOf(h.sandbox.executeCommand('start-failed'));
     expect((failed as Error).message).toBe(
       'OpenSandbox command completed without an exit code: CommandExecError: fork/exec bash: no such file',
     );
@@ -133,7 +124,7 @@ describe('OpenSandboxSandbox commands', () => {
   it('§8.8.174 zero or negative timeouts are rejected without calling the SDK', async () => {
     const h = await setup();
     for (const timeoutMs of [0, -5, Number.NaN]) {
-      const err = await rejection(h.sandbox.executeCommand('true', { timeoutMs }));
+      const err = await rejectionOf(h.sandbox.executeCommand('true', { timeoutMs }));
       expect(err).toBeInstanceOf(InvalidArgumentError);
       expect((err as Error).message).toContain('timeout must be positive');
     }
@@ -142,7 +133,7 @@ describe('OpenSandboxSandbox commands', () => {
 
   it('§8.8.174 invalid env keys raise before any SDK call', async () => {
     const h = await setup();
-    const err = await rejection(h.sandbox.executeCommand('true', { env: { 'BAD-KEY': 'x' } }));
+    const err = await rejectionOf(h.sandbox.executeCommand('true', { env: { 'BAD-KEY': 'x' } }));
     expect(err).toBeInstanceOf(InvalidArgumentError);
     expect((err as Error).message).toContain('extra_env key');
     expect((err as Error).message).toContain('POSIX');
@@ -175,7 +166,7 @@ describe('OpenSandboxSandbox commands', () => {
     const pending = h.sandbox.executeCommand('sleep 1000', { signal: controller.signal });
     await h.fake.gate.nextCall('run');
     controller.abort(new Error('user cancelled'));
-    expect(await rejection(pending)).toBeInstanceOf(AbortedError);
+    expect(await rejectionOf(pending)).toBeInstanceOf(AbortedError);
     expect(h.evicted).toEqual([]);
   });
 });
@@ -273,7 +264,7 @@ describe('OpenSandboxSandbox files', () => {
   it('§8.8.175 an oversize download raises EFBIG after one stream call and closes the stream', async () => {
     const h = await setup({ maxDownloadBytes: 64 * 1024 + 10 });
     await h.sandbox.updateFile(`${WS}/big.bin`, new Uint8Array(200 * 1024));
-    const err = await rejection(h.sandbox.downloadFile(`${WS}/big.bin`));
+    const err = await rejectionOf(h.sandbox.downloadFile(`${WS}/big.bin`));
     expect(err).toBeInstanceOf(SandboxFileError);
     expect((err as SandboxFileError).kind).toBe('EFBIG');
     expect(h.calls('readBytesStream')).toBe(1);
@@ -282,7 +273,7 @@ describe('OpenSandboxSandbox files', () => {
 
   it('downloads are limited to /mnt/user-data, checked before the remote is asked', async () => {
     const h = await setup();
-    const err = await rejection(h.sandbox.downloadFile('/etc/passwd'));
+    const err = await rejectionOf(h.sandbox.downloadFile('/etc/passwd'));
     expect(err).toBeInstanceOf(SandboxPermissionError);
     expect(h.calls('readBytesStream') + h.calls('renew')).toBe(0);
   });
@@ -290,10 +281,10 @@ describe('OpenSandboxSandbox files', () => {
   it('reading a binary file as text is EILSEQ; a directory is EISDIR', async () => {
     const h = await setup();
     await h.sandbox.updateFile(`${WS}/bin.dat`, new Uint8Array([0xff, 0xfe, 0x00]));
-    expect(((await rejection(h.sandbox.readFile(`${WS}/bin.dat`))) as SandboxFileError).kind).toBe(
-      'EILSEQ',
-    );
-    expect(((await rejection(h.sandbox.readFile(WS))) as SandboxFileError).kind).toBe('EISDIR');
+    expect(
+      ((await rejectionOf(h.sandbox.readFile(`${WS}/bin.dat`))) as SandboxFileError).kind,
+    ).toBe('EILSEQ');
+    expect(((await rejectionOf(h.sandbox.readFile(WS))) as SandboxFileError).kind).toBe('EISDIR');
   });
 
   it('§8.8.177 empty, relative and traversal paths (also with backslashes) are rejected before any SDK call', async () => {
@@ -308,17 +299,17 @@ describe('OpenSandboxSandbox files', () => {
       h.sandbox.grep(p, 'x'),
     ];
     for (const p of ['', 'relative/file.txt']) {
-      for (const op of ops(p)) expect(await rejection(op)).toBeInstanceOf(InvalidArgumentError);
+      for (const op of ops(p)) expect(await rejectionOf(op)).toBeInstanceOf(InvalidArgumentError);
     }
     for (const p of [`${WS}/../../../etc/passwd`, '/mnt/user-data\\..\\..\\etc\\passwd']) {
-      for (const op of ops(p)) expect(await rejection(op)).toBeInstanceOf(SandboxPermissionError);
+      for (const op of ops(p)) expect(await rejectionOf(op)).toBeInstanceOf(SandboxPermissionError);
     }
     expect(h.fake.gate.calls().filter((c) => c.method !== 'create')).toEqual([]);
   });
 
   it('§8.8.178 a file-API 404 is a missing file and does not evict', async () => {
     const h = await setup();
-    const err = await rejection(h.sandbox.readFile(`${WS}/missing.txt`));
+    const err = await rejectionOf(h.sandbox.readFile(`${WS}/missing.txt`));
     expect(err).toBeInstanceOf(SandboxFileNotFoundError);
     expect((err as SandboxFileNotFoundError).kind).toBe('ENOENT');
     expect(h.sandbox.closed).toBe(false);
@@ -389,7 +380,7 @@ describe('OpenSandboxSandbox search', () => {
       h.sandbox.grep(WS, 'x', { maxResults: -1 }),
     ];
     for (const attempt of attempts)
-      expect(await rejection(attempt)).toBeInstanceOf(InvalidArgumentError);
+      expect(await rejectionOf(attempt)).toBeInstanceOf(InvalidArgumentError);
     expect(h.calls('run') + h.calls('renew')).toBe(0);
   });
 });
@@ -398,13 +389,13 @@ describe('OpenSandboxSandbox terminal failures and teardown', () => {
   it('§8.8.178 a terminal renewal error evicts before the command runs', async () => {
     const h = await setup();
     h.fake.failNext('renew', fakeApiError(410, 'sandbox expired'));
-    const err = await rejection(h.sandbox.executeCommand('echo hi'));
+    const err = await rejectionOf(h.sandbox.executeCommand('echo hi'));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect((err as Error).message).toContain('is gone');
     expect(h.calls('run')).toBe(0);
     expect(h.evicted).toHaveLength(1);
     expect(h.sandbox.closed).toBe(true);
-    expect(((await rejection(h.sandbox.readFile(`${WS}/x`))) as Error).message).toBe(
+    expect(((await rejectionOf(h.sandbox.readFile(`${WS}/x`))) as Error).message).toBe(
       SANDBOX_CLOSED_MESSAGE,
     );
   });
@@ -412,7 +403,7 @@ describe('OpenSandboxSandbox terminal failures and teardown', () => {
   it('§8.8.178 a 404 on the command path evicts the sandbox', async () => {
     const h = await setup();
     h.fake.failNext('run', fakeApiError(404, 'sandbox not found'));
-    expect(await rejection(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(
+    expect(await rejectionOf(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(
       SandboxRuntimeError,
     );
     expect(h.evicted).toHaveLength(1);
@@ -421,12 +412,12 @@ describe('OpenSandboxSandbox terminal failures and teardown', () => {
   it('a refused connection is terminal on the file path too; a 500 is not terminal anywhere', async () => {
     const h = await setup();
     h.fake.failNext('run', fakeApiError(500, 'execd hiccup'));
-    expect(await rejection(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(
+    expect(await rejectionOf(h.sandbox.executeCommand('echo hi'))).toBeInstanceOf(
       SandboxRuntimeError,
     );
     expect(h.sandbox.closed).toBe(false);
     h.fake.failNext('readBytes', fakeConnectionError());
-    expect(await rejection(h.sandbox.readFile(`${WS}/x`))).toBeInstanceOf(SandboxRuntimeError);
+    expect(await rejectionOf(h.sandbox.readFile(`${WS}/x`))).toBeInstanceOf(SandboxRuntimeError);
     expect(h.evicted).toHaveLength(1);
     expect(h.sandbox.closed).toBe(true);
   });
@@ -449,7 +440,7 @@ describe('OpenSandboxSandbox terminal failures and teardown', () => {
   it('a failed delete is thrown, keeps the transport for a retry, and the retry deletes', async () => {
     const h = await setup();
     h.fake.failNext('kill', fakeApiError(500, 'try later'));
-    expect(await rejection(h.sandbox.destroy())).toBeInstanceOf(SandboxRuntimeError);
+    expect(await rejectionOf(h.sandbox.destroy())).toBeInstanceOf(SandboxRuntimeError);
     expect(h.sandbox.closed).toBe(true);
     expect(h.fake.remote(h.remote.id)).toMatchObject({ alive: true, closes: 0 });
     await h.sandbox.destroy();

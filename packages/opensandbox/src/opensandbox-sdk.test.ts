@@ -8,6 +8,7 @@ import {
   silentLogger,
 } from '@sbx/core';
 import type { SandboxProviderClass, SandboxProviderFactory } from '@sbx/core';
+import { rejectionOf } from '@sbx/core/testing';
 import { describe, expect, it } from 'vitest';
 import * as packageExports from './index.js';
 import { OpenSandboxProvider, createOpenSandboxProvider } from './opensandbox-provider.js';
@@ -26,15 +27,6 @@ function moduleNotFound(name: string): Error {
   });
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
-
 describe('loadOpenSandboxSdk', () => {
   it('imports the installed SDK', async () => {
     const sdk = await loadOpenSandboxSdk();
@@ -49,7 +41,7 @@ describe('loadOpenSandboxSdk', () => {
   });
 
   it('refuses a module without Sandbox.create and ConnectionConfig', async () => {
-    const err = await rejection(loadOpenSandboxSdk(async () => ({ Sandbox: {} })));
+    const err = await rejectionOf(loadOpenSandboxSdk(async () => ({ Sandbox: {} })));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
   });
 });
@@ -66,7 +58,7 @@ describe('the provider and the optional SDK', () => {
       },
     });
     expect(imported).toEqual([]);
-    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
     expect(imported).toEqual([OPENSANDBOX_SDK_PACKAGE]);
     expect(err).toBeInstanceOf(MissingDependencyError);
     expect(isSbxError(err) && err.code).toBe('MISSING_DEPENDENCY');
@@ -74,7 +66,7 @@ describe('the provider and the optional SDK', () => {
     expect((err as Error).message).toContain('@sbx/opensandbox');
     expect((err as Error).message).toContain('npm install @alibaba-group/opensandbox');
     // Not remembered: installing the SDK later in a long-lived process works.
-    await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
     expect(imported).toHaveLength(2);
     await provider.shutdown();
   });

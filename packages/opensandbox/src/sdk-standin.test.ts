@@ -6,7 +6,12 @@ import {
 } from '@alibaba-group/opensandbox';
 import type { ConnectionConfigOptions } from '@alibaba-group/opensandbox';
 import { SandboxRuntimeError, silentLogger } from '@sbx/core';
-import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import {
+  describeProviderContract,
+  describeSandboxContract,
+  rejectionOf,
+  sandboxFromProvider,
+} from '@sbx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OpenSandboxProvider } from './opensandbox-provider.js';
 import type { OpenSandboxProviderOptions } from './opensandbox-provider.js';
@@ -19,15 +24,6 @@ import { EXECD_PORT, INGRESS_HEADER, OpenSandboxStandin } from './testing/opensa
  */
 
 const API_KEY = 'standin-key';
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('the real SDK against the stand-in server', () => {
   let standin: OpenSandboxStandin;
@@ -90,7 +86,7 @@ describe('the real SDK against the stand-in server', () => {
   });
 
   it('a create without the API key is refused with a 401 SandboxApiException', async () => {
-    const err = await rejection(
+    const err = await rejectionOf(
       Sandbox.create({
         image: 'python:3.11',
         connectionConfig: new ConnectionConfig({ domain: standin.domain, disableMetrics: true }),
@@ -137,7 +133,7 @@ describe('the real SDK against the stand-in server', () => {
     );
     const mode = await sandbox.commands.run('stat -c %a /mnt/user-data/a/b/blob.bin');
     expect(mode.logs.stdout.map((m) => m.text)).toEqual(['600']);
-    const missing = await rejection(sandbox.files.readBytes('/mnt/user-data/none.txt'));
+    const missing = await rejectionOf(sandbox.files.readBytes('/mnt/user-data/none.txt'));
     expect(missing).toBeInstanceOf(SandboxApiException);
     expect((missing as SandboxApiException).statusCode).toBe(404);
   });
@@ -160,9 +156,9 @@ describe('the real SDK against the stand-in server', () => {
     expect((await again.commands.run('echo connected')).logs.stdout[0]?.text).toBe('connected');
     await sandbox.kill();
     expect(standin.sandboxes.has(sandbox.id)).toBe(false);
-    const gone = await rejection(sandbox.getInfo());
+    const gone = await rejectionOf(sandbox.getInfo());
     expect((gone as SandboxApiException).statusCode).toBe(404);
-    const unknown = await rejection(
+    const unknown = await rejectionOf(
       Sandbox.connect({ sandboxId: 'no-such-sandbox', connectionConfig: conn() }),
     );
     expect(unknown).toBeInstanceOf(SandboxApiException);
@@ -296,7 +292,7 @@ describe('OpenSandboxProvider through the real SDK and the stand-in server', () 
     });
     await manager.killSandbox(first.remoteId);
     await manager.close();
-    const err = await rejection(first.executeCommand('echo hi'));
+    const err = await rejectionOf(first.executeCommand('echo hi'));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect(String((err as Error).message)).toContain('is gone');
     expect(p.get(id)).toBeUndefined();
@@ -351,16 +347,9 @@ for (const useServerProxy of [false, true]) {
       },
       logger: silentLogger,
     });
-    const id = await provider.acquire({ userId: 'contract', threadId: `sdk-${mode}` });
-    const sandbox = provider.get(id);
-    if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
-    return {
-      sandbox,
-      workdir: '/mnt/user-data/workspace',
-      cleanup: async () => {
-        await provider.shutdown();
-        await standin.stop();
-      },
-    };
+    return sandboxFromProvider(provider, {
+      threadId: `sdk-${mode}`,
+      cleanup: () => standin.stop(),
+    });
   });
 }

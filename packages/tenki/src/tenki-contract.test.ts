@@ -1,5 +1,9 @@
 import { loadProviderClass } from '@sbx/core';
-import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import {
+  describeProviderContract,
+  describeSandboxContract,
+  sandboxFromProvider,
+} from '@sbx/core/testing';
 import type { Userland } from '@sbx/core/testing';
 import { describe, expect, it } from 'vitest';
 import { FakeTenkiClient } from './testing/fake-tenki-client.js';
@@ -22,17 +26,10 @@ for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[
   describeSandboxContract(`TenkiSandbox on FakeTenkiClient (${userland} userland)`, async () => {
     const client = new FakeTenkiClient({ userland });
     const provider = new TenkiSandboxProvider({ config: tenkiConfig(), client });
-    const id = await provider.acquire({ userId: 'contract', threadId: `sandbox-${userland}` });
-    const sandbox = provider.get(id);
-    if (sandbox === undefined) throw new Error('acquired sandbox is not registered');
-    return {
-      sandbox,
-      workdir: '/mnt/user-data/workspace',
-      cleanup: async () => {
-        await provider.shutdown();
-        await client.dispose();
-      },
-    };
+    return sandboxFromProvider(provider, {
+      threadId: `sandbox-${userland}`,
+      cleanup: () => client.dispose(),
+    });
   });
 }
 

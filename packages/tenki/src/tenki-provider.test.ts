@@ -4,7 +4,7 @@ import {
   ProviderClosedError,
   SandboxRuntimeError,
 } from '@sbx/core';
-import { settle, track } from '@sbx/core/testing';
+import { rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FakeExecCall } from './testing/fake-tenki-client.js';
 import { FakeTenkiClient, errnoError, sdkError } from './testing/fake-tenki-client.js';
@@ -26,15 +26,6 @@ afterEach(async () => {
 const isLiveness = (c: FakeExecCall) => c.argv.join(' ') === 'sh -c echo ok';
 const isBootstrap = (c: FakeExecCall) => String(c.argv[2]).includes(BOOTSTRAP_MARKER);
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
-
 describe('§8.7 Tenki provider', () => {
   it('§8.7.137 a missing client module fails at acquire naming it; shutdown is idempotent', async () => {
     const provider = new TenkiSandboxProvider({
@@ -45,7 +36,7 @@ describe('§8.7 Tenki provider', () => {
         });
       },
     });
-    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
     expect(err).toBeInstanceOf(MissingDependencyError);
     expect((err as MissingDependencyError).packageName).toBe('@acme/tenki-client');
     await provider.shutdown();
@@ -54,7 +45,7 @@ describe('§8.7 Tenki provider', () => {
 
   it('§8.7.137 without a client or a client module, acquire explains what to configure', async () => {
     const provider = new TenkiSandboxProvider({ config: tenkiConfig() });
-    const err = await rejection(provider.acquire({ userId: 'u', threadId: 't' }));
+    const err = await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect((err as Error).message).toContain('client_module');
     await provider.shutdown();
@@ -152,7 +143,7 @@ describe('§8.7 Tenki provider', () => {
     h.client.prepareNext.push((s) => {
       s.readyFailure = new Error('boot timeout');
     });
-    const err = await rejection(h.provider.acquire({ userId: 'u', threadId: 't' }));
+    const err = await rejectionOf(h.provider.acquire({ userId: 'u', threadId: 't' }));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect((err as Error).message).toContain('boot timeout');
     expect(h.client.sandboxes[0]?.terminated).toBe(true);
@@ -166,7 +157,7 @@ describe('§8.7 Tenki provider', () => {
       s.readyFailure = new Error('boot timeout');
       s.terminateFailures.push(new Error('UNAVAILABLE'));
     });
-    await rejection(h.provider.acquire({ userId: 'u', threadId: 't' }));
+    await rejectionOf(h.provider.acquire({ userId: 'u', threadId: 't' }));
     expect(h.logger.lines.some((l) => l.level === 'error' && l.msg.includes('may leak'))).toBe(
       true,
     );
@@ -256,14 +247,14 @@ describe('§8.7 Tenki provider', () => {
     const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
     const stale = h.provider.get(id)!;
     h.client.sandboxes[0]!.execFailures.push(sdkError('StreamClosedError', 'stream closed'));
-    expect(await rejection(stale.executeCommand('echo hi'))).toBeInstanceOf(SandboxRuntimeError);
+    expect(await rejectionOf(stale.executeCommand('echo hi'))).toBeInstanceOf(SandboxRuntimeError);
     expect(h.provider.get(id)).toBeUndefined();
     await settle();
     expect(h.client.sandboxes[0]?.terminateCalls).toBe(1);
     expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
     expect(h.provider.get(id)).not.toBe(stale);
     // The stale adapter is closed and cannot touch its replacement.
-    expect(await rejection(stale.executeCommand('echo'))).toMatchObject({
+    expect(await rejectionOf(stale.executeCommand('echo'))).toMatchObject({
       message: 'sandbox has been closed',
     });
     expect(h.provider.get(id)?.remote).toBe(h.client.sandboxes[1]);
@@ -294,7 +285,7 @@ describe('§8.7 Tenki provider', () => {
     await shutdown;
     expect(h.client.sandboxes.every((s) => s.terminated)).toBe(true);
     expect(h.provider.warmIds).toEqual([]);
-    expect(await rejection(h.provider.acquire({ userId: 'u', threadId: 'x' }))).toBeInstanceOf(
+    expect(await rejectionOf(h.provider.acquire({ userId: 'u', threadId: 'x' }))).toBeInstanceOf(
       ProviderClosedError,
     );
   });
@@ -395,7 +386,7 @@ describe('§8.7 Tenki provider', () => {
       const create = await h.client.gate.nextCall('create');
       const shutdown = h.provider.shutdown();
       await create.release();
-      expect(await rejection(acquiring)).toBeInstanceOf(ProviderClosedError);
+      expect(await rejectionOf(acquiring)).toBeInstanceOf(ProviderClosedError);
       await shutdown;
       expect(h.client.sandboxes[0]?.terminated).toBe(true);
     });
@@ -418,16 +409,16 @@ describe('§8.7 Tenki provider', () => {
         afterBytes: 100_000,
         error: errnoError('ECONNRESET'),
       };
-      expect(await rejection(sandbox.downloadFile('/mnt/user-data/outputs/f.bin'))).toBeInstanceOf(
-        SandboxRuntimeError,
-      );
+      expect(
+        await rejectionOf(sandbox.downloadFile('/mnt/user-data/outputs/f.bin')),
+      ).toBeInstanceOf(SandboxRuntimeError);
       expect(h.provider.get(id)).toBeUndefined();
     });
   });
 
   it('rejects an explicit skill policy before creating anything; reports its flags', async () => {
     const h = harness();
-    await rejection(
+    await rejectionOf(
       h.provider.acquire({ userId: 'u', threadId: 't', skillPolicy: { allowedSkills: [] } }),
     );
     expect(h.client.createCalls).toEqual([]);

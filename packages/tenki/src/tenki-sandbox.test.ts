@@ -6,7 +6,7 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
 } from '@sbx/core';
-import { ManualClock, recordingLogger, settle, track } from '@sbx/core/testing';
+import { ManualClock, recordingLogger, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeTenkiClient, errnoError, sdkError } from './testing/fake-tenki-client.js';
 import type { FakeTenkiSandbox } from './testing/fake-tenki-client.js';
@@ -55,15 +55,6 @@ function sandbox(options: Partial<TenkiSandboxOptions> = {}): TenkiSandbox {
   });
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
-}
-
 describe('§8.7 TenkiSandbox adapter', () => {
   it('§8.7.138 /mnt/user-data[/x] maps to the HOME of the sandbox user; other paths are unchanged', () => {
     const sb = sandbox();
@@ -80,23 +71,23 @@ describe('§8.7 TenkiSandbox adapter', () => {
   it('§8.7.138 traversal is rejected before anything reaches the VM', async () => {
     const sb = sandbox();
     const before = client.gate.calls().length;
-    const err = await rejection(sb.readFile('/mnt/user-data/../../etc/passwd'));
+    const err = await rejectionOf(sb.readFile('/mnt/user-data/../../etc/passwd'));
     expect(err).toBeInstanceOf(SandboxPermissionError);
     expect((err as Error).message).toContain(PATH_TRAVERSAL_MESSAGE);
-    expect(await rejection(sb.glob('', '*'))).toBeInstanceOf(InvalidArgumentError);
+    expect(await rejectionOf(sb.glob('', '*'))).toBeInstanceOf(InvalidArgumentError);
     expect(client.gate.calls()).toHaveLength(before);
   });
 
   it('§8.7.139 download guards reject before any call; an invalid env key raises before exec', async () => {
     const sb = sandbox();
     const before = client.gate.calls().length;
-    expect(await rejection(sb.downloadFile('/home/tenki/workspace/a'))).toBeInstanceOf(
+    expect(await rejectionOf(sb.downloadFile('/home/tenki/workspace/a'))).toBeInstanceOf(
       SandboxPermissionError,
     );
-    expect(await rejection(sb.downloadFile('/mnt/user-data/../x'))).toBeInstanceOf(
+    expect(await rejectionOf(sb.downloadFile('/mnt/user-data/../x'))).toBeInstanceOf(
       SandboxPermissionError,
     );
-    const err = await rejection(sb.executeCommand('echo', { env: { '1X': 'v' } }));
+    const err = await rejectionOf(sb.executeCommand('echo', { env: { '1X': 'v' } }));
     expect((err as Error).message).toContain('extra_env key');
     expect(client.gate.calls()).toHaveLength(before);
   });
@@ -130,11 +121,11 @@ describe('§8.7 TenkiSandbox adapter', () => {
   it('§8.7.141 failures are typed errors; a closed adapter says "sandbox has been closed"', async () => {
     const sb = sandbox();
     vm.execFailures.push(new Error('quota exceeded'));
-    const err = await rejection(sb.executeCommand('echo'));
+    const err = await rejectionOf(sb.executeCommand('echo'));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
     expect((err as Error).message).toBe('quota exceeded');
     await sb.terminate();
-    expect(await rejection(sb.executeCommand('echo'))).toMatchObject({
+    expect(await rejectionOf(sb.executeCommand('echo'))).toMatchObject({
       message: SANDBOX_CLOSED_MESSAGE,
     });
     expect(logger.lines.filter((l) => l.level === 'error')).toEqual([]);
@@ -145,7 +136,7 @@ describe('§8.7 TenkiSandbox adapter', () => {
     for (const error of [new Error('UNAVAILABLE: Socket closed'), new Error('boom')]) {
       vm.execFailures.push(error);
       const before = client.execCalls.length;
-      await rejection(sb.executeCommand('echo'));
+      await rejectionOf(sb.executeCommand('echo'));
       expect(client.execCalls.length - before).toBe(1);
     }
     expect(terminal).toEqual([]);
@@ -161,7 +152,7 @@ describe('§8.7 TenkiSandbox adapter', () => {
     ]) {
       const fresh = sandbox();
       vm.execFailures.push(error);
-      await rejection(fresh.executeCommand('echo'));
+      await rejectionOf(fresh.executeCommand('echo'));
       expect(fresh.closed).toBe(true);
     }
     expect(terminal).toHaveLength(8);
@@ -170,7 +161,7 @@ describe('§8.7 TenkiSandbox adapter', () => {
   it('§8.7.143 terminate is idempotent; a failed termination can be retried; a terminal error counts as done', async () => {
     const sb = sandbox();
     vm.terminateFailures.push(new Error('UNAVAILABLE'));
-    expect(await rejection(sb.terminate())).toMatchObject({ message: 'UNAVAILABLE' });
+    expect(await rejectionOf(sb.terminate())).toMatchObject({ message: 'UNAVAILABLE' });
     expect(sb.closed).toBe(false);
     expect(await sb.executeCommand('echo still')).toBe('still\n');
     await sb.terminate();
@@ -230,17 +221,17 @@ describe('§8.7 TenkiSandbox adapter', () => {
 
   it('§8.7.146 a missing file raises a typed not-found error from readFile and downloadFile', async () => {
     const sb = sandbox();
-    expect(await rejection(sb.readFile('/mnt/user-data/workspace/none'))).toBeInstanceOf(
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/workspace/none'))).toBeInstanceOf(
       SandboxFileNotFoundError,
     );
-    expect(await rejection(sb.downloadFile('/mnt/user-data/workspace/none'))).toBeInstanceOf(
+    expect(await rejectionOf(sb.downloadFile('/mnt/user-data/workspace/none'))).toBeInstanceOf(
       SandboxFileNotFoundError,
     );
-    expect(await rejection(sb.readFile('/mnt/user-data/workspace'))).toMatchObject({
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/workspace'))).toMatchObject({
       kind: 'EISDIR',
     });
     await sb.updateFile('/mnt/user-data/workspace/bin', new Uint8Array([0xc3, 0x28]));
-    expect(await rejection(sb.readFile('/mnt/user-data/workspace/bin'))).toMatchObject({
+    expect(await rejectionOf(sb.readFile('/mnt/user-data/workspace/bin'))).toMatchObject({
       kind: 'EILSEQ',
     });
     expect(terminal).toEqual([]);
@@ -253,7 +244,7 @@ describe('§8.7 TenkiSandbox adapter', () => {
       '-c',
       `truncate -s ${MAX_DOWNLOAD_BYTES + 1} /home/tenki/outputs/huge.bin`,
     ]);
-    const err = await rejection(sb.downloadFile('/mnt/user-data/outputs/huge.bin'));
+    const err = await rejectionOf(sb.downloadFile('/mnt/user-data/outputs/huge.bin'));
     expect(err).toBeInstanceOf(SandboxFileError);
     expect((err as SandboxFileError).kind).toBe('EFBIG');
     expect(terminal).toEqual([]);
@@ -264,21 +255,21 @@ describe('§8.7 TenkiSandbox adapter', () => {
     const sb = sandbox();
     await sb.updateFile('/mnt/user-data/outputs/f.bin', new Uint8Array(500_000));
     vm.streamFailure = { afterBytes: 70_000, error: errnoError('ECONNRESET') };
-    expect(await rejection(sb.downloadFile('/mnt/user-data/outputs/f.bin'))).toBeInstanceOf(
+    expect(await rejectionOf(sb.downloadFile('/mnt/user-data/outputs/f.bin'))).toBeInstanceOf(
       SandboxRuntimeError,
     );
     expect(terminal).toHaveLength(1);
 
     const sb2 = sandbox();
     vm.fsFailures.push(sdkError('SessionTerminatedError'));
-    expect(await rejection(sb2.readFile('/mnt/user-data/outputs/f.bin'))).toBeInstanceOf(
+    expect(await rejectionOf(sb2.readFile('/mnt/user-data/outputs/f.bin'))).toBeInstanceOf(
       SandboxRuntimeError,
     );
     expect(terminal).toHaveLength(2);
 
     const sb3 = sandbox();
     vm.fsFailures.push(new Error('UNAVAILABLE: Socket closed'));
-    expect(await rejection(sb3.readFile('/mnt/user-data/outputs/f.bin'))).toMatchObject({
+    expect(await rejectionOf(sb3.readFile('/mnt/user-data/outputs/f.bin'))).toMatchObject({
       kind: 'EIO',
     });
     expect(terminal).toHaveLength(2);
@@ -301,7 +292,7 @@ describe('§8.7 TenkiSandbox adapter', () => {
       { path: '/mnt/user-data/workspace/notes.md', lineNumber: 1, line: 'todo: later' },
       { path: '/mnt/user-data/workspace/src/app.js', lineNumber: 2, line: '// TODO fix' },
     ]);
-    expect(await rejection(sb.glob('/mnt/user-data/nope', '*'))).toMatchObject({
+    expect(await rejectionOf(sb.glob('/mnt/user-data/nope', '*'))).toMatchObject({
       baseMessage: 'No such file or directory: /mnt/user-data/nope',
       kind: 'ENOENT',
     });
