@@ -1,0 +1,530 @@
+/**
+ * E2BSandboxProvider acquire latency and capacity contention, without a network.
+ *
+ * 1. Through the real `e2b` SDK against the local stand-in (control plane + envd on 127.0.0.1, in
+ *    this process), memory ownership store, no background work:
+ *    - reuse: the thread's VM is active (liveness `true` + timeout refresh + ownership take);
+ *    - warm reclaim: released and parked (connect + liveness + take + timeout + bootstrap);
+ *    - cold create: discovery listing + create + take + bootstrap;
+ *    and, side by side, the floors under them: the bare SDK doing only the remote work each path
+ *    cannot avoid (`Sandbox.create` + the bootstrap command, `Sandbox.connect` + the bootstrap
+ *    command, one `true` on a held handle). The overhead columns are each path minus its floor.
+ *    With SBX_REDIS_URL set, the same three paths again with Redis leases and the deployment-wide
+ *    capacity ledger.
+ * 2. With the in-memory FakeE2BClient (commands still run in a real local bash):
+ *    - overflow_policy wait: N concurrent acquires for distinct threads against `replicas: R`, each
+ *      running one short command and releasing; total drain time and per-acquire time to grant;
+ *    - overflow_policy reject: refusal latency for a new thread while R threads hold the pool.
+ *
+ * Run: `npm run bench -w @sbx/e2b`. Writes bench/results/e2b.{json,md}. Sample counts:
+ * SBX_BENCH_REUSE, SBX_BENCH_RECLAIM, SBX_BENCH_COLD, SBX_BENCH_CONTENTION_ACQUIRES,
+ * SBX_BENCH_CONTENTION_REPLICAS, SBX_BENCH_CONTENTION_ROUNDS, SBX_BENCH_REJECT.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import {
+  MemoryOwnershipStore,
+  SandboxCapacityExceededError,
+  loadOptionalDependency,
+  parseSandboxConfig,
+} from '@sbx/core';
+import type { Logger } from '@sbx/core';
+import { Sandbox } from 'e2b';
+import type * as IORedis from 'ioredis';
+import {
+  DEFAULT_E2B_HOME_DIR,
+  DEFAULT_E2B_IDLE_TIMEOUT_SECONDS,
+  DEFAULT_E2B_TEMPLATE,
+  E2BSandboxProvider,
+  bootstrapScript,
+} from '../src/index.js';
+import { E2BStandinServer, FakeE2BClient } from '../src/testing.js';
+
+function count(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`${name} must be a positive integer, got ${raw}`);
+  return n;
+}
+
+const N_REUSE = count('SBX_BENCH_REUSE', 200);
+const N_RECLAIM = count('SBX_BENCH_RECLAIM', 40);
+const N_COLD = count('SBX_BENCH_COLD', 20);
+const N_CONTENDERS = count('SBX_BENCH_CONTENTION_ACQUIRES', 64);
+const REPLICAS = count('SBX_BENCH_CONTENTION_REPLICAS', 8);
+const ROUNDS = count('SBX_BENCH_CONTENTION_ROUNDS', 3);
+const N_REJECT = count('SBX_BENCH_REJECT', 200);
+const REDIS_URL = process.env.SBX_REDIS_URL;
+
+const BOOTSTRAP = bootstrapScript(DEFAULT_E2B_HOME_DIR);
+const IDLE_TIMEOUT_MS = DEFAULT_E2B_IDLE_TIMEOUT_SECONDS * 1000;
+
+interface Row {
+  path: string;
+  samples: number;
+  p50Ms: number;
+  p95Ms: number;
+  meanMs: number;
+  minMs: number;
+  maxMs: number;
+}
+
+const round2 = (v: number) => Math.round(v * 100) / 100;
+
+function summarize(path: string, samples: number[]): Row {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+  return {
+    path,
+    samples: samples.length,
+    p50Ms: round2(at(0.5)),
+    p95Ms: round2(at(0.95)),
+    meanMs: round2(samples.reduce((s, v) => s + v, 0) / samples.length),
+    minMs: round2(sorted[0]!),
+    maxMs: round2(sorted.at(-1)!),
+  };
+}
+
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const start = now();
+  const value = await fn();
+  return [now() - start, value];
+}
+
+async function repoRoot(): Promise<string> {
+  let dir = process.cwd();
+  while (!existsSync(join(dir, 'nx.json'))) {
+    const up = dirname(dir);
+    if (up === dir) throw new Error('repository root (nx.json) not found');
+    dir = up;
+  }
+  return dir;
+}
+
+const logger: Logger = {
+  debug() {},
+  info() {},
+  warn() {},
+  error: (m, f) => console.error(m, f ?? ''),
+};
+
+/** reuse / warm reclaim / cold create on one provider, cold creates first (they seed the rest). */
+async function providerPaths(provider: E2BSandboxProvider, suffix: string): Promise<Row[]> {
+  const user = `bench-${randomBytes(3).toString('hex')}`;
+  // Warm-up: loads the SDK and opens the keep-alive connections every path then shares.
+  await provider.release(await provider.acquire({ userId: user, threadId: 'warm-up' }));
+
+  const cold: number[] = [];
+  const ids: string[] = [];
+  for (let i = 0; i < N_COLD; i++) {
+    const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: `cold-${i}` }));
+    cold.push(ms);
+    ids.push(id);
+  }
+  const reuse: number[] = [];
+  for (let i = 0; i < N_REUSE; i++) {
+    const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: 'cold-0' }));
+    if (id !== ids[0]) throw new Error(`reuse handed out ${id}, expected ${ids[0]}`);
+    reuse.push(ms);
+  }
+  const reclaim: number[] = [];
+  for (let i = 0; i < N_RECLAIM; i++) {
+    await provider.release(ids[1]!);
+    const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: 'cold-1' }));
+    if (id !== ids[1]) throw new Error(`reclaim handed out ${id}, expected ${ids[1]}`);
+    reclaim.push(ms);
+  }
+  return [
+    summarize(`reuse (active)${suffix}`, reuse),
+    summarize(`warm reclaim${suffix}`, reclaim),
+    summarize(`cold create${suffix}`, cold),
+  ];
+}
+
+/** The same remote work with the bare SDK: what any caller of E2B pays at least. */
+async function sdkFloors(server: E2BStandinServer): Promise<Row[]> {
+  const connection = { apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url };
+  const metadata = { sbx_bench: 'floor' };
+  const warm = await Sandbox.create(DEFAULT_E2B_TEMPLATE, {
+    ...connection,
+    metadata,
+    timeoutMs: IDLE_TIMEOUT_MS,
+  });
+  await warm.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
+
+  const create: number[] = [];
+  const ids: string[] = [];
+  for (let i = 0; i < N_COLD; i++) {
+    const [ms, sbx] = await timed(async () => {
+      const sbx = await Sandbox.create(DEFAULT_E2B_TEMPLATE, {
+        ...connection,
+        metadata,
+        timeoutMs: IDLE_TIMEOUT_MS,
+      });
+      await sbx.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
+      return sbx;
+    });
+    create.push(ms);
+    ids.push(sbx.sandboxId);
+  }
+  const command: number[] = [];
+  for (let i = 0; i < N_REUSE; i++) {
+    const [ms] = await timed(() => warm.commands.run('true', { timeoutMs: 10_000 }));
+    command.push(ms);
+  }
+  const connect: number[] = [];
+  for (let i = 0; i < N_RECLAIM; i++) {
+    const id = ids[i % ids.length]!;
+    const [ms] = await timed(async () => {
+      const sbx = await Sandbox.connect(id, { ...connection, timeoutMs: IDLE_TIMEOUT_MS });
+      await sbx.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
+    });
+    connect.push(ms);
+  }
+  for (const id of [warm.sandboxId, ...ids]) await Sandbox.kill(id, connection);
+  return [
+    summarize('bare SDK: one `true` on a held sandbox', command),
+    summarize('bare SDK: Sandbox.connect + bootstrap command', connect),
+    summarize('bare SDK: Sandbox.create + bootstrap command', create),
+  ];
+}
+
+async function standinProvider(
+  server: E2BStandinServer,
+  baseDir: string,
+  ownership: Record<string, unknown> | undefined,
+): Promise<E2BSandboxProvider> {
+  const memory = ownership === undefined;
+  const provider = new E2BSandboxProvider({
+    config: parseSandboxConfig(
+      {
+        use: '@sbx/e2b',
+        base_dir: baseDir,
+        replicas: N_COLD + 8,
+        ...(memory ? {} : { ownership }),
+        e2b: { api_key: server.apiKey, api_url: server.url, sandbox_url: server.url },
+      },
+      { env: {} },
+    ),
+    ...(memory ? { ownershipStore: new MemoryOwnershipStore(), capacityStore: null } : {}),
+    background: false,
+    logger,
+    env: {},
+  });
+  await provider.ready();
+  // A fresh ledger admits nothing before one complete inventory (fail-closed).
+  if (!memory) await provider.reconcileNow();
+  return provider;
+}
+
+function fakeProvider(
+  fake: FakeE2BClient,
+  baseDir: string,
+  replicas: number,
+  policy: 'wait' | 'reject',
+): E2BSandboxProvider {
+  return new E2BSandboxProvider({
+    config: parseSandboxConfig(
+      { use: '@sbx/e2b', base_dir: baseDir, replicas, overflow_policy: policy },
+      { env: {} },
+    ),
+    client: fake,
+    ownershipStore: new MemoryOwnershipStore(),
+    capacityStore: null,
+    background: false,
+    logger,
+    env: {},
+  });
+}
+
+interface WaitRound {
+  drainMs: number;
+  grants: number[];
+  peakActive: number;
+}
+
+/** N acquires at once for distinct threads; each runs one command and releases. */
+async function waitRound(baseDir: string, round: number): Promise<WaitRound> {
+  const fake = new FakeE2BClient();
+  const provider = fakeProvider(fake, baseDir, REPLICAS, 'wait');
+  let active = 0;
+  let peakActive = 0;
+  try {
+    await provider.release(await provider.acquire({ userId: 'bench', threadId: 'warm-up' }));
+    const start = now();
+    const grants = await Promise.all(
+      Array.from({ length: N_CONTENDERS }, async (_, i) => {
+        const asked = now();
+        const id = await provider.acquire({ userId: 'bench', threadId: `r${round}-t${i}` });
+        const grant = now() - asked;
+        active += 1;
+        peakActive = Math.max(peakActive, active);
+        const sandbox = provider.get(id);
+        if (sandbox === undefined) throw new Error(`acquired ${id} is not active`);
+        const out = await sandbox.executeCommand('echo ok');
+        if (out.trim() !== 'ok') throw new Error(`unexpected command output: ${out}`);
+        active -= 1;
+        await provider.release(id);
+        return grant;
+      }),
+    );
+    const drainMs = now() - start;
+    return { drainMs, grants, peakActive };
+  } finally {
+    await provider.shutdown();
+    await fake.dispose();
+  }
+}
+
+/** Sequential cold acquires with free capacity: the reference the waits are read against. */
+async function uncontendedCreates(baseDir: string): Promise<number[]> {
+  const fake = new FakeE2BClient();
+  const provider = fakeProvider(fake, baseDir, N_COLD + 1, 'wait');
+  try {
+    await provider.release(await provider.acquire({ userId: 'bench', threadId: 'warm-up' }));
+    const samples: number[] = [];
+    for (let i = 0; i < N_COLD; i++) {
+      const [ms] = await timed(() => provider.acquire({ userId: 'bench', threadId: `cold-${i}` }));
+      samples.push(ms);
+    }
+    return samples;
+  } finally {
+    await provider.shutdown();
+    await fake.dispose();
+  }
+}
+
+/** Refusals for new threads while every slot is held by an active thread. */
+async function refusals(baseDir: string): Promise<{ samples: number[]; listCalls: number }> {
+  const fake = new FakeE2BClient();
+  const provider = fakeProvider(fake, baseDir, REPLICAS, 'reject');
+  try {
+    for (let i = 0; i < REPLICAS; i++) {
+      await provider.acquire({ userId: 'bench', threadId: `hold-${i}` });
+    }
+    const samples: number[] = [];
+    const listsBefore = fake.callsOf('list').length;
+    for (let i = 0; i < N_REJECT; i++) {
+      const [ms, outcome] = await timed(() =>
+        provider.acquire({ userId: 'bench', threadId: `over-${i}` }).then(
+          (id) => ({ id }),
+          (error: unknown) => ({ error }),
+        ),
+      );
+      if (!('error' in outcome) || !(outcome.error instanceof SandboxCapacityExceededError)) {
+        throw new Error(`expected a capacity refusal, got ${JSON.stringify(outcome)}`);
+      }
+      samples.push(ms);
+    }
+    return { samples, listCalls: fake.callsOf('list').length - listsBefore };
+  } finally {
+    await provider.shutdown();
+    await fake.dispose();
+  }
+}
+
+/** Removes what the Redis rows left (the ledger outlives the provider on purpose). */
+async function dropKeys(url: string, prefix: string): Promise<void> {
+  // Loaded at run time: the bundle keeps the ioredis install the rest of the workspace uses.
+  const { Redis } = await loadOptionalDependency<typeof IORedis>('ioredis', '@sbx/e2b bench');
+  const admin = new Redis(url);
+  try {
+    const keys = await admin.keys(`${prefix}:*`);
+    if (keys.length > 0) await admin.del(...keys);
+  } finally {
+    await admin.quit();
+  }
+}
+
+function overFloor(row: Row, floor: Row): { p50: number; p95: number } {
+  return { p50: round2(row.p50Ms - floor.p50Ms), p95: round2(row.p95Ms - floor.p95Ms) };
+}
+
+async function main(): Promise<void> {
+  const started = now();
+  const baseDir = await mkdtemp(join(tmpdir(), 'sbx-e2b-bench-'));
+  const server = await new E2BStandinServer().start();
+  const rows: Row[] = [];
+  let redisNote = '';
+  try {
+    const provider = await standinProvider(server, join(baseDir, 'memory'), undefined);
+    try {
+      rows.push(...(await providerPaths(provider, '')));
+    } finally {
+      await provider.shutdown();
+    }
+    if (REDIS_URL) {
+      const prefix = `sbxbench:e2b:${randomBytes(4).toString('hex')}`;
+      const redis = await standinProvider(server, join(baseDir, 'redis'), {
+        type: 'redis',
+        redis_url: REDIS_URL,
+        key_prefix: prefix,
+      });
+      try {
+        rows.push(...(await providerPaths(redis, ', Redis leases + ledger')));
+      } finally {
+        await redis.shutdown();
+        await dropKeys(REDIS_URL, prefix);
+      }
+      redisNote = `Redis rows: leases and the deployment-wide ledger on ${REDIS_URL} (key prefix \`${prefix}:\`).`;
+    } else {
+      redisNote = 'Redis rows skipped: SBX_REDIS_URL is not set.';
+      console.log(redisNote);
+    }
+    rows.push(...(await sdkFloors(server)));
+  } finally {
+    await server.stop();
+  }
+
+  const waits: WaitRound[] = [];
+  let uncontended: number[];
+  let refused: { samples: number[]; listCalls: number };
+  try {
+    for (let r = 0; r < ROUNDS; r++) waits.push(await waitRound(join(baseDir, `wait-${r}`), r));
+    uncontended = await uncontendedCreates(join(baseDir, 'uncontended'));
+    refused = await refusals(join(baseDir, 'reject'));
+  } finally {
+    await rm(baseDir, { recursive: true, force: true });
+  }
+
+  const byPath = (p: string) => rows.find((r) => r.path === p)!;
+  const floorOf: Record<string, string> = {
+    'reuse (active)': 'bare SDK: one `true` on a held sandbox',
+    'warm reclaim': 'bare SDK: Sandbox.connect + bootstrap command',
+    'cold create': 'bare SDK: Sandbox.create + bootstrap command',
+  };
+  const floorFor = (path: string): Row | undefined => {
+    const base = Object.keys(floorOf).find((k) => path === k || path.startsWith(`${k}, `));
+    return base === undefined ? undefined : byPath(floorOf[base]!);
+  };
+  const reuse = overFloor(byPath('reuse (active)'), floorFor('reuse (active)')!);
+  const reclaim = overFloor(byPath('warm reclaim'), floorFor('warm reclaim')!);
+  const cold = overFloor(byPath('cold create'), floorFor('cold create')!);
+  const overheadOverSdk = {
+    reuseP50Ms: reuse.p50,
+    reuseP95Ms: reuse.p95,
+    warmReclaimP50Ms: reclaim.p50,
+    warmReclaimP95Ms: reclaim.p95,
+    coldCreateP50Ms: cold.p50,
+    coldCreateP95Ms: cold.p95,
+  };
+
+  const peakActive = Math.max(...waits.map((w) => w.peakActive));
+  if (peakActive > REPLICAS) {
+    throw new Error(`${peakActive} sandboxes were active at once with replicas ${REPLICAS}`);
+  }
+  const grant = summarize(
+    `wait: time to grant, ${N_CONTENDERS} at once, replicas ${REPLICAS}`,
+    waits.flatMap((w) => w.grants),
+  );
+  const drain = summarize(
+    `wait: drain of ${N_CONTENDERS} (per round)`,
+    waits.map((w) => w.drainMs),
+  );
+  const reference = summarize('uncontended cold acquire (reference)', uncontended);
+  const refusal = summarize(`reject: refusal, ${REPLICAS} of ${REPLICAS} held`, refused.samples);
+  const capacityRows = [grant, drain, reference, refusal];
+  const waitPolicy = {
+    client: 'FakeE2BClient',
+    acquires: N_CONTENDERS,
+    replicas: REPLICAS,
+    rounds: ROUNDS,
+    peakActive,
+    drainP50Ms: drain.p50Ms,
+    drainMaxMs: drain.maxMs,
+    grantP50Ms: grant.p50Ms,
+    grantP95Ms: grant.p95Ms,
+    grantMeanMs: grant.meanMs,
+    grantMinMs: grant.minMs,
+    grantMaxMs: grant.maxMs,
+    uncontendedAcquireP50Ms: reference.p50Ms,
+    uncontendedAcquireP95Ms: reference.p95Ms,
+  };
+  const rejectPolicy = {
+    client: 'FakeE2BClient',
+    replicas: REPLICAS,
+    samples: refusal.samples,
+    p50Ms: refusal.p50Ms,
+    p95Ms: refusal.p95Ms,
+    meanMs: refusal.meanMs,
+    minMs: refusal.minMs,
+    maxMs: refusal.maxMs,
+    listCallsPerRefusal: round2(refused.listCalls / refused.samples.length),
+  };
+
+  const cpuList = cpus();
+  const report = {
+    benchmark: 'e2b',
+    date: new Date().toISOString(),
+    machine: {
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      cpus: availableParallelism(),
+      cpuModel: cpuList[0]?.model.trim() ?? '?',
+    },
+    e2bSdk: 'e2b (local stand-in server, same process)',
+    rows,
+    overheadOverSdk,
+    waitPolicy,
+    rejectPolicy,
+    durationMs: Math.round(now() - started),
+  };
+
+  const cellMs = (v: number | undefined) => (v === undefined ? '' : String(v));
+  const latency = [
+    '| path | n | p50 (ms) | p95 (ms) | mean (ms) | min (ms) | max (ms) | floor | p50 over floor (ms) | p95 over floor (ms) |',
+    '|---|---:|---:|---:|---:|---:|---:|---|---:|---:|',
+    ...rows.map((r) => {
+      const floor = floorFor(r.path);
+      const over = floor === undefined ? undefined : overFloor(r, floor);
+      return `| ${r.path} | ${r.samples} | ${r.p50Ms} | ${r.p95Ms} | ${r.meanMs} | ${r.minMs} | ${r.maxMs} | ${floor?.path ?? ''} | ${cellMs(over?.p50)} | ${cellMs(over?.p95)} |`;
+    }),
+  ].join('\n');
+  const capacity = [
+    '| scenario | n | p50 (ms) | p95 (ms) | mean (ms) | min (ms) | max (ms) |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...capacityRows.map(
+      (r) =>
+        `| ${r.path} | ${r.samples} | ${r.p50Ms} | ${r.p95Ms} | ${r.meanMs} | ${r.minMs} | ${r.maxMs} |`,
+    ),
+  ].join('\n');
+  const markdown = [
+    '# @sbx/e2b provider acquire latency and capacity',
+    '',
+    `Node ${process.version}, ${report.machine.platform}, ${report.machine.cpus} CPUs (${report.machine.cpuModel}), ${report.date}; ${(report.durationMs / 1000).toFixed(1)} s in all.`,
+    '',
+    '## Acquire paths through the real `e2b` SDK against the local stand-in',
+    '',
+    'Memory ownership store, no background work; the stand-in serves from the same process and runs each command in a local `bash`.',
+    redisNote,
+    '',
+    latency,
+    '',
+    'Reuse = liveness `true` + timeout refresh + ownership take. Warm reclaim = connect + liveness + take + timeout refresh + bootstrap. Cold create = discovery listing + create + take + bootstrap (no mounts, no skills), three stand-in requests where the floor makes two. Each floor is the bare SDK doing only the remote work that path cannot avoid.',
+    '',
+    `## Capacity with FakeE2BClient (${ROUNDS} rounds)`,
+    '',
+    `\`overflow_policy: wait\`: ${N_CONTENDERS} acquires for distinct threads at once against \`replicas: ${REPLICAS}\`; each runs \`echo ok\` and releases, and a waiter makes room by evicting the oldest warm VM. Time to grant = queueing + the create. Peak active: ${peakActive}. \`overflow_policy: reject\`: a new thread while ${REPLICAS} threads hold the pool (${rejectPolicy.listCallsPerRefusal} discovery listing per refusal).`,
+    '',
+    capacity,
+    '',
+  ].join('\n');
+
+  const outDir = join(await repoRoot(), 'bench', 'results');
+  await mkdir(outDir, { recursive: true });
+  await writeFile(join(outDir, 'e2b.json'), JSON.stringify(report, null, 2) + '\n');
+  await writeFile(join(outDir, 'e2b.md'), markdown);
+  console.log(markdown);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
