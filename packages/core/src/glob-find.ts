@@ -7,9 +7,9 @@ import {
   notADirectoryError,
   requireCount,
   resolveSearchRoot,
-  throwIfAborted,
   walkSearchTree,
 } from './search-walk.js';
+import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface FindGlobOptions extends LocalSearchOptions {
   /** Also report matching directories. Default false. */

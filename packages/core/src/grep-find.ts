@@ -17,13 +17,8 @@ import {
   MAX_GREP_LINE_LENGTH,
 } from './search-limits.js';
 import type { LocalSearchOptions, SearchRoot } from './search-walk.js';
-import {
-  errnoCode,
-  requireCount,
-  resolveSearchRoot,
-  throwIfAborted,
-  walkSearchTree,
-} from './search-walk.js';
+import { errnoCode, requireCount, resolveSearchRoot, walkSearchTree } from './search-walk.js';
+import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface FindGrepOptions extends LocalSearchOptions {
   /** Only search files whose root-relative path (the name, for a single-file root) matches. */

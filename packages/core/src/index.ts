@@ -122,6 +122,7 @@ export type {
 } from './default-provider.js';
 
 // @section acquire-serializer
+export { throwIfAborted } from './throw-if-aborted.js';
 export { ResettableAcquireSerializer } from './resettable-acquire-serializer.js';
 export type { ResettableAcquireSerializerOptions } from './resettable-acquire-serializer.js';
 export {

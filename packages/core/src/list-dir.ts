@@ -5,7 +5,8 @@ import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { DEFAULT_LIST_DIR_DEPTH } from './search-limits.js';
 import { shouldIgnoreName } from './search-ignore.js';
-import { errnoCode, requireCount, throwIfAborted } from './search-walk.js';
+import { errnoCode, requireCount } from './search-walk.js';
+import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface ListDirTreeOptions {
   /** 1 = children only; default 2 (children and grandchildren). */

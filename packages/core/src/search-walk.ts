@@ -2,7 +2,6 @@ import type { Dirent, Stats } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
-  AbortedError,
   InvalidArgumentError,
   SandboxFileError,
   SandboxFileNotFoundError,
@@ -12,6 +11,7 @@ import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { shouldIgnoreName } from './search-ignore.js';
 import { compareNames } from './search-order.js';
+import { throwIfAborted } from './throw-if-aborted.js';
 
 /** Options every local search walker accepts. */
 export interface LocalSearchOptions {
@@ -29,10 +29,6 @@ export function errnoCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err
     ? String((err as { code: unknown }).code)
     : undefined;
-}
-
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
 }
 
 export function requireCount(name: string, value: number, min: number): number {
