@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import {
-  AbortedError,
   ProviderClosedError,
   ResettableAcquireSerializer,
   SandboxIdentityCollisionError,
@@ -12,6 +11,7 @@ import {
   shellQuote,
   silentLogger,
   systemClock,
+  throwIfAborted,
 } from '@sbx/core';
 import type {
   AcquireOptions,
@@ -83,10 +83,6 @@ function sameIdentity(a: BoxIdentity, b: BoxIdentity): boolean {
 
 function describeIdentity(identity: BoxIdentity | undefined): string {
   return identity === undefined ? 'an adopted box' : `(${identity.userId}, ${identity.threadId})`;
-}
-
-function abortIfNeeded(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
 }
 
 /**
@@ -177,7 +173,7 @@ export class BoxliteProvider extends SandboxProvider {
   override async acquire(options: AcquireOptions = {}): Promise<string> {
     this.admit(options);
     this.#assertOpen();
-    abortIfNeeded(options.signal);
+    throwIfAborted(options.signal);
     const runtime = await this.#ensureRuntime();
     if (options.threadId === undefined) return this.#acquireAnonymous(runtime, options.signal);
     const identity: BoxIdentity = {
@@ -258,7 +254,7 @@ export class BoxliteProvider extends SandboxProvider {
       );
     }
     if (await this.#reclaimWarm(id, identity)) return id;
-    abortIfNeeded(signal);
+    throwIfAborted(signal);
     return this.#create(runtime, id, identity);
   }
 
@@ -267,7 +263,7 @@ export class BoxliteProvider extends SandboxProvider {
     signal: AbortSignal | undefined,
   ): Promise<string> {
     const id = `anon-${randomBytes(6).toString('hex')}`;
-    abortIfNeeded(signal);
+    throwIfAborted(signal);
     return this.#create(runtime, id, undefined);
   }
 

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import {
-  AbortedError,
   ProviderClosedError,
   ResettableAcquireSerializer,
   SandboxIdentityCollisionError,
@@ -14,6 +13,7 @@ import {
   resolveEffectiveUserId,
   shellQuote,
   systemClock,
+  throwIfAborted,
 } from '@sbx/core';
 import type {
   AcquireOptions,
@@ -109,10 +109,6 @@ function describeIdentity(identity: OpenSandboxIdentity | undefined): string {
   return identity === undefined
     ? 'an anonymous sandbox'
     : `(${identity.userId}, ${identity.threadId})`;
-}
-
-function abortIfNeeded(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
 }
 
 /**
@@ -215,7 +211,7 @@ export class OpenSandboxProvider extends SandboxProvider {
   async #acquire(options: AcquireOptions): Promise<string> {
     this.admit(options);
     this.#assertOpen();
-    abortIfNeeded(options.signal);
+    throwIfAborted(options.signal);
     const sdk = await this.#loadSdk();
     this.#assertOpen();
     if (options.threadId === undefined) {
@@ -304,7 +300,7 @@ export class OpenSandboxProvider extends SandboxProvider {
       if (await this.#renewActive(active)) return id;
     }
     if (await this.#reclaimWarm(id, identity)) return id;
-    abortIfNeeded(signal);
+    throwIfAborted(signal);
     return this.#create(sdk, id, identity);
   }
 

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import {
-  AbortedError,
   ProviderClosedError,
   ResettableAcquireSerializer,
   SandboxProvider,
@@ -11,6 +10,7 @@ import {
   shellQuote,
   silentLogger,
   systemClock,
+  throwIfAborted,
 } from '@sbx/core';
 import type {
   AcquireOptions,
@@ -51,10 +51,6 @@ export const BOOTSTRAP_MARKER = 'SBX_BOOTSTRAP_OK';
 
 const PROVIDER_NAME = 'tenki';
 const SHUT_DOWN_MESSAGE = 'Tenki provider has been shut down';
-
-function abortIfNeeded(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
-}
 
 /**
  * The best-effort bootstrap: the user-data directories under HOME, and, when `sudo` works without
@@ -158,7 +154,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
   override async acquire(options: AcquireOptions = {}): Promise<string> {
     this.admit(options);
     this.#assertOpen();
-    abortIfNeeded(options.signal);
+    throwIfAborted(options.signal);
     const client = await this.#ensureClient();
     if (options.threadId === undefined) {
       const id = `anon-${randomBytes(6).toString('hex')}`;
@@ -231,7 +227,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
     this.#assertOpen();
     if (this.#vms.active.has(id)) return id;
     if (await this.#reclaimWarm(id)) return id;
-    abortIfNeeded(signal);
+    throwIfAborted(signal);
     await this.#create(client, id);
     return id;
   }
