@@ -509,6 +509,8 @@ export {
 } from './tools/truncation.js';
 
 // @section command-output
+export { boundedHealthCheck } from './bounded-health-check.js';
+export type { BoundedHealthCheckOptions } from './bounded-health-check.js';
 export {
   assertDownloadablePath,
   assertSandboxFilePath,
