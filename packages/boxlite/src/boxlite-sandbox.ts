@@ -5,6 +5,7 @@ import {
   assembleCommandOutput,
   assertDownloadablePath,
   assertSandboxFilePath,
+  boundedHealthCheck,
   decodeFileText,
   planRemoteGlob,
   planRemoteGrep,
@@ -144,33 +145,22 @@ export class BoxliteSandbox extends Sandbox {
    */
   async healthCheck(timeoutSeconds: number): Promise<boolean> {
     if (this.#closed) return false;
-    const controller = new AbortController();
-    try {
-      const outcome = await withDeadline(
-        this.box.exec('sh', ['-c', 'echo ok'], this.#environment, {
+    return boundedHealthCheck(
+      async (signal) => {
+        const result = await this.box.exec('sh', ['-c', 'echo ok'], this.#environment, {
           timeoutSecs: Math.max(1, Math.ceil(timeoutSeconds)),
-          signal: controller.signal,
-        }),
-        {
-          clock: this.#clock,
-          ms: timeoutSeconds * 1000,
-          controller,
-          logger: this.#logger,
-          label: 'health check',
-        },
-      );
-      if (outcome.timedOut) {
-        this.#logger.warn('BoxLite health check timed out', {
-          sandboxId: this.id,
-          timeoutSeconds,
+          signal,
         });
-        return false;
-      }
-      return outcome.value.exitCode === 0 && outcome.value.stdout.includes('ok');
-    } catch (error) {
-      this.#logger.warn('BoxLite health check failed', { sandboxId: this.id, error });
-      return false;
-    }
+        return result.exitCode === 0 && result.stdout.includes('ok');
+      },
+      {
+        timeoutSeconds,
+        clock: this.#clock,
+        logger: this.#logger,
+        name: 'BoxLite health check',
+        sandboxId: this.id,
+      },
+    );
   }
 
   override async executeCommand(

@@ -10,6 +10,7 @@ import {
   assembleCommandOutput,
   assertDownloadablePath,
   assertSandboxFilePath,
+  boundedHealthCheck,
   decodeFileText,
   isSbxError,
   isUnderVirtualPrefix,
@@ -175,31 +176,19 @@ export class TenkiSandbox extends Sandbox {
   /** `echo ok` bounded by `timeoutSeconds` inside the VM and for this wait. Never throws. */
   async healthCheck(timeoutSeconds: number): Promise<boolean> {
     if (this.#closed) return false;
-    const controller = new AbortController();
-    try {
-      const outcome = await withDeadline(
-        this.remote.exec(['sh', '-c', 'echo ok'], {
-          timeoutSeconds,
-          signal: controller.signal,
-        }),
-        {
-          clock: this.#clock,
-          ms: timeoutSeconds * 1000,
-          controller,
-          logger: this.#logger,
-          label: 'health check',
-        },
-      );
-      if (outcome.timedOut) {
-        this.#logger.warn('Tenki liveness check timed out', { sandboxId: this.id, timeoutSeconds });
-        return false;
-      }
-      const { value } = outcome;
-      return (value.exitCode ?? 0) === 0 && lenientDecoder.decode(value.stdout).includes('ok');
-    } catch (error) {
-      this.#logger.warn('Tenki liveness check failed', { sandboxId: this.id, error });
-      return false;
-    }
+    return boundedHealthCheck(
+      async (signal) => {
+        const result = await this.remote.exec(['sh', '-c', 'echo ok'], { timeoutSeconds, signal });
+        return (result.exitCode ?? 0) === 0 && lenientDecoder.decode(result.stdout).includes('ok');
+      },
+      {
+        timeoutSeconds,
+        clock: this.#clock,
+        logger: this.#logger,
+        name: 'Tenki liveness check',
+        sandboxId: this.id,
+      },
+    );
   }
 
   override async executeCommand(
