@@ -8,7 +8,8 @@
  *    - cold create: discovery listing + create + take + bootstrap;
  *    and, side by side, the floors under them: the bare SDK doing only the remote work each path
  *    cannot avoid (`Sandbox.create` + the bootstrap command, `Sandbox.connect` + the bootstrap
- *    command, one `true` on a held handle). The overhead columns are each path minus its floor.
+ *    command, one `true` on a held handle). The overhead columns are each path minus its floor;
+ *    the providers and the bare SDK take turns sample by sample, so both see the same load.
  *    With SBX_REDIS_URL set, the same three paths again with Redis leases and the deployment-wide
  *    capacity ledger.
  * 2. With the in-memory FakeE2BClient (commands still run in a real local bash):
@@ -23,7 +24,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, cpus, tmpdir } from 'node:os';
+import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
   MemoryOwnershipStore,
@@ -115,85 +116,137 @@ const logger: Logger = {
   error: (m, f) => console.error(m, f ?? ''),
 };
 
-/** reuse / warm reclaim / cold create on one provider, cold creates first (they seed the rest). */
-async function providerPaths(provider: E2BSandboxProvider, suffix: string): Promise<Row[]> {
-  const user = `bench-${randomBytes(3).toString('hex')}`;
-  // Warm-up: loads the SDK and opens the keep-alive connections every path then shares.
-  await provider.release(await provider.acquire({ userId: user, threadId: 'warm-up' }));
+/**
+ * One way of doing each path: a provider, or the bare SDK. `sample` returns the measured time, so
+ * set-up work a sample needs (the release before a reclaim) stays outside it.
+ */
+interface Subject {
+  readonly label: string;
+  warmUp(): Promise<void>;
+  cold(i: number): Promise<number>;
+  reuse(): Promise<number>;
+  reclaim(i: number): Promise<number>;
+  close(): Promise<void>;
+}
 
-  const cold: number[] = [];
+/** reuse / warm reclaim / cold create through a provider (cold creates seed the other paths). */
+function providerSubject(provider: E2BSandboxProvider, label: string): Subject {
+  const user = `bench-${randomBytes(3).toString('hex')}`;
   const ids: string[] = [];
-  for (let i = 0; i < N_COLD; i++) {
-    const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: `cold-${i}` }));
-    cold.push(ms);
-    ids.push(id);
-  }
-  const reuse: number[] = [];
-  for (let i = 0; i < N_REUSE; i++) {
-    const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: 'cold-0' }));
-    if (id !== ids[0]) throw new Error(`reuse handed out ${id}, expected ${ids[0]}`);
-    reuse.push(ms);
-  }
-  const reclaim: number[] = [];
-  for (let i = 0; i < N_RECLAIM; i++) {
-    await provider.release(ids[1]!);
-    const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: 'cold-1' }));
-    if (id !== ids[1]) throw new Error(`reclaim handed out ${id}, expected ${ids[1]}`);
-    reclaim.push(ms);
-  }
-  return [
-    summarize(`reuse (active)${suffix}`, reuse),
-    summarize(`warm reclaim${suffix}`, reclaim),
-    summarize(`cold create${suffix}`, cold),
-  ];
+  return {
+    label,
+    // Loads the SDK and opens the keep-alive connections every path then shares.
+    warmUp: async () =>
+      provider.release(await provider.acquire({ userId: user, threadId: 'warm-up' })),
+    cold: async (i) => {
+      const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: `cold-${i}` }));
+      ids.push(id);
+      return ms;
+    },
+    reuse: async () => {
+      const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: 'cold-0' }));
+      if (id !== ids[0]) throw new Error(`reuse handed out ${id}, expected ${ids[0]}`);
+      return ms;
+    },
+    reclaim: async () => {
+      await provider.release(ids[1]!);
+      const [ms, id] = await timed(() => provider.acquire({ userId: user, threadId: 'cold-1' }));
+      if (id !== ids[1]) throw new Error(`reclaim handed out ${id}, expected ${ids[1]}`);
+      return ms;
+    },
+    close: () => provider.shutdown(),
+  };
 }
 
 /** The same remote work with the bare SDK: what any caller of E2B pays at least. */
-async function sdkFloors(server: E2BStandinServer): Promise<Row[]> {
+function sdkSubject(server: E2BStandinServer): Subject {
   const connection = { apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url };
   const metadata = { sbx_bench: 'floor' };
-  const warm = await Sandbox.create(DEFAULT_E2B_TEMPLATE, {
-    ...connection,
-    metadata,
-    timeoutMs: IDLE_TIMEOUT_MS,
-  });
-  await warm.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
-
-  const create: number[] = [];
   const ids: string[] = [];
-  for (let i = 0; i < N_COLD; i++) {
-    const [ms, sbx] = await timed(async () => {
-      const sbx = await Sandbox.create(DEFAULT_E2B_TEMPLATE, {
-        ...connection,
-        metadata,
-        timeoutMs: IDLE_TIMEOUT_MS,
+  let held: Sandbox | undefined;
+  const create = async () => {
+    const sbx = await Sandbox.create(DEFAULT_E2B_TEMPLATE, {
+      ...connection,
+      metadata,
+      timeoutMs: IDLE_TIMEOUT_MS,
+    });
+    await sbx.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
+    return sbx;
+  };
+  return {
+    label: 'bare SDK',
+    warmUp: async () => {
+      held = await create();
+    },
+    cold: async () => {
+      const [ms, sbx] = await timed(create);
+      ids.push(sbx.sandboxId);
+      return ms;
+    },
+    reuse: async () => (await timed(() => held!.commands.run('true', { timeoutMs: 10_000 })))[0],
+    reclaim: async (i) => {
+      const id = ids[i % ids.length]!;
+      const [ms] = await timed(async () => {
+        const sbx = await Sandbox.connect(id, { ...connection, timeoutMs: IDLE_TIMEOUT_MS });
+        await sbx.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
       });
-      await sbx.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
-      return sbx;
-    });
-    create.push(ms);
-    ids.push(sbx.sandboxId);
+      return ms;
+    },
+    close: async () => {
+      for (const id of [...(held ? [held.sandboxId] : []), ...ids]) {
+        await Sandbox.kill(id, connection);
+      }
+    },
+  };
+}
+
+const FLOOR_PATHS = {
+  reuse: 'bare SDK: one `true` on a held sandbox',
+  reclaim: 'bare SDK: Sandbox.connect + bootstrap command',
+  cold: 'bare SDK: Sandbox.create + bootstrap command',
+} as const;
+
+/**
+ * Every subject takes one sample in turn, starting one further along each round, so the provider
+ * and its floor see the same machine load (this box is shared; phases run apart drift apart).
+ */
+async function interleaved(
+  subjects: readonly Subject[],
+  n: number,
+  sample: (subject: Subject, i: number) => Promise<number>,
+): Promise<number[][]> {
+  const out = subjects.map((): number[] => []);
+  for (let i = 0; i < n; i++) {
+    for (let k = 0; k < subjects.length; k++) {
+      const at = (i + k) % subjects.length;
+      out[at]!.push(await sample(subjects[at]!, i));
+    }
   }
-  const command: number[] = [];
-  for (let i = 0; i < N_REUSE; i++) {
-    const [ms] = await timed(() => warm.commands.run('true', { timeoutMs: 10_000 }));
-    command.push(ms);
-  }
-  const connect: number[] = [];
-  for (let i = 0; i < N_RECLAIM; i++) {
-    const id = ids[i % ids.length]!;
-    const [ms] = await timed(async () => {
-      const sbx = await Sandbox.connect(id, { ...connection, timeoutMs: IDLE_TIMEOUT_MS });
-      await sbx.commands.run(BOOTSTRAP, { timeoutMs: 60_000 });
-    });
-    connect.push(ms);
-  }
-  for (const id of [warm.sandboxId, ...ids]) await Sandbox.kill(id, connection);
-  return [
-    summarize('bare SDK: one `true` on a held sandbox', command),
-    summarize('bare SDK: Sandbox.connect + bootstrap command', connect),
-    summarize('bare SDK: Sandbox.create + bootstrap command', create),
-  ];
+  return out;
+}
+
+async function acquirePaths(subjects: readonly Subject[]): Promise<Row[]> {
+  for (const subject of subjects) await subject.warmUp();
+  const cold = await interleaved(subjects, N_COLD, (s, i) => s.cold(i));
+  const reuse = await interleaved(subjects, N_REUSE, (s) => s.reuse());
+  const reclaim = await interleaved(subjects, N_RECLAIM, (s, i) => s.reclaim(i));
+  const rows: Row[] = [];
+  const bare = subjects.findIndex((s) => s.label === 'bare SDK');
+  subjects.forEach((subject, k) => {
+    if (k === bare) return;
+    const suffix = subject.label === '' ? '' : `, ${subject.label}`;
+    rows.push(
+      summarize(`reuse (active)${suffix}`, reuse[k]!),
+      summarize(`warm reclaim${suffix}`, reclaim[k]!),
+      summarize(`cold create${suffix}`, cold[k]!),
+    );
+  });
+  rows.push(
+    summarize(FLOOR_PATHS.reuse, reuse[bare]!),
+    summarize(FLOOR_PATHS.reclaim, reclaim[bare]!),
+    summarize(FLOOR_PATHS.cold, cold[bare]!),
+  );
+  return rows;
 }
 
 async function standinProvider(
@@ -349,37 +402,35 @@ function overFloor(row: Row, floor: Row): { p50: number; p95: number } {
 
 async function main(): Promise<void> {
   const started = now();
+  // The machine may be shared: the load at the start says how much the numbers can be trusted.
+  const loadAtStart = loadavg()[0] ?? 0;
   const baseDir = await mkdtemp(join(tmpdir(), 'sbx-e2b-bench-'));
   const server = await new E2BStandinServer().start();
   const rows: Row[] = [];
-  let redisNote = '';
+  let redisNote: string;
+  const redisPrefix = `sbxbench:e2b:${randomBytes(4).toString('hex')}`;
+  const subjects: Subject[] = [];
   try {
-    const provider = await standinProvider(server, join(baseDir, 'memory'), undefined);
-    try {
-      rows.push(...(await providerPaths(provider, '')));
-    } finally {
-      await provider.shutdown();
-    }
+    subjects.push(
+      providerSubject(await standinProvider(server, join(baseDir, 'memory'), undefined), ''),
+    );
     if (REDIS_URL) {
-      const prefix = `sbxbench:e2b:${randomBytes(4).toString('hex')}`;
       const redis = await standinProvider(server, join(baseDir, 'redis'), {
         type: 'redis',
         redis_url: REDIS_URL,
-        key_prefix: prefix,
+        key_prefix: redisPrefix,
       });
-      try {
-        rows.push(...(await providerPaths(redis, ', Redis leases + ledger')));
-      } finally {
-        await redis.shutdown();
-        await dropKeys(REDIS_URL, prefix);
-      }
-      redisNote = `Redis rows: leases and the deployment-wide ledger on ${REDIS_URL} (key prefix \`${prefix}:\`).`;
+      subjects.push(providerSubject(redis, 'Redis leases + ledger'));
+      redisNote = `Redis rows: leases and the deployment-wide ledger on ${REDIS_URL}.`;
     } else {
       redisNote = 'Redis rows skipped: SBX_REDIS_URL is not set.';
       console.log(redisNote);
     }
-    rows.push(...(await sdkFloors(server)));
+    subjects.push(sdkSubject(server));
+    rows.push(...(await acquirePaths(subjects)));
   } finally {
+    for (const subject of subjects) await subject.close();
+    if (REDIS_URL) await dropKeys(REDIS_URL, redisPrefix);
     await server.stop();
   }
 
@@ -396,25 +447,32 @@ async function main(): Promise<void> {
 
   const byPath = (p: string) => rows.find((r) => r.path === p)!;
   const floorOf: Record<string, string> = {
-    'reuse (active)': 'bare SDK: one `true` on a held sandbox',
-    'warm reclaim': 'bare SDK: Sandbox.connect + bootstrap command',
-    'cold create': 'bare SDK: Sandbox.create + bootstrap command',
+    'reuse (active)': FLOOR_PATHS.reuse,
+    'warm reclaim': FLOOR_PATHS.reclaim,
+    'cold create': FLOOR_PATHS.cold,
   };
   const floorFor = (path: string): Row | undefined => {
     const base = Object.keys(floorOf).find((k) => path === k || path.startsWith(`${k}, `));
     return base === undefined ? undefined : byPath(floorOf[base]!);
   };
-  const reuse = overFloor(byPath('reuse (active)'), floorFor('reuse (active)')!);
-  const reclaim = overFloor(byPath('warm reclaim'), floorFor('warm reclaim')!);
-  const cold = overFloor(byPath('cold create'), floorFor('cold create')!);
-  const overheadOverSdk = {
-    reuseP50Ms: reuse.p50,
-    reuseP95Ms: reuse.p95,
-    warmReclaimP50Ms: reclaim.p50,
-    warmReclaimP95Ms: reclaim.p95,
-    coldCreateP50Ms: cold.p50,
-    coldCreateP95Ms: cold.p95,
-  };
+  // Each path against the floor under it (the report's time-with-anchor shape).
+  const paired = rows.flatMap((r) => {
+    const floor = floorFor(r.path);
+    if (floor === undefined) return [];
+    const over = overFloor(r, floor);
+    return [
+      {
+        benchmark: `${r.path}, p50`,
+        sbx_ms: r.p50Ms,
+        baseline: floor.path,
+        baseline_ms: floor.p50Ms,
+        ratio: Math.round((r.p50Ms / floor.p50Ms) * 100) / 100,
+        p50OverFloorMs: over.p50,
+        p95OverFloorMs: over.p95,
+        note: `p95 ${r.p95Ms} vs ${floor.p95Ms} ms, n=${r.samples}; over the floor: p50 ${over.p50} ms, p95 ${over.p95} ms`,
+      },
+    ];
+  });
 
   const peakActive = Math.max(...waits.map((w) => w.peakActive));
   if (peakActive > REPLICAS) {
@@ -468,10 +526,10 @@ async function main(): Promise<void> {
       platform: `${process.platform}-${process.arch}`,
       cpus: availableParallelism(),
       cpuModel: cpuList[0]?.model.trim() ?? '?',
+      loadAverage1m: Math.round(loadAtStart * 100) / 100,
     },
-    e2bSdk: 'e2b (local stand-in server, same process)',
-    rows,
-    overheadOverSdk,
+    rows: paired,
+    latency: rows,
     waitPolicy,
     rejectPolicy,
     durationMs: Math.round(now() - started),
@@ -498,7 +556,7 @@ async function main(): Promise<void> {
   const markdown = [
     '# @sbx/e2b provider acquire latency and capacity',
     '',
-    `Node ${process.version}, ${report.machine.platform}, ${report.machine.cpus} CPUs (${report.machine.cpuModel}), ${report.date}; ${(report.durationMs / 1000).toFixed(1)} s in all.`,
+    `Node ${process.version}, ${report.machine.platform}, ${report.machine.cpus} CPUs (${report.machine.cpuModel}, 1-minute load ${report.machine.loadAverage1m} at the start), ${report.date}; ${(report.durationMs / 1000).toFixed(1)} s in all.`,
     '',
     '## Acquire paths through the real `e2b` SDK against the local stand-in',
     '',
@@ -507,7 +565,7 @@ async function main(): Promise<void> {
     '',
     latency,
     '',
-    'Reuse = liveness `true` + timeout refresh + ownership take. Warm reclaim = connect + liveness + take + timeout refresh + bootstrap. Cold create = discovery listing + create + take + bootstrap (no mounts, no skills), three stand-in requests where the floor makes two. Each floor is the bare SDK doing only the remote work that path cannot avoid.',
+    'Reuse = liveness `true` + timeout refresh + ownership take. Warm reclaim = connect + liveness + take + timeout refresh + bootstrap. Cold create = discovery listing + create + take + bootstrap (no mounts, no skills), three stand-in requests where the floor makes two. Each floor is the bare SDK doing only the remote work that path cannot avoid. The subjects take turns sample by sample, so a path and its floor see the same load.',
     '',
     `## Capacity with FakeE2BClient (${ROUNDS} rounds)`,
     '',
