@@ -6,6 +6,7 @@ export { requireService, servicesRequired, serviceAddress } from './testing/requ
 export type { ServiceName, ServiceEnv } from './testing/require-service.js';
 
 // @section fakes (manual clock, pausable wrappers)
+export { disposedAfterEach } from './testing/disposed-after-each.js';
 export { rejectionOf } from './testing/rejection.js';
 export { MemorySandbox } from './testing/memory-sandbox.js';
 export type {
