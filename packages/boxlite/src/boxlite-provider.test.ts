@@ -6,8 +6,8 @@ import {
   SandboxRuntimeError,
   isSbxError,
 } from '@sbx/core';
-import { rejectionOf, settle, track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { disposedAfterEach, rejectionOf, settle, track } from '@sbx/core/testing';
+import { describe, expect, it } from 'vitest';
 import { BoxliteProvider } from './boxlite-provider.js';
 import { SANDBOX_CLOSED_MESSAGE } from './boxlite-sandbox.js';
 import type { FakeExecCall } from './testing/fake-boxlite-runtime.js';
@@ -15,15 +15,7 @@ import type { Harness } from './testing/harness.js';
 import { boxliteConfig, harness as makeHarness } from './testing/harness.js';
 import { VirtualizationUnavailableError } from './virtualization.js';
 
-const live: Harness[] = [];
-function harness(...args: Parameters<typeof makeHarness>): Harness {
-  const h = makeHarness(...args);
-  live.push(h);
-  return h;
-}
-afterEach(async () => {
-  await Promise.all(live.splice(0).map((h) => h.dispose()));
-});
+const harness = disposedAfterEach(makeHarness);
 
 const isHealthCheck = (c: FakeExecCall) => c.args[1] === 'echo ok';
 const healthChecks = (h: Harness) => h.runtime.execCalls.filter(isHealthCheck).length;

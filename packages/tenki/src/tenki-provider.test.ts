@@ -4,24 +4,15 @@ import {
   ProviderClosedError,
   SandboxRuntimeError,
 } from '@sbx/core';
-import { rejectionOf, settle, track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { disposedAfterEach, rejectionOf, settle, track } from '@sbx/core/testing';
+import { describe, expect, it } from 'vitest';
 import type { FakeExecCall } from './testing/fake-tenki-client.js';
 import { FakeTenkiClient, errnoError, sdkError } from './testing/fake-tenki-client.js';
-import type { Harness } from './testing/harness.js';
 import { harness as makeHarness, tenkiConfig } from './testing/harness.js';
 import type { TenkiClientOptions } from './tenki-client.js';
 import { BOOTSTRAP_MARKER, TenkiSandboxProvider } from './tenki-provider.js';
 
-const live: Harness[] = [];
-function harness(...args: Parameters<typeof makeHarness>): Harness {
-  const h = makeHarness(...args);
-  live.push(h);
-  return h;
-}
-afterEach(async () => {
-  await Promise.all(live.splice(0).map((h) => h.dispose()));
-});
+const harness = disposedAfterEach(makeHarness);
 
 const isLiveness = (c: FakeExecCall) => c.argv.join(' ') === 'sh -c echo ok';
 const isBootstrap = (c: FakeExecCall) => String(c.argv[2]).includes(BOOTSTRAP_MARKER);
