@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import {
+  AbortedError,
   AcquireSerializer,
   CapacityReserveOutcome,
   DEFAULT_SKILLS_ROOT,
@@ -32,6 +33,7 @@ import type {
   CapacityStore,
   Clock,
   ClockTimer,
+  LeaseHolder,
   Logger,
   OwnershipStore,
   ResolvedOwnershipConfig,
@@ -59,6 +61,7 @@ import {
 } from './metadata.js';
 import { syncOutputs } from './output-sync.js';
 import { listRemoteInventory } from './remote-inventory.js';
+import type { RemoteInventory } from './remote-inventory.js';
 import { SdkE2BClient } from './sdk-client.js';
 import { syncSkillsInto } from './skill-sync.js';
 import { UploadPass, uploadTree } from './tree-upload.js';
@@ -106,6 +109,43 @@ export interface E2BCapacitySnapshot {
   total: number;
 }
 
+/** One listed VM, as `sbx ls` shows it (same shape as the CLI's `SandboxSummary`). */
+export interface E2BSandboxSummary {
+  readonly id: string;
+  /** From the VM's `deer_flow_user` tag (or this instance's record of it). */
+  readonly userId?: string | undefined;
+  /** From the VM's `deer_flow_thread` tag (or this instance's record of it). */
+  readonly threadId?: string | undefined;
+  /** `active` / `warm` when this instance tracks it; else the control plane's state (`running`, `paused`). */
+  readonly state?: string | undefined;
+  /** ISO 8601: when a warm VM was parked, else its creation tag (else its start time). */
+  readonly updatedAt?: string | undefined;
+  /** `e2b:<template>`. */
+  readonly location?: string | undefined;
+}
+
+export interface E2BListSandboxesOptions {
+  signal?: AbortSignal | undefined;
+}
+
+export interface E2BReapOrphansOptions {
+  /** Report what would be reaped without claiming or killing anything. */
+  dryRun?: boolean | undefined;
+  signal?: AbortSignal | undefined;
+  /**
+   * A duplicate's grace counts from this instance's first sighting, so a fresh process sees every
+   * duplicate inside it. By default the call waits the rest of that grace (on the provider's
+   * clock) and looks again; `false` takes one look and keeps such duplicates with that reason.
+   */
+  waitForGrace?: boolean | undefined;
+}
+
+/** What `reapOrphans` did (same shape as the CLI's `OrphanReapReport`). */
+export interface E2BOrphanReapReport {
+  readonly reaped: string[];
+  readonly kept: { readonly id: string; readonly reason: string }[];
+}
+
 /** One tree of a VM's one-shot uploads. */
 interface PlannedTree {
   readonly source: string;
@@ -138,10 +178,86 @@ interface Stores {
   ownsCapacity: boolean;
 }
 
+/** The canonical-VM rule applied to one (user, thread) group of the inventory. */
+interface GroupPlan {
+  /** The canonical VM found by a liveness probe, with its open connection. */
+  adoptable?: { info: E2BSandboxInfo; remote: E2BRemoteSandbox };
+  /** The canonical VM is one this instance tracks. */
+  localCanonical?: E2BSandboxInfo;
+  duplicates: E2BSandboxInfo[];
+  /** Failed the liveness probe: neither canonical nor duplicate. */
+  dead: E2BSandboxInfo[];
+  /** Left unprobed by the time budget. */
+  unprobed: E2BSandboxInfo[];
+}
+
+type ReapVerdict =
+  | { kind: 'tracked' }
+  | { kind: 'young'; ageMs: number; graceMs: number; from: 'created' | 'seen' }
+  | { kind: 'due' };
+
+type ReapKill =
+  | { outcome: 'killed' | 'tracked' | 'busy' | 'refused' | 'unconfirmed' }
+  | { outcome: 'unknown' | 'failed'; error: unknown };
+
+/** One VM's fate in a `reapOrphans` look. */
+type ReapDecision =
+  | { kind: 'keep'; reason: string }
+  /** A duplicate inside a grace counted from this instance's first sighting. */
+  | { kind: 'wait'; remainingMs: number; reason: string }
+  | { kind: 'reap' };
+
 const SHUTDOWN_RETRY_AFTER_SECONDS = 30;
 
 function threadKeyText(key: ThreadKey): string {
   return `${key.userId}\u0000${key.threadId}`;
+}
+
+/** Tagged VMs by (user, thread); VMs without both tags are orphans. */
+function groupByThread(entries: readonly E2BSandboxInfo[]): {
+  groups: { key: ThreadKey; infos: E2BSandboxInfo[] }[];
+  orphans: E2BSandboxInfo[];
+} {
+  const groups = new Map<string, { key: ThreadKey; infos: E2BSandboxInfo[] }>();
+  const orphans: E2BSandboxInfo[] = [];
+  for (const info of entries) {
+    const key = taggedThread(info);
+    if (key === undefined) {
+      orphans.push(info);
+      continue;
+    }
+    const text = threadKeyText(key);
+    const group = groups.get(text) ?? { key, infos: [] };
+    group.infos.push(info);
+    groups.set(text, group);
+  }
+  return { groups: [...groups.values()], orphans };
+}
+
+function taggedThread(info: E2BSandboxInfo): ThreadKey | undefined {
+  const userId = info.metadata[E2B_TAGS.user];
+  const threadId = info.metadata[E2B_TAGS.thread];
+  return userId && threadId ? { userId, threadId } : undefined;
+}
+
+function isoTime(ms: number | undefined): string | undefined {
+  if (ms === undefined) return undefined;
+  const date = new Date(ms);
+  return Number.isFinite(date.getTime()) ? date.toISOString() : undefined;
+}
+
+function wholeSeconds(ms: number): number {
+  return Math.floor(ms / 1000);
+}
+
+function holderReason(holder: LeaseHolder): string {
+  return holder.state === 'del'
+    ? `being destroyed by ${holder.ownerId}`
+    : `leased by ${holder.ownerId} (a live peer's lease keeps it)`;
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
 }
 
 /**
@@ -177,6 +293,8 @@ export class E2BSandboxProvider extends SandboxProvider {
   /** Intent marks: an acquire is publishing ownership of the id; renewal must not forget it. */
   readonly #intent = new Set<string>();
   readonly #firstSeen = new Map<string, number>();
+  /** Ids a reaping path of this instance is killing (reconciliation and `reapOrphans`). */
+  readonly #reaping = new Set<string>();
   readonly #waiters = new Set<() => void>();
   #closed = false;
   #shutdown: Promise<void> | undefined;
@@ -1147,15 +1265,26 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   /** Fail-closed: a store that cannot answer is treated as "a peer owns it". */
   async #claimForDestroy(id: string): Promise<boolean> {
+    return (await this.#claimForDestroyOutcome(id)).outcome === 'claimed';
+  }
+
+  /** `#claimForDestroy`, telling a refusal (a peer's lease) from a store that cannot answer. */
+  async #claimForDestroyOutcome(
+    id: string,
+  ): Promise<
+    { outcome: 'claimed' } | { outcome: 'refused' } | { outcome: 'unknown'; error: unknown }
+  > {
     const { ownership } = await this.#stores_();
     try {
-      return await ownership.claim(id, { forDestroy: true });
+      return (await ownership.claim(id, { forDestroy: true }))
+        ? { outcome: 'claimed' }
+        : { outcome: 'refused' };
     } catch (error) {
       this.#logger.warn('Ownership claim failed; treating the sandbox as peer-owned', {
         sandboxId: id,
         error: errorMessage(error),
       });
-      return false;
+      return { outcome: 'unknown', error };
     }
   }
 
@@ -1387,20 +1516,9 @@ export class E2BSandboxProvider extends SandboxProvider {
         });
       }
     }
-    const inventory = await listRemoteInventory(
-      this.#client,
-      {
-        query: {
-          metadata: { [E2B_TAGS.provider]: E2B_PROVIDER_TAG_VALUE },
-          ...(this.settings.listStates ? { state: this.settings.listStates } : {}),
-        },
-      },
-      { maxPages: r.maxPages, maxItems: r.maxItems, deadlineMs: deadline },
-      this.#clock,
-      this.#logger,
-    );
+    const inventory = await this.#listOurs(stores, deadline);
     stats.budgetExhausted = inventory.budgetExhausted;
-    const entries = inventory.entries.filter((e) => belongsToLedger(e, stores.ledgerKey));
+    const entries = inventory.entries;
     stats.discovered = entries.length;
     if (stores.capacity !== undefined && revision !== undefined) {
       try {
@@ -1419,69 +1537,20 @@ export class E2BSandboxProvider extends SandboxProvider {
       }
     }
 
-    const groups = new Map<string, { key: ThreadKey; infos: E2BSandboxInfo[] }>();
-    const orphans: E2BSandboxInfo[] = [];
-    for (const info of entries) {
-      const user = info.metadata[E2B_TAGS.user];
-      const thread = info.metadata[E2B_TAGS.thread];
-      if (!user || !thread) {
-        orphans.push(info);
-        continue;
-      }
-      const key = { userId: user, threadId: thread };
-      const text = threadKeyText(key);
-      const group = groups.get(text) ?? { key, infos: [] };
-      group.infos.push(info);
-      groups.set(text, group);
-    }
-
-    for (const { key, infos } of groups.values()) {
+    const { groups, orphans } = groupByThread(entries);
+    for (const { key, infos } of groups) {
       if (this.#closed) break;
-      const mine = this.#threads.get(threadKeyText(key));
-      const local = (id: string) => this.#isTrackedLocally(id);
-      const sameRoot = infos
-        .filter((i) => skillsRootOf(i, DEFAULT_SKILLS_ROOT) === this.settings.skillsRoot)
-        .sort(compareCandidates)
-        .sort((a, b) => {
-          const rank = (i: E2BSandboxInfo) =>
-            i.sandboxId === mine ? 0 : local(i.sandboxId) ? 1 : 2;
-          return rank(a) - rank(b);
-        });
-      // A VM prepared for another skills root is never adoptable; it is reaped like a duplicate.
-      const duplicates = infos.filter(
-        (i) => skillsRootOf(i, DEFAULT_SKILLS_ROOT) !== this.settings.skillsRoot,
-      );
-      let haveCanonical = false;
-      let adoptable: { info: E2BSandboxInfo; remote: E2BRemoteSandbox } | undefined;
-      for (const info of sameRoot) {
-        if (haveCanonical) {
-          duplicates.push(info);
-          continue;
-        }
-        if (local(info.sandboxId)) {
-          haveCanonical = true;
-          continue;
-        }
-        if (this.#clock.now() >= deadline) {
-          stats.budgetExhausted = true;
-          stats.deferred += 1;
-          continue;
-        }
-        const probed = await this.#probe(info.sandboxId);
-        if (probed === undefined) {
-          stats.dead += 1;
-          continue;
-        }
-        haveCanonical = true;
-        adoptable = { info, remote: probed };
-      }
-      if (adoptable !== undefined) {
-        if (await this.#adoptCanonical(adoptable.info, adoptable.remote, key, stores)) {
+      const plan = await this.#planGroup(key, infos, deadline);
+      stats.dead += plan.dead.length;
+      stats.deferred += plan.unprobed.length;
+      if (plan.unprobed.length > 0) stats.budgetExhausted = true;
+      if (plan.adoptable !== undefined) {
+        if (await this.#adoptCanonical(plan.adoptable.info, plan.adoptable.remote, key, stores)) {
           stats.adopted += 1;
         } else stats.deferred += 1;
       }
-      stats.duplicates += duplicates.length;
-      for (const dup of duplicates) {
+      stats.duplicates += plan.duplicates.length;
+      for (const dup of plan.duplicates) {
         const outcome = await this.#reapAfter(dup, r.graceSeconds * 1000, false);
         if (outcome === 'killed') stats.killed += 1;
         else stats.deferred += 1;
@@ -1493,12 +1562,93 @@ export class E2BSandboxProvider extends SandboxProvider {
       if (outcome === 'killed') stats.killed += 1;
       else stats.deferred += 1;
     }
-    const listed = new Set(entries.map((e) => e.sandboxId));
-    if (inventory.complete) {
-      for (const id of [...this.#firstSeen.keys()]) if (!listed.has(id)) this.#firstSeen.delete(id);
-    }
+    this.#forgetUnlisted(inventory);
     this.#logger.debug('E2B reconciliation pass', { ...stats });
     return stats;
+  }
+
+  /**
+   * The VMs of this provider tag and this ledger, within the reconciliation budgets. Every path
+   * that counts, adopts, reaps or shows VMs reads the same inventory.
+   */
+  async #listOurs(stores: Stores, deadline: number): Promise<RemoteInventory> {
+    const r = this.settings.reconciliation;
+    const inventory = await listRemoteInventory(
+      this.#client,
+      {
+        query: {
+          metadata: { [E2B_TAGS.provider]: E2B_PROVIDER_TAG_VALUE },
+          ...(this.settings.listStates ? { state: this.settings.listStates } : {}),
+        },
+      },
+      { maxPages: r.maxPages, maxItems: r.maxItems, deadlineMs: deadline },
+      this.#clock,
+      this.#logger,
+    );
+    return {
+      ...inventory,
+      entries: inventory.entries.filter((e) => belongsToLedger(e, stores.ledgerKey)),
+    };
+  }
+
+  /** First sightings of VMs a complete listing no longer shows are dropped. */
+  #forgetUnlisted(inventory: RemoteInventory): void {
+    if (!inventory.complete) return;
+    const listed = new Set(inventory.entries.map((e) => e.sandboxId));
+    for (const id of [...this.#firstSeen.keys()]) if (!listed.has(id)) this.#firstSeen.delete(id);
+  }
+
+  /**
+   * The canonical-VM rule of one (user, thread) group, shared by reconciliation and `reapOrphans`:
+   * the VMs of this skills root are tried in order (this thread's own VM, then other locally
+   * tracked ones, then oldest first) until one is tracked here or answers a liveness probe; the
+   * rest of that root, and every VM prepared for another root, are duplicates. VMs that fail the
+   * probe are neither canonical nor duplicates, and those the time budget left unprobed stay
+   * undecided: a candidate that was never looked at must not turn its successors into duplicates.
+   * The caller owns `adoptable.remote` (adopt it, or close it).
+   */
+  async #planGroup(key: ThreadKey, infos: E2BSandboxInfo[], deadline: number): Promise<GroupPlan> {
+    const mine = this.#threads.get(threadKeyText(key));
+    const local = (id: string) => this.#isTrackedLocally(id);
+    const sameRoot = infos
+      .filter((i) => skillsRootOf(i, DEFAULT_SKILLS_ROOT) === this.settings.skillsRoot)
+      .sort(compareCandidates)
+      .sort((a, b) => {
+        const rank = (i: E2BSandboxInfo) => (i.sandboxId === mine ? 0 : local(i.sandboxId) ? 1 : 2);
+        return rank(a) - rank(b);
+      });
+    // A VM prepared for another skills root is never adoptable; it is reaped like a duplicate.
+    const plan: GroupPlan = {
+      duplicates: infos.filter(
+        (i) => skillsRootOf(i, DEFAULT_SKILLS_ROOT) !== this.settings.skillsRoot,
+      ),
+      dead: [],
+      unprobed: [],
+    };
+    let haveCanonical = false;
+    for (const info of sameRoot) {
+      if (haveCanonical) {
+        plan.duplicates.push(info);
+        continue;
+      }
+      if (local(info.sandboxId)) {
+        haveCanonical = true;
+        plan.localCanonical = info;
+        continue;
+      }
+      if (this.#clock.now() >= deadline) {
+        plan.unprobed.push(info);
+        continue;
+      }
+      const probed = await this.#probe(info.sandboxId);
+      if (probed === undefined) {
+        plan.dead.push(info);
+        continue;
+      }
+      haveCanonical = true;
+      plan.adoptable = { info, remote: probed };
+    }
+    return plan;
   }
 
   #isTrackedLocally(id: string): boolean {
@@ -1608,34 +1758,316 @@ export class E2BSandboxProvider extends SandboxProvider {
     graceMs: number,
     orphan: boolean,
   ): Promise<'killed' | 'deferred'> {
+    if (this.#reapVerdict(info, graceMs, orphan).kind !== 'due') return 'deferred';
+    return (await this.#reapKill(info.sandboxId)).outcome === 'killed' ? 'killed' : 'deferred';
+  }
+
+  /**
+   * The age rule of reaping, shared by reconciliation and `reapOrphans`: never a VM this instance
+   * tracks; an orphan's age counts from its creation tag, a duplicate's (and an untagged orphan's)
+   * from this instance's first sighting, so a VM a peer has just created and not yet published
+   * gets the whole grace. Records the first sighting.
+   */
+  #reapVerdict(info: E2BSandboxInfo, graceMs: number, orphan: boolean): ReapVerdict {
     const id = info.sandboxId;
-    if (this.#isTrackedLocally(id)) return 'deferred';
+    if (this.#isTrackedLocally(id)) return { kind: 'tracked' };
     const now = this.#clock.now();
     const first = this.#firstSeen.get(id) ?? now;
     this.#firstSeen.set(id, first);
     const created = orphan ? createdAtMs(info) : undefined;
-    const age = created !== undefined ? now - created : now - first;
-    if (age < graceMs) return 'deferred';
-    if (!(await this.#claimForDestroy(id))) return 'deferred';
-    return this.#heldTeardown(id, async () => {
-      try {
-        const remote = await this.#sdk(() => this.#client.connect(id));
+    const ageMs = created !== undefined ? now - created : now - first;
+    if (ageMs < graceMs) {
+      return { kind: 'young', ageMs, graceMs, from: created !== undefined ? 'created' : 'seen' };
+    }
+    return { kind: 'due' };
+  }
+
+  /**
+   * Kills a VM the age rule made due: only under a `del:` claim (a live peer's lease, or a store
+   * that cannot answer, keeps it) and the held teardown marker; the ledger slot is released only
+   * after the control plane confirmed the kill.
+   */
+  async #reapKill(id: string): Promise<ReapKill> {
+    // Re-checked here: a caller may have decided before an await that let this instance take it up.
+    if (this.#isTrackedLocally(id)) return { outcome: 'tracked' };
+    // Reconciliation and `reapOrphans` of one instance share the `del:` marker; one kill suffices.
+    if (this.#reaping.has(id)) return { outcome: 'busy' };
+    this.#reaping.add(id);
+    try {
+      const claim = await this.#claimForDestroyOutcome(id);
+      if (claim.outcome !== 'claimed') return claim;
+      return await this.#heldTeardown(id, async (): Promise<ReapKill> => {
         try {
-          const killed = await remote.kill();
-          if (!killed) return 'deferred';
-        } finally {
-          await remote.close().catch(() => undefined);
+          const remote = await this.#sdk(() => this.#client.connect(id));
+          try {
+            const killed = await remote.kill();
+            if (!killed) return { outcome: 'unconfirmed' };
+          } finally {
+            await remote.close().catch(() => undefined);
+          }
+          this.#firstSeen.delete(id);
+          await this.#ledgerRelease(id);
+          return { outcome: 'killed' };
+        } catch (error) {
+          this.#logger.info('Reaping an e2b sandbox failed; deferred', {
+            sandboxId: id,
+            error: errorMessage(error),
+          });
+          return { outcome: 'failed', error };
         }
-        this.#firstSeen.delete(id);
-        await this.#ledgerRelease(id);
-        return 'killed';
-      } catch (error) {
-        this.#logger.info('Reaping an e2b sandbox failed; deferred', {
-          sandboxId: id,
-          error: errorMessage(error),
-        });
-        return 'deferred';
+      });
+    } finally {
+      this.#reaping.delete(id);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // CLI capabilities (`sbx ls`, `sbx gc`)
+
+  /**
+   * Every VM of this provider tag and ledger, within the reconciliation budgets, with this
+   * instance's view (`active` / `warm`) or else the control plane's state. Reads only: nothing is
+   * probed, claimed or killed.
+   */
+  async listSandboxes(options: E2BListSandboxesOptions = {}): Promise<E2BSandboxSummary[]> {
+    const deadline = this.#clock.now() + this.settings.reconciliation.maxSeconds * 1000;
+    const inventory = await this.#inspectInventory(deadline, options.signal);
+    return inventory.entries.map((info): E2BSandboxSummary => {
+      const id = info.sandboxId;
+      const active = this.#active.get(id);
+      const warm = active === undefined ? this.#warm.get(id) : undefined;
+      const key = active?.key ?? warm?.value.key ?? taggedThread(info);
+      const updatedAt = isoTime(
+        warm !== undefined ? warm.releasedAt : (createdAtMs(info) ?? info.startedAt?.getTime()),
+      );
+      return {
+        id,
+        ...(key !== undefined ? { userId: key.userId, threadId: key.threadId } : {}),
+        state: active !== undefined ? 'active' : warm !== undefined ? 'warm' : info.state,
+        ...(updatedAt !== undefined ? { updatedAt } : {}),
+        location: info.templateId ? `e2b:${info.templateId}` : 'e2b',
+      };
+    });
+  }
+
+  /**
+   * Kills orphans and duplicates by reconciliation's own rules, through the same code (canonical
+   * choice, age rule, claimed kill): never a VM this instance tracks, nor a thread's canonical
+   * VM; duplicates after `reconciliation_grace_seconds` from this instance's first sighting,
+   * untagged orphans after `reconciliation_orphan_ttl_seconds` from their creation tag; every kill
+   * under a `del:` claim (a live peer's lease, or a store that cannot answer, keeps the VM) and
+   * the held teardown marker. Nothing is adopted. A fresh process has seen no duplicate before, so unless
+   * `waitForGrace` is `false` it waits out the grace on the provider's clock and looks again.
+   * `dryRun` makes the same looks (including the liveness probes that pick each thread's
+   * canonical VM) and predicts each claim from the store's read-only owner peek.
+   */
+  async reapOrphans(options: E2BReapOrphansOptions = {}): Promise<E2BOrphanReapReport> {
+    const { signal } = options;
+    const dryRun = options.dryRun === true;
+    let look = await this.#reapLook(signal);
+    let waitMs = 0;
+    for (const d of look.values()) if (d.kind === 'wait') waitMs = Math.max(waitMs, d.remainingMs);
+    if (waitMs > 0 && options.waitForGrace !== false) {
+      await this.#sleep(waitMs, signal);
+      this.#assertOpen();
+      // Listed and decided again: a VM gone meanwhile is nobody's to reap, and a thread whose
+      // canonical VM died meanwhile may now have its former duplicate as the canonical one.
+      look = await this.#reapLook(signal);
+    }
+    const reaped: string[] = [];
+    const kept: { id: string; reason: string }[] = [];
+    for (const [id, decision] of look) {
+      throwIfAborted(signal);
+      if (decision.kind !== 'reap') {
+        kept.push({ id, reason: decision.reason });
+        continue;
       }
+      const reason = dryRun ? await this.#wouldKeep(id) : await this.#reapOrKeep(id);
+      if (reason === undefined) reaped.push(id);
+      else kept.push({ id, reason });
+    }
+    if (reaped.length > 0) {
+      this.#logger.info(
+        dryRun ? 'E2B sandboxes that would be reaped' : 'Reaped orphaned e2b sandboxes',
+        { reaped },
+      );
+    }
+    return { reaped, kept };
+  }
+
+  /** The inventory an inspection reads; a listing that failed outright is an error, not "none". */
+  async #inspectInventory(
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<RemoteInventory> {
+    this.#assertOpen();
+    throwIfAborted(signal);
+    await this.ready();
+    // After an in-flight reconciliation pass, so a VM it is adopting is not caught half-way.
+    await this.#reconciling?.catch(() => undefined);
+    throwIfAborted(signal);
+    const inventory = await this.#listOurs(await this.#stores_(), deadline);
+    throwIfAborted(signal);
+    if (inventory.error !== undefined && inventory.entries.length === 0) {
+      throw new SandboxRuntimeError(
+        `Listing e2b sandboxes failed: ${errorMessage(inventory.error)}`,
+        { cause: inventory.error },
+      );
+    }
+    if (!inventory.complete) {
+      this.#logger.warn('The e2b sandbox listing is incomplete; VMs beyond it are left out', {
+        listed: inventory.entries.length,
+        budgetExhausted: inventory.budgetExhausted,
+      });
+    }
+    return inventory;
+  }
+
+  /** One look: every listed VM's fate under the reconciliation rules, in listing order. */
+  async #reapLook(signal: AbortSignal | undefined): Promise<Map<string, ReapDecision>> {
+    const r = this.settings.reconciliation;
+    const deadline = this.#clock.now() + r.maxSeconds * 1000;
+    const inventory = await this.#inspectInventory(deadline, signal);
+    const decisions = new Map<string, ReapDecision>();
+    // Placeholders keep the listing order; every entry is decided below.
+    for (const info of inventory.entries) {
+      decisions.set(info.sandboxId, { kind: 'keep', reason: 'undecided' });
+    }
+    const keep = (info: E2BSandboxInfo, reason: string) =>
+      decisions.set(info.sandboxId, { kind: 'keep', reason });
+    const { groups, orphans } = groupByThread(inventory.entries);
+    for (const { key, infos } of groups) {
+      throwIfAborted(signal);
+      const thread = `${key.userId}/${key.threadId}`;
+      const plan = await this.#planGroup(key, infos, deadline);
+      if (plan.adoptable !== undefined) {
+        await plan.adoptable.remote.close().catch(() => undefined);
+        keep(plan.adoptable.info, `the canonical sandbox of thread ${thread}`);
+      }
+      if (plan.localCanonical !== undefined) {
+        keep(plan.localCanonical, this.#trackedReason(plan.localCanonical.sandboxId));
+      }
+      for (const info of plan.dead) {
+        keep(
+          info,
+          'did not answer its liveness probe: reconciliation leaves it to its E2B timeout',
+        );
+      }
+      for (const info of plan.unprobed) {
+        keep(info, 'not probed: the reconciliation_max_seconds budget ran out');
+      }
+      for (const info of plan.duplicates) {
+        const root = skillsRootOf(info, DEFAULT_SKILLS_ROOT);
+        const what =
+          root === this.settings.skillsRoot
+            ? `duplicate of thread ${thread}`
+            : `prepared for skills root ${root} (thread ${thread})`;
+        const d = this.#ageDecision(info, r.graceSeconds * 1000, false, what);
+        decisions.set(info.sandboxId, d);
+      }
+    }
+    for (const info of orphans) {
+      decisions.set(
+        info.sandboxId,
+        this.#ageDecision(info, r.orphanTtlSeconds * 1000, true, 'no user/thread tags'),
+      );
+    }
+    this.#forgetUnlisted(inventory);
+    return decisions;
+  }
+
+  #ageDecision(info: E2BSandboxInfo, graceMs: number, orphan: boolean, what: string): ReapDecision {
+    const verdict = this.#reapVerdict(info, graceMs, orphan);
+    if (verdict.kind === 'tracked') {
+      return { kind: 'keep', reason: this.#trackedReason(info.sandboxId) };
+    }
+    if (verdict.kind === 'due') return { kind: 'reap' };
+    const setting = orphan ? 'reconciliation_orphan_ttl_seconds' : 'reconciliation_grace_seconds';
+    const since = verdict.from === 'created' ? 'since its creation tag' : 'since first seen';
+    const reason = `${what}: inside the ${wholeSeconds(graceMs)} s ${setting} (${wholeSeconds(verdict.ageMs)} s ${since})`;
+    // Only a duplicate's grace is short and counted from a sighting that waiting can age.
+    return orphan
+      ? { kind: 'keep', reason }
+      : { kind: 'wait', remainingMs: graceMs - verdict.ageMs, reason };
+  }
+
+  #trackedReason(id: string): string {
+    if (this.#active.has(id)) return 'active in this instance';
+    if (this.#warm.has(id)) return 'warm in this instance';
+    if (this.#slots.tombstones.has(id))
+      return 'tombstoned in this instance (its kill is retried here)';
+    return 'in flight in this instance (being created, adopted or handed over)';
+  }
+
+  /** Kills a due VM; `undefined` once killed, else the rule that kept it. */
+  async #reapOrKeep(id: string): Promise<string | undefined> {
+    const result = await this.#reapKill(id);
+    switch (result.outcome) {
+      case 'killed':
+        return undefined;
+      case 'tracked':
+        return this.#trackedReason(id);
+      case 'busy':
+        return 'being reaped by this instance already';
+      case 'refused': {
+        const holder = await this.#peekOwner(id);
+        return holder !== undefined && !('error' in holder)
+          ? holderReason(holder)
+          : 'claim for destroy refused: another instance holds its lease';
+      }
+      case 'unknown':
+        return `the ownership store cannot answer (${errorMessage(result.error)}): counted as owned by a peer`;
+      case 'unconfirmed':
+        return 'E2B did not confirm the kill (it may already be gone); its ledger slot is left to reconciliation';
+      case 'failed':
+        return `the kill failed (${errorMessage(result.error)}); it may still run`;
+    }
+  }
+
+  /** The dry run's `#reapOrKeep`: predicts the `del:` claim from the read-only owner peek. */
+  async #wouldKeep(id: string): Promise<string | undefined> {
+    if (this.#isTrackedLocally(id)) return this.#trackedReason(id);
+    if (this.#reaping.has(id)) return 'being reaped by this instance already';
+    const holder = await this.#peekOwner(id);
+    if (holder === undefined) return undefined;
+    if ('error' in holder) {
+      return `the ownership store cannot answer (${errorMessage(holder.error)}): counted as owned by a peer`;
+    }
+    // A destroy claim succeeds over our own lease in either state.
+    if (holder.ownerId === (await this.#stores_()).ownership.ownerId) return undefined;
+    return holderReason(holder);
+  }
+
+  async #peekOwner(id: string): Promise<LeaseHolder | { error: unknown } | undefined> {
+    const { ownership } = await this.#stores_();
+    try {
+      return await ownership.owner(id);
+    } catch (error) {
+      this.#logger.warn('Reading the owner of an e2b sandbox failed', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+      return { error };
+    }
+  }
+
+  /** Waits on the provider's clock; ref'd, since in a one-shot CLI process nothing else may be. */
+  #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    throwIfAborted(signal);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.#clock.clearTimeout(timer);
+        reject(new AbortedError(undefined, { cause: signal?.reason }));
+      };
+      const timer = this.#clock.setTimeout(
+        () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        ms,
+        { ref: true },
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

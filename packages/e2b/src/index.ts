@@ -7,6 +7,10 @@ export type {
   E2BProviderInit,
   E2BCapacitySnapshot,
   ReconciliationStats,
+  E2BSandboxSummary,
+  E2BListSandboxesOptions,
+  E2BReapOrphansOptions,
+  E2BOrphanReapReport,
 } from './e2b-sandbox-provider.js';
 
 // --- sandbox adapter

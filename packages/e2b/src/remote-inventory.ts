@@ -15,6 +15,11 @@ export interface RemoteInventory {
   complete: boolean;
   /** A page, item or time budget stopped the listing. */
   budgetExhausted: boolean;
+  /**
+   * The failure that cut the listing short, if any. Reconciliation works on with what it got;
+   * an inspection that got nothing reports it instead of an empty account.
+   */
+  error?: unknown;
 }
 
 /**
@@ -34,7 +39,7 @@ export async function listRemoteInventory(
     paginator = client.list(options);
   } catch (error) {
     logger.warn('e2b sandbox listing failed', { error: errorMessage(error) });
-    return { entries, complete: false, budgetExhausted: false };
+    return { entries, complete: false, budgetExhausted: false, error };
   }
   let pages = 0;
   while (paginator.hasNext) {
@@ -50,7 +55,7 @@ export async function listRemoteInventory(
       page = await paginator.nextItems();
     } catch (error) {
       logger.warn('e2b sandbox listing page failed', { error: errorMessage(error), pages });
-      return { entries, complete: false, budgetExhausted: false };
+      return { entries, complete: false, budgetExhausted: false, error };
     }
     pages += 1;
     for (const info of page) {
