@@ -78,6 +78,12 @@ export type { ConfigKeyInfo } from './config-reference.js';
 
 // @section identity
 export {
+  assertSameThreadIdentity,
+  describeThreadIdentity,
+  sameThreadIdentity,
+} from './thread-identity.js';
+export type { ThreadIdentity } from './thread-identity.js';
+export {
   DEFAULT_USER_ID,
   SandboxScopeKinds,
   deriveSandboxScopeToken,
