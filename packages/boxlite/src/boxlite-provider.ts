@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import {
   ProviderClosedError,
   ResettableAcquireSerializer,
-  SandboxIdentityCollisionError,
   SandboxProvider,
   SandboxRuntimeError,
   WarmPoolRegistry,
+  assertSameThreadIdentity,
   deriveSandboxScopeToken,
   resolveEffectiveUserId,
   shellQuote,
@@ -77,13 +77,8 @@ interface ActiveBox {
 const PROVIDER_NAME = 'boxlite';
 const SHUT_DOWN_MESSAGE = 'BoxLite provider has been shut down';
 
-function sameIdentity(a: BoxIdentity, b: BoxIdentity): boolean {
-  return a.userId === b.userId && a.threadId === b.threadId;
-}
-
-function describeIdentity(identity: BoxIdentity | undefined): string {
-  return identity === undefined ? 'an adopted box' : `(${identity.userId}, ${identity.threadId})`;
-}
+/** Names a box of unknown identity in collision errors. */
+const UNKNOWN_IDENTITY = 'an adopted box';
 
 /**
  * BoxLite micro-VM sandboxes, one per (user, thread), kept warm between turns.
@@ -246,12 +241,8 @@ export class BoxliteProvider extends SandboxProvider {
     this.#assertOpen();
     const active = this.#boxes.active.get(id);
     if (active !== undefined) {
-      if (active.identity !== undefined && sameIdentity(active.identity, identity)) return id;
-      throw new SandboxIdentityCollisionError(
-        id,
-        describeIdentity(active.identity),
-        describeIdentity(identity),
-      );
+      assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
+      return id;
     }
     if (await this.#reclaimWarm(id, identity)) return id;
     throwIfAborted(signal);
@@ -275,13 +266,8 @@ export class BoxliteProvider extends SandboxProvider {
     const entry = this.#boxes.pool.get(id);
     if (entry === undefined) return false;
     const stored = entry.value.identity;
-    if (stored !== undefined && !sameIdentity(stored, identity)) {
-      throw new SandboxIdentityCollisionError(
-        id,
-        describeIdentity(stored),
-        describeIdentity(identity),
-      );
-    }
+    // An adopted box (identity unknown) goes to whoever maps to its id, after the health check.
+    if (stored !== undefined) assertSameThreadIdentity(id, stored, identity, UNKNOWN_IDENTITY);
     // Taken out of the pool before the (slow) check, so the idle checker cannot stop it under us;
     // refused while a teardown holds it, in which case it is as good as gone.
     const taken = this.#boxes.pool.take(id, entry);
@@ -342,18 +328,8 @@ export class BoxliteProvider extends SandboxProvider {
     const raced = this.#boxes.active.get(id);
     if (raced !== undefined) {
       await this.#stopBox(id, sandbox, 'duplicate');
-      if (
-        raced.identity !== undefined &&
-        identity !== undefined &&
-        sameIdentity(raced.identity, identity)
-      ) {
-        return id;
-      }
-      throw new SandboxIdentityCollisionError(
-        id,
-        describeIdentity(raced.identity),
-        describeIdentity(identity),
-      );
+      assertSameThreadIdentity(id, raced.identity, identity, UNKNOWN_IDENTITY);
+      return id;
     }
     this.#boxes.active.set(id, { sandbox, identity });
     this.#logger.info('Created BoxLite box', { sandboxId: id, box: sandbox.box.name });

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import {
   ProviderClosedError,
   ResettableAcquireSerializer,
-  SandboxIdentityCollisionError,
   SandboxProvider,
   SandboxRuntimeError,
   VIRTUAL_OUTPUTS_PATH,
   VIRTUAL_UPLOADS_PATH,
   VIRTUAL_WORKSPACE_PATH,
   WarmPoolRegistry,
+  assertSameThreadIdentity,
   deriveSandboxScopeToken,
   resolveEffectiveUserId,
   shellQuote,
@@ -101,15 +101,8 @@ const requiredLogger: Logger = {
   error: (msg, fields) => console.error(`[sbx/opensandbox] ${msg}`, fields ?? ''),
 };
 
-function sameIdentity(a: OpenSandboxIdentity, b: OpenSandboxIdentity): boolean {
-  return a.userId === b.userId && a.threadId === b.threadId;
-}
-
-function describeIdentity(identity: OpenSandboxIdentity | undefined): string {
-  return identity === undefined
-    ? 'an anonymous sandbox'
-    : `(${identity.userId}, ${identity.threadId})`;
-}
+/** Names a sandbox of unknown identity in collision errors. */
+const UNKNOWN_IDENTITY = 'an anonymous sandbox';
 
 /**
  * OpenSandbox sandboxes, one per (user, thread), kept warm between turns.
@@ -290,13 +283,7 @@ export class OpenSandboxProvider extends SandboxProvider {
     this.#assertOpen();
     const active = this.#sandboxes.active.get(id);
     if (active !== undefined) {
-      if (active.identity === undefined || !sameIdentity(active.identity, identity)) {
-        throw new SandboxIdentityCollisionError(
-          id,
-          describeIdentity(active.identity),
-          describeIdentity(identity),
-        );
-      }
+      assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
       if (await this.#renewActive(active)) return id;
     }
     if (await this.#reclaimWarm(id, identity)) return id;
@@ -329,13 +316,7 @@ export class OpenSandboxProvider extends SandboxProvider {
   async #reclaimWarm(id: string, identity: OpenSandboxIdentity): Promise<boolean> {
     const entry = this.#sandboxes.pool.get(id);
     if (entry === undefined) return false;
-    if (!sameIdentity(entry.value.identity, identity)) {
-      throw new SandboxIdentityCollisionError(
-        id,
-        describeIdentity(entry.value.identity),
-        describeIdentity(identity),
-      );
-    }
+    assertSameThreadIdentity(id, entry.value.identity, identity, UNKNOWN_IDENTITY);
     // Out of the pool before the (slow) check, so the idle checker cannot delete it under us;
     // refused while a teardown holds it, in which case it is as good as gone.
     const taken = this.#sandboxes.pool.take(id, entry);
@@ -380,18 +361,8 @@ export class OpenSandboxProvider extends SandboxProvider {
     const raced = this.#sandboxes.active.get(id);
     if (raced !== undefined) {
       await this.#destroyQuietly(sandbox, 'duplicate');
-      if (
-        raced.identity !== undefined &&
-        identity !== undefined &&
-        sameIdentity(raced.identity, identity)
-      ) {
-        return id;
-      }
-      throw new SandboxIdentityCollisionError(
-        id,
-        describeIdentity(raced.identity),
-        describeIdentity(identity),
-      );
+      assertSameThreadIdentity(id, raced.identity, identity, UNKNOWN_IDENTITY);
+      return id;
     }
     this.#sandboxes.active.set(id, { sandbox, identity });
     this.#logger.info('Created OpenSandbox sandbox', { sandboxId: id, remoteId: sandbox.remoteId });
