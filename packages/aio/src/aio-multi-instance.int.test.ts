@@ -240,16 +240,23 @@ describe.skipIf(!redis)('AioSandboxProvider across processes (Docker + Redis)', 
     );
     const markedAt = Date.now();
     let midStopAttempts = 0;
+    let handedOutAtTheEnd = false;
     while (!done) {
       const startedAt = Date.now() - markedAt;
       const attempt = await b!.call('acquire', T('slow-stop')).then(
         (value) => ({ value }),
         (err: WorkerError) => ({ err }),
       );
-      // Never handed out while the stop is in flight.
-      expect('value' in attempt ? `handed out ${String(attempt.value)}` : 'refused').toBe(
-        'refused',
-      );
+      if ('value' in attempt) {
+        // A hand-out can only be legitimate once A's stop is over: A released the marker just
+        // before its reply, so B may win the race against that reply. Well inside the stand-in's
+        // 5 s stop it is the bug this test is about, and whatever B got must survive A's stop.
+        expect(Date.now() - markedAt).toBeGreaterThan(4_500);
+        await destroying;
+        expect(await b!.call('exec', { sandboxId: id, command: 'echo alive' })).toContain('alive');
+        handedOutAtTheEnd = true;
+        break;
+      }
       // Well inside the stop (past one TTL, before the stand-in's 5 s delay ends), the refusal is
       // the held del: marker, and the container is demonstrably still running. Near the end of
       // the stop a create may instead collide with the name of the exiting container.
@@ -264,8 +271,8 @@ describe.skipIf(!redis)('AioSandboxProvider across processes (Docker + Redis)', 
     await destroying;
     // The stop really outlasted the TTL, and the marker held past it.
     expect(midStopAttempts).toBeGreaterThan(0);
-    expect(await lease(id)).toBeNull();
-    // Once the stop is over the thread cold-starts on B.
+    if (!handedOutAtTheEnd) expect(await lease(id)).toBeNull();
+    // Once the stop is over the thread cold-starts on B (or already did, racing A's reply).
     expect(await b!.call('acquire', T('slow-stop'))).toBe(id);
     expect(await b!.call('exec', { sandboxId: id, command: 'echo fresh' })).toContain('fresh');
   }, 60_000);
