@@ -28,9 +28,14 @@ import {
   silentLogger,
   systemClock,
   withHeldTeardownLease,
+  sleep,
 } from '@sbx/core';
 import type {
   AcquireOptions,
+  ListSandboxesOptions,
+  OrphanReapReport,
+  ReapOrphansOptions,
+  SandboxSummary,
   AcquirePath,
   Clock,
   ClockTimer,
@@ -97,30 +102,17 @@ export interface ReconcileSummary {
   budgetExhausted: boolean;
 }
 
-/** One listed container, as `sbx ls` shows it (same shape as the CLI's `SandboxSummary`). */
-export interface AioSandboxSummary {
-  readonly id: string;
-  readonly userId?: string | undefined;
-  readonly threadId?: string | undefined;
-  /**
-   * `active` / `warm` when this instance tracks it; otherwise the ownership store's view:
-   * `owned by <owner>`, `being destroyed by <owner>`, `unowned`, or `owner unknown`.
-   */
-  readonly state?: string | undefined;
-  /** ISO 8601: last use of an active sandbox, or when a warm one was parked. */
-  readonly updatedAt?: string | undefined;
-  /** Container name, else the sandbox URL. */
-  readonly location?: string | undefined;
-}
+/**
+ * One listed container (core's `SandboxSummary`). `state` is `active` / `warm` when this instance
+ * tracks it, otherwise the ownership store's view: `owned by <owner>`, `being destroyed by
+ * <owner>`, `unowned`, or `owner unknown`; `updatedAt` is the last use of an active sandbox or when
+ * a warm one was parked; `location` is the container name, else the sandbox URL.
+ */
+export type AioSandboxSummary = SandboxSummary;
 
-export interface AioListSandboxesOptions {
-  signal?: AbortSignal | undefined;
-}
+export type AioListSandboxesOptions = ListSandboxesOptions;
 
-export interface AioReapOrphansOptions {
-  /** Report what would be reaped without claiming or stopping anything. */
-  dryRun?: boolean | undefined;
-  signal?: AbortSignal | undefined;
+export interface AioReapOrphansOptions extends ReapOrphansOptions {
   /**
    * How long an untracked container must stay unowned before it is reaped, on a store with
    * cross-process visibility. Default: the lease TTL (the reconciliation grace).
@@ -128,11 +120,7 @@ export interface AioReapOrphansOptions {
   graceMs?: number | undefined;
 }
 
-/** What `reapOrphans` did (same shape as the CLI's `OrphanReapReport`). */
-export interface AioOrphanReapReport {
-  readonly reaped: string[];
-  readonly kept: { readonly id: string; readonly reason: string }[];
-}
+export type AioOrphanReapReport = OrphanReapReport;
 
 /** The in-memory state, for diagnostics and tests. */
 export interface AioProviderSnapshot {
@@ -1382,24 +1370,9 @@ export class AioSandboxProvider
     return { adoptable, waiting };
   }
 
+  /** Ref'd (core's `sleep`): in a one-shot CLI process this wait is the only thing keeping it alive. */
   #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    throwIfAborted(signal);
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.#clock.clearTimeout(timer);
-        reject(new AbortedError(undefined, { cause: signal?.reason }));
-      };
-      // Ref'd: in a one-shot CLI process this wait is the only thing keeping it alive.
-      const timer = this.#clock.setTimeout(
-        () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        ms,
-        { ref: true },
-      );
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleep(ms, { clock: this.#clock, signal });
   }
 
   // --------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import { AbortedError, systemClock } from '@sbx/core';
+import { AbortedError, sleep, systemClock } from '@sbx/core';
 import type { Clock } from '@sbx/core';
 import { AioHttpClient } from './aio-http.js';
 
@@ -26,25 +26,6 @@ export interface WaitForReadyOptions {
   stillViable?: () => Promise<boolean>;
   /** Overrides the proxy classification of `url`. */
   trustEnvProxy?: boolean;
-}
-
-function pause(ms: number, clock: Clock, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clock.clearTimeout(timer);
-      reject(new AbortedError('Waiting for the sandbox was aborted', { cause: signal?.reason }));
-    };
-    // Ref'd: a caller awaits this pause, and an idle process must not exit in the middle of it.
-    const timer = clock.setTimeout(
-      () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      },
-      ms,
-      { ref: true },
-    );
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**
@@ -86,7 +67,11 @@ export async function waitForSandboxReady(
       if (options.stillViable && !(await options.stillViable())) return false;
       remaining = deadline - clock.now();
       if (remaining <= 0) return false;
-      await pause(Math.min(delay, remaining), clock, options.signal);
+      await sleep(Math.min(delay, remaining), {
+        clock,
+        signal: options.signal,
+        abortMessage: 'Waiting for the sandbox was aborted',
+      });
       delay = Math.min(delay * 2, maxDelay);
     }
   } finally {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { OrphanReapReport, ReapOrphansOptions } from './orphan-collection.js';
+import type { OrphanReapReport, ReapOrphansOptions } from '@sbx/core';
 import { importerWith, memoryProviderClass, sbx, tempDir } from './test-support.js';
 
 describe('sbx gc', () => {

@@ -5,7 +5,7 @@ import { stderrLogger } from './cli-logger.js';
 import { exitCodeFor, printJson, reportFailure } from './command-result.js';
 import type { CommandRuntime, ProviderCommandOptions } from './command-runtime.js';
 import { ExitCode } from './exit-codes.js';
-import { canReapOrphans } from './orphan-collection.js';
+import { canReapOrphans } from '@sbx/core';
 import { createProgress, withProgress } from './progress.js';
 import { closeProviderSession, openProvider } from './provider-session.js';
 

@@ -31,18 +31,17 @@ export type { CommandOutcome } from './command-outcome.js';
 export { parseToolArguments } from './tool-command.js';
 
 // --- optional provider capabilities
-export { canListSandboxes, listHostThreadSandboxes, listSandboxesOf } from './sandbox-listing.js';
+export { listHostThreadSandboxes, listSandboxesOf } from './sandbox-listing.js';
+// The capability contracts live in @sbx/core; re-exported for callers of the CLI's API.
+export { canListSandboxes, canReapOrphans } from '@sbx/core';
 export type {
   ListSandboxesOptions,
-  SandboxListingProvider,
-  SandboxSummary,
-} from './sandbox-listing.js';
-export { canReapOrphans } from './orphan-collection.js';
-export type {
   OrphanCollectingProvider,
   OrphanReapReport,
   ReapOrphansOptions,
-} from './orphan-collection.js';
+  SandboxListingProvider,
+  SandboxSummary,
+} from '@sbx/core';
 export { isHostDirectoryProvider } from './host-directory-provider.js';
 export type { HostDirectoryProvider } from './host-directory-provider.js';
 

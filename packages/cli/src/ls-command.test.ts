@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SandboxSummary } from './sandbox-listing.js';
+import type { SandboxSummary } from '@sbx/core';
 import { importerWith, memoryProviderClass, sbx, tempDir } from './test-support.js';
 
 describe('sbx ls', () => {

@@ -1,42 +1,9 @@
 import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { SandboxProvider } from '@sbx/core';
+import { canListSandboxes } from '@sbx/core';
+import type { ListSandboxesOptions, SandboxProvider, SandboxSummary } from '@sbx/core';
 import { isHostDirectoryProvider } from './host-directory-provider.js';
-
-/** One sandbox as `sbx ls` shows it. Every field but `id` is optional: providers know different things. */
-export interface SandboxSummary {
-  readonly id: string;
-  readonly userId?: string | undefined;
-  readonly threadId?: string | undefined;
-  /** Provider's own word: `running`, `warm`, `paused`, ... */
-  readonly state?: string | undefined;
-  /** ISO 8601 time of the last known activity. */
-  readonly updatedAt?: string | undefined;
-  /** Where it lives: a host directory, a container name, a remote URL. */
-  readonly location?: string | undefined;
-}
-
-export interface ListSandboxesOptions {
-  signal?: AbortSignal;
-}
-
-/**
- * Optional provider capability behind `sbx ls`: the sandboxes this provider knows, including those
- * it holds for other processes when its backend can tell (containers by label, remote sandboxes by
- * metadata). It is duck-typed here rather than added to core's `SandboxProvider`, so providers opt
- * in by implementing the method; the container and micro-VM providers (AIO, E2B, ...) are meant to
- * implement it from the inventory their orphan reconciliation already reads.
- */
-export interface SandboxListingProvider {
-  listSandboxes(options?: ListSandboxesOptions): Promise<readonly SandboxSummary[]>;
-}
-
-export function canListSandboxes(
-  provider: SandboxProvider,
-): provider is SandboxProvider & SandboxListingProvider {
-  return typeof (provider as Partial<SandboxListingProvider>).listSandboxes === 'function';
-}
 
 async function subdirectories(dir: string): Promise<string[]> {
   let entries: Dirent[];

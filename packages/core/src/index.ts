@@ -127,8 +127,20 @@ export type {
   ProviderDetachedListener,
 } from './default-provider.js';
 
+export { canListSandboxes, canReapOrphans } from './sandbox-inspection.js';
+export type {
+  ListSandboxesOptions,
+  OrphanCollectingProvider,
+  OrphanReapReport,
+  ReapOrphansOptions,
+  SandboxListingProvider,
+  SandboxSummary,
+} from './sandbox-inspection.js';
+
 // @section acquire-serializer
 export { throwIfAborted } from './throw-if-aborted.js';
+export { sleep } from './sleep.js';
+export type { SleepOptions } from './sleep.js';
 export { ResettableAcquireSerializer } from './resettable-acquire-serializer.js';
 export type { ResettableAcquireSerializerOptions } from './resettable-acquire-serializer.js';
 export {

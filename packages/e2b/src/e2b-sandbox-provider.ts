@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import {
-  AbortedError,
   AcquireSerializer,
   CapacityReserveOutcome,
   DEFAULT_SKILLS_ROOT,
@@ -27,10 +26,16 @@ import {
   systemClock,
   threadLayout,
   withHeldTeardownLease,
+  throwIfAborted,
+  sleep,
 } from '@sbx/core';
 import type {
   AcquireOptions,
   CapacityStore,
+  ListSandboxesOptions,
+  OrphanReapReport,
+  ReapOrphansOptions,
+  SandboxSummary,
   Clock,
   ClockTimer,
   LeaseHolder,
@@ -109,29 +114,17 @@ export interface E2BCapacitySnapshot {
   total: number;
 }
 
-/** One listed VM, as `sbx ls` shows it (same shape as the CLI's `SandboxSummary`). */
-export interface E2BSandboxSummary {
-  readonly id: string;
-  /** From the VM's `deer_flow_user` tag (or this instance's record of it). */
-  readonly userId?: string | undefined;
-  /** From the VM's `deer_flow_thread` tag (or this instance's record of it). */
-  readonly threadId?: string | undefined;
-  /** `active` / `warm` when this instance tracks it; else the control plane's state (`running`, `paused`). */
-  readonly state?: string | undefined;
-  /** ISO 8601: when a warm VM was parked, else its creation tag (else its start time). */
-  readonly updatedAt?: string | undefined;
-  /** `e2b:<template>`. */
-  readonly location?: string | undefined;
-}
+/**
+ * One listed VM (core's `SandboxSummary`). User and thread come from the VM's tags (or this
+ * instance's record); `state` is `active` / `warm` when this instance tracks it, else the control
+ * plane's (`running`, `paused`); `updatedAt` is when a warm VM was parked, else its creation tag
+ * (else its start time); `location` is `e2b:<template>`.
+ */
+export type E2BSandboxSummary = SandboxSummary;
 
-export interface E2BListSandboxesOptions {
-  signal?: AbortSignal | undefined;
-}
+export type E2BListSandboxesOptions = ListSandboxesOptions;
 
-export interface E2BReapOrphansOptions {
-  /** Report what would be reaped without claiming or killing anything. */
-  dryRun?: boolean | undefined;
-  signal?: AbortSignal | undefined;
+export interface E2BReapOrphansOptions extends ReapOrphansOptions {
   /**
    * A duplicate's grace counts from this instance's first sighting, so a fresh process sees every
    * duplicate inside it. By default the call waits the rest of that grace (on the provider's
@@ -140,11 +133,7 @@ export interface E2BReapOrphansOptions {
   waitForGrace?: boolean | undefined;
 }
 
-/** What `reapOrphans` did (same shape as the CLI's `OrphanReapReport`). */
-export interface E2BOrphanReapReport {
-  readonly reaped: string[];
-  readonly kept: { readonly id: string; readonly reason: string }[];
-}
+export type E2BOrphanReapReport = OrphanReapReport;
 
 /** One tree of a VM's one-shot uploads. */
 interface PlannedTree {
@@ -254,10 +243,6 @@ function holderReason(holder: LeaseHolder): string {
   return holder.state === 'del'
     ? `being destroyed by ${holder.ownerId}`
     : `leased by ${holder.ownerId} (a live peer's lease keeps it)`;
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
 }
 
 /**
@@ -2051,24 +2036,9 @@ export class E2BSandboxProvider extends SandboxProvider {
     }
   }
 
-  /** Waits on the provider's clock; ref'd, since in a one-shot CLI process nothing else may be. */
+  /** Waits on the provider's clock; ref'd (core's `sleep`), since in a one-shot CLI process nothing else may be. */
   #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    throwIfAborted(signal);
-    return new Promise((resolve, reject) => {
-      const onAbort = () => {
-        this.#clock.clearTimeout(timer);
-        reject(new AbortedError(undefined, { cause: signal?.reason }));
-      };
-      const timer = this.#clock.setTimeout(
-        () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        ms,
-        { ref: true },
-      );
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleep(ms, { clock: this.#clock, signal });
   }
 
   // ------------------------------------------------------------------------------------------
