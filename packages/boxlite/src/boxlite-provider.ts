@@ -16,15 +16,18 @@ import {
 import type {
   AcquireOptions,
   Clock,
+  ListSandboxesOptions,
   Logger,
   ModuleImporter,
+  SandboxListingProvider,
   SandboxProviderInit,
+  SandboxSummary,
   WarmEntry,
   WarmPoolDestroyReason,
 } from '@sbx/core';
 import type { BoxliteSettings } from './boxlite-config.js';
 import { resolveBoxliteSettings } from './boxlite-config.js';
-import type { BoxliteRuntime } from './boxlite-runtime.js';
+import type { BoxliteBoxSummary, BoxliteRuntime } from './boxlite-runtime.js';
 import { BoxliteSandbox } from './boxlite-sandbox.js';
 import { createSdkBoxliteRuntime } from './sdk-runtime.js';
 import type { TerminalMarkers } from './terminal-errors.js';
@@ -95,8 +98,10 @@ const UNKNOWN_IDENTITY = 'an adopted box';
  * - A command failure that means the VM is gone evicts that box; the next acquire creates a new one.
  * - `reset()` only forgets who holds what (active boxes go to the warm pool, still running);
  *   `shutdown()` stops every box and closes the runtime.
+ * - `listSandboxes()` (`sbx ls`) shows the runtime's boxes of this prefix; there is no
+ *   `reapOrphans()`: without an ownership store a box of another live process looks like an orphan.
  */
-export class BoxliteProvider extends SandboxProvider {
+export class BoxliteProvider extends SandboxProvider implements SandboxListingProvider {
   readonly settings: BoxliteSettings;
   readonly #logger: Logger;
   readonly #clock: Clock;
@@ -105,7 +110,10 @@ export class BoxliteProvider extends SandboxProvider {
   readonly #locks: ResettableAcquireSerializer;
   /** Stops in flight per id: a box is never created under a name whose previous box is stopping. */
   readonly #stops = new Map<string, Promise<void>>();
+  /** The runtime, opened (on the first acquire or listing). */
   #runtime: Promise<BoxliteRuntime> | undefined;
+  /** The runtime once the start-up reconciliation ran over it (on the first acquire only). */
+  #reconciled: Promise<BoxliteRuntime> | undefined;
   #closed = false;
   #shutdown: Promise<void> | undefined;
 
@@ -169,7 +177,7 @@ export class BoxliteProvider extends SandboxProvider {
     this.admit(options);
     this.#assertOpen();
     throwIfAborted(options.signal);
-    const runtime = await this.#ensureRuntime();
+    const runtime = await this.#ensureReconciled();
     if (options.threadId === undefined) return this.#acquireAnonymous(runtime, options.signal);
     const identity: BoxIdentity = {
       userId: resolveEffectiveUserId(options.userId),
@@ -227,6 +235,67 @@ export class BoxliteProvider extends SandboxProvider {
   override shutdown(): Promise<void> {
     this.#shutdown ??= this.#doShutdown();
     return this.#shutdown;
+  }
+
+  /**
+   * Every box of this name prefix the runtime knows (so also those of other processes sharing the
+   * BoxLite home), with this instance's view of it (`active` / `warm`, and the identity when it
+   * knows one) or else the runtime's own state. Boxes are found by name alone, which carries only
+   * the hashed id: the (user, thread) of a box this instance does not track is unknown.
+   *
+   * Reads only. It opens the runtime without the start-up reconciliation: adopting boxes here
+   * would hand them to this provider's `shutdown()`, and an inspecting process (`sbx ls`) shuts
+   * down right after listing. Nothing is health-checked, claimed or stopped.
+   */
+  async listSandboxes(options: ListSandboxesOptions = {}): Promise<SandboxSummary[]> {
+    const { signal } = options;
+    this.#assertOpen();
+    throwIfAborted(signal);
+    const runtime = await this.#ensureRuntime();
+    // After a reconciliation in flight, so a box it is adopting is not caught half-way.
+    await this.#reconciled?.catch(() => undefined);
+    throwIfAborted(signal);
+    const boxes = await runtime.list();
+    throwIfAborted(signal);
+    const out: SandboxSummary[] = [];
+    for (const info of boxes) {
+      const id = this.#sandboxIdOfBox(info.name);
+      if (id === undefined) continue;
+      out.push(this.#summary(id, info));
+    }
+    return out;
+  }
+
+  #summary(id: string, info: BoxliteBoxSummary): SandboxSummary {
+    const active = this.#boxes.active.get(id);
+    const warm = active === undefined ? this.#boxes.pool.get(id) : undefined;
+    const identity = active?.identity ?? warm?.value.identity;
+    const updatedAt =
+      warm !== undefined
+        ? new Date(warm.releasedAt).toISOString()
+        : (info.startedAt ?? info.createdAt);
+    const state =
+      active !== undefined
+        ? 'active'
+        : warm !== undefined
+          ? 'warm'
+          : (info.status ?? (info.running ? 'running' : 'stopped'));
+    return {
+      id,
+      ...(identity === undefined ? {} : { userId: identity.userId, threadId: identity.threadId }),
+      state,
+      ...(updatedAt === undefined ? {} : { updatedAt }),
+      location: this.boxName(id),
+    };
+  }
+
+  /** The sandbox id a box name carries, or `undefined` for a box not named by this provider. */
+  #sandboxIdOfBox(name: string | undefined): string | undefined {
+    const prefix = this.settings.namePrefix;
+    if (name === undefined || !name.startsWith(prefix) || name.length === prefix.length) {
+      return undefined;
+    }
+    return name.slice(prefix.length);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -470,21 +539,35 @@ export class BoxliteProvider extends SandboxProvider {
     return this.#runtime;
   }
 
+  /** The runtime after the start-up reconciliation, which runs once, before the first acquire. */
+  #ensureReconciled(): Promise<BoxliteRuntime> {
+    if (this.#reconciled === undefined) {
+      const pass = this.#ensureRuntime().then(async (runtime) => {
+        await this.#reconcile(runtime);
+        return runtime;
+      });
+      this.#reconciled = pass;
+      // Only opening can fail (reconciliation logs its errors); the next acquire opens again.
+      pass.catch(() => {
+        if (this.#reconciled === pass) this.#reconciled = undefined;
+      });
+    }
+    return this.#reconciled;
+  }
+
   async #openRuntime(): Promise<BoxliteRuntime> {
     const given = this.#options.runtime;
-    const runtime =
-      typeof given === 'function'
-        ? await given()
-        : (given ??
-          (await createSdkBoxliteRuntime({
-            homeDir: this.settings.homeDir,
-            logger: this.#logger,
-            ...(this.#options.importer ? { importer: this.#options.importer } : {}),
-            ...(this.#options.fsAccess ? { fsAccess: this.#options.fsAccess } : {}),
-            ...(this.#options.platform ? { platform: this.#options.platform } : {}),
-          })));
-    await this.#reconcile(runtime);
-    return runtime;
+    if (typeof given === 'function') return given();
+    return (
+      given ??
+      createSdkBoxliteRuntime({
+        homeDir: this.settings.homeDir,
+        logger: this.#logger,
+        ...(this.#options.importer ? { importer: this.#options.importer } : {}),
+        ...(this.#options.fsAccess ? { fsAccess: this.#options.fsAccess } : {}),
+        ...(this.#options.platform ? { platform: this.#options.platform } : {}),
+      })
+    );
   }
 
   /**
@@ -500,11 +583,10 @@ export class BoxliteProvider extends SandboxProvider {
       this.#logger.warn('Could not list BoxLite boxes for reconciliation', { error });
       return;
     }
-    const prefix = this.settings.namePrefix;
     for (const info of boxes) {
       const name = info.name;
-      if (name === undefined || !name.startsWith(prefix) || name.length === prefix.length) continue;
-      const id = name.slice(prefix.length);
+      const id = this.#sandboxIdOfBox(name);
+      if (name === undefined || id === undefined) continue;
       if (this.#boxes.active.has(id) || this.#boxes.pool.has(id)) continue;
       try {
         const box = await runtime.get(name);

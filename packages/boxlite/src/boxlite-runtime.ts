@@ -51,12 +51,17 @@ export interface BoxliteBoxSummary {
   readonly id: string;
   readonly name: string | undefined;
   readonly running: boolean;
+  /** The runtime's word for the box state (`running`, `stopped`, ...), when it gives one. */
+  readonly status?: string | undefined;
+  /** ISO 8601 times the runtime reports, when it does. */
+  readonly createdAt?: string | undefined;
+  readonly startedAt?: string | undefined;
 }
 
 export interface BoxliteRuntime {
   /** Creates the box; it is usable (exec) once this resolves. Names are unique per runtime. */
   create(spec: BoxliteBoxSpec): Promise<BoxliteBoxHandle>;
-  /** Every box the runtime knows, including ones other processes created. */
+  /** Every box the runtime knows, including ones other processes created. Reads only. */
   list(): Promise<BoxliteBoxSummary[]>;
   /** A handle of an existing box, by name; `undefined` when there is none. */
   get(name: string): Promise<BoxliteBoxHandle | undefined>;

@@ -59,7 +59,9 @@ export interface SdkBoxOptions {
 export interface SdkBoxInfo {
   id: string;
   name?: string;
-  state: { running: boolean };
+  state: { status: string; running: boolean };
+  createdAt: string;
+  startedAt?: string;
 }
 
 export interface SdkRuntime {
@@ -85,6 +87,13 @@ export interface SdkBoxliteRuntimeOptions {
   fsAccess?: FsAccessProbe;
   platform?: NodeJS.Platform;
   logger?: Logger;
+}
+
+/** A runtime timestamp as ISO 8601; `undefined` when absent or unreadable (it is only shown). */
+function isoTime(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
 /** Reads one output stream to its end; chunks keep their own line breaks. */
@@ -186,7 +195,14 @@ class SdkBoxliteRuntime implements BoxliteRuntime {
 
   async list(): Promise<BoxliteBoxSummary[]> {
     const infos = await this.#runtime.listInfo();
-    return infos.map((info) => ({ id: info.id, name: info.name, running: info.state.running }));
+    return infos.map((info) => ({
+      id: info.id,
+      name: info.name,
+      running: info.state.running,
+      status: info.state.status,
+      createdAt: isoTime(info.createdAt),
+      startedAt: isoTime(info.startedAt),
+    }));
   }
 
   async get(name: string): Promise<BoxliteBoxHandle | undefined> {

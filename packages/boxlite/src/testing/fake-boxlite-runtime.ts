@@ -30,6 +30,8 @@ export interface FakeBoxliteRuntimeOptions {
   userland?: Userland;
   /** Refuse a second live box of one name, as the real runtime does. Default true. */
   uniqueNames?: boolean;
+  /** Wall clock (ms) stamped as each box's `createdAt`; default `Date.now`. */
+  now?: () => number;
 }
 
 /**
@@ -41,6 +43,8 @@ export class FakeBox implements BoxliteBoxHandle {
   readonly name: string;
   readonly dir: string;
   readonly spec: BoxliteBoxSpec | undefined;
+  /** ISO 8601, as the runtime's box info reports it. */
+  readonly createdAt: string;
   readonly #runtime: FakeBoxliteRuntime;
   running = true;
   stopCalls = 0;
@@ -51,11 +55,18 @@ export class FakeBox implements BoxliteBoxHandle {
   /** When set, `stop()` rejects with it (and the box keeps running). */
   failStop: Error | undefined;
 
-  constructor(runtime: FakeBoxliteRuntime, name: string, dir: string, spec?: BoxliteBoxSpec) {
+  constructor(
+    runtime: FakeBoxliteRuntime,
+    name: string,
+    dir: string,
+    spec: BoxliteBoxSpec | undefined,
+    createdAt: string,
+  ) {
     this.#runtime = runtime;
     this.name = name;
     this.dir = dir;
     this.spec = spec;
+    this.createdAt = createdAt;
   }
 
   dieWith(message = 'vsock disconnected'): this {
@@ -116,9 +127,12 @@ export class FakeBoxliteRuntime implements BoxliteRuntime {
   readonly execCalls: FakeExecCall[] = [];
   /** Rejects the next creates with these errors, in order. */
   readonly createFailures: Error[] = [];
+  /** Rejects the next lists with these errors, in order. */
+  readonly listFailures: Error[] = [];
   closed = false;
   #root: Promise<string> | undefined;
   readonly #ownsRoot: boolean;
+  readonly #now: () => number;
   #busybox: Promise<string> | undefined;
 
   constructor(options: FakeBoxliteRuntimeOptions = {}) {
@@ -127,6 +141,7 @@ export class FakeBoxliteRuntime implements BoxliteRuntime {
     this.mapped = options.mapped ?? ['/mnt/user-data', '/mnt/skills'];
     this.userland = options.userland ?? 'host';
     this.uniqueNames = options.uniqueNames ?? true;
+    this.#now = options.now ?? Date.now;
   }
 
   /** Boxes created through `create` (not seeded), in order. */
@@ -146,13 +161,18 @@ export class FakeBoxliteRuntime implements BoxliteRuntime {
   }
 
   list(): Promise<BoxliteBoxSummary[]> {
-    return this.gate.invoke('list', [], async () =>
-      [...this.boxes.values()].map((b) => ({
+    return this.gate.invoke('list', [], async () => {
+      const failure = this.listFailures.shift();
+      if (failure) throw failure;
+      // Boxes are created with auto-remove, so a stopped box leaves the runtime's list.
+      return [...this.boxes.values()].map((b) => ({
         id: `id-${b.name}`,
         name: b.name,
         running: b.running,
-      })),
-    );
+        status: b.running ? 'running' : 'stopped',
+        createdAt: b.createdAt,
+      }));
+    });
   }
 
   get(name: string): Promise<BoxliteBoxHandle | undefined> {
@@ -200,7 +220,7 @@ export class FakeBoxliteRuntime implements BoxliteRuntime {
   async #add(name: string, spec: BoxliteBoxSpec | undefined): Promise<FakeBox> {
     const dir = path.join(await this.#rootDir(), `${name}.${this.history.length}`);
     await mkdir(dir, { recursive: true });
-    const box = new FakeBox(this, name, dir, spec);
+    const box = new FakeBox(this, name, dir, spec, new Date(this.#now()).toISOString());
     this.boxes.set(name, box);
     this.history.push(box);
     return box;
