@@ -45,6 +45,12 @@ export type { SandboxUnderTest, SandboxContractOptions } from './testing/sandbox
 // @section provider-contract
 export { describeProviderContract } from './testing/provider-contract.js';
 export type { ProviderUnderTest, ProviderContractOptions } from './testing/provider-contract.js';
+export { describeInspectionContract } from './testing/inspection-contract.js';
+export type {
+  InspectionContext,
+  InspectionHarness,
+  InspectionContractOptions,
+} from './testing/inspection-contract.js';
 
 // @section ownership-store-contract
 export { describeOwnershipStoreContract } from './testing/ownership-store-contract.js';
