@@ -18,9 +18,12 @@ import {
 import type {
   AcquireOptions,
   Clock,
+  ListSandboxesOptions,
   Logger,
   ModuleImporter,
+  SandboxListingProvider,
   SandboxProviderInit,
+  SandboxSummary,
   WarmEntry,
   WarmPoolDestroyReason,
 } from '@sbx/core';
@@ -32,8 +35,13 @@ import {
   resolveOpenSandboxSettings,
 } from './opensandbox-config.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
-import type { OpenSandboxSdk } from './opensandbox-sdk.js';
-import { loadOpenSandboxSdk } from './opensandbox-sdk.js';
+import type {
+  OpenSandboxConnectionConfig,
+  OpenSandboxManager,
+  OpenSandboxSandboxInfo,
+  OpenSandboxSdk,
+} from './opensandbox-sdk.js';
+import { OPENSANDBOX_SDK_PACKAGE, loadOpenSandboxSdk } from './opensandbox-sdk.js';
 import { describeRemoteError } from './terminal-errors.js';
 
 /** Tags every remote carries; the names are the reference implementation's, for operators' filters. */
@@ -47,6 +55,9 @@ export const OPENSANDBOX_PROVIDER_TAG_VALUE = 'opensandbox';
 export const PROVIDER_SHUT_DOWN_MESSAGE = 'OpenSandboxProvider has been shut down';
 export const PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE =
   'OpenSandboxProvider shut down during acquire';
+
+/** Sandboxes asked for per page when listing. */
+export const LIST_PAGE_SIZE = 100;
 
 /** Directories every new remote gets before it is handed out. */
 export const BOOTSTRAP_DIRECTORIES = [
@@ -91,6 +102,13 @@ interface ActiveSandbox {
   readonly identity: OpenSandboxIdentity | undefined;
 }
 
+/** What this instance knows of a remote it tracks, for a listing. */
+interface TrackedRemote {
+  readonly state: 'active' | 'warm';
+  readonly identity: OpenSandboxIdentity | undefined;
+  readonly releasedAt?: number;
+}
+
 const PROVIDER_NAME = 'opensandbox';
 
 /** Warnings the specification requires are printed by default; nothing else is. */
@@ -122,8 +140,10 @@ const UNKNOWN_IDENTITY = 'an anonymous sandbox';
  *   are evicted oldest first, active ones never), `idle_timeout` deletes long-parked ones.
  * - `reset()` moves active sandboxes to the warm pool and starts a fresh lock table; `shutdown()`
  *   stops the idle checker and deletes every remote exactly once. Idempotent.
+ * - `listSandboxes()` (`sbx ls`) shows the server's sandboxes carrying this provider's tag; there is
+ *   no `reapOrphans()`: no ownership store says whether another process still uses a remote.
  */
-export class OpenSandboxProvider extends SandboxProvider {
+export class OpenSandboxProvider extends SandboxProvider implements SandboxListingProvider {
   readonly settings: OpenSandboxSettings;
   readonly #options: OpenSandboxProviderOptions;
   readonly #logger: Logger;
@@ -271,6 +291,101 @@ export class OpenSandboxProvider extends SandboxProvider {
     return this.#shutdown;
   }
 
+  /**
+   * Every sandbox of the server tagged `deer_flow_provider: opensandbox` (so also those other
+   * processes created), by its server id, with this instance's view (`active` / `warm`) or else
+   * the server's state; the (user, thread) comes from this instance's registry or the remote's
+   * own tags. Reads only: one lifecycle listing, through a manager whose transport is closed
+   * after it; nothing is renewed, health-checked or deleted.
+   */
+  async listSandboxes(options: ListSandboxesOptions = {}): Promise<SandboxSummary[]> {
+    const { signal } = options;
+    this.#assertOpen();
+    throwIfAborted(signal);
+    const sdk = await this.#loadSdk();
+    throwIfAborted(signal);
+    if (sdk.SandboxManager === undefined) {
+      throw new SandboxRuntimeError(
+        `The OpenSandbox SDK in use has no SandboxManager, which listing needs (${OPENSANDBOX_SDK_PACKAGE} >= 0.1.11 has it)`,
+      );
+    }
+    const manager = sdk.SandboxManager.create({ connectionConfig: this.#connectionConfig(sdk) });
+    let infos: OpenSandboxSandboxInfo[];
+    try {
+      infos = await this.#listTagged(manager, signal);
+    } finally {
+      await manager.close().catch((error: unknown) => {
+        this.#logger.debug('Closing the OpenSandbox listing transport failed', {
+          error: describeRemoteError(error),
+        });
+      });
+    }
+    const tracked = this.#trackedByRemoteId();
+    return infos.map((info) => this.#summary(info, tracked.get(info.id)));
+  }
+
+  /** Every page of the tagged sandboxes, once each (a sandbox may move between pages meanwhile). */
+  async #listTagged(
+    manager: OpenSandboxManager,
+    signal: AbortSignal | undefined,
+  ): Promise<OpenSandboxSandboxInfo[]> {
+    const tag = { [OPENSANDBOX_METADATA.provider]: OPENSANDBOX_PROVIDER_TAG_VALUE };
+    const found = new Map<string, OpenSandboxSandboxInfo>();
+    for (let page = 1; ; page += 1) {
+      const answer = await manager.listSandboxInfos({
+        metadata: tag,
+        page,
+        pageSize: LIST_PAGE_SIZE,
+      });
+      throwIfAborted(signal);
+      for (const info of answer.items) {
+        // The server filters by the tag already; an untagged answer is never taken for ours.
+        if (info.metadata?.[OPENSANDBOX_METADATA.provider] !== OPENSANDBOX_PROVIDER_TAG_VALUE) {
+          continue;
+        }
+        if (!found.has(info.id)) found.set(info.id, info);
+      }
+      const more = answer.pagination;
+      if (more === undefined || !more.hasNextPage || page >= more.totalPages) break;
+      if (answer.items.length === 0) break;
+    }
+    return [...found.values()];
+  }
+
+  #trackedByRemoteId(): Map<string, TrackedRemote> {
+    const tracked = new Map<string, TrackedRemote>();
+    for (const entry of this.#sandboxes.pool.entries()) {
+      tracked.set(entry.value.sandbox.remoteId, {
+        state: 'warm',
+        identity: entry.value.identity,
+        releasedAt: entry.releasedAt,
+      });
+    }
+    for (const active of this.#sandboxes.active.values()) {
+      tracked.set(active.sandbox.remoteId, { state: 'active', identity: active.identity });
+    }
+    return tracked;
+  }
+
+  #summary(info: OpenSandboxSandboxInfo, tracked: TrackedRemote | undefined): SandboxSummary {
+    const user = info.metadata?.[OPENSANDBOX_METADATA.user];
+    const thread = info.metadata?.[OPENSANDBOX_METADATA.thread];
+    const identity =
+      tracked !== undefined
+        ? tracked.identity
+        : user !== undefined && thread !== undefined
+          ? { userId: user, threadId: thread }
+          : undefined;
+    const updatedAt = isoTime(tracked?.releasedAt ?? info.createdAt.getTime());
+    return {
+      id: info.id,
+      ...(identity === undefined ? {} : { userId: identity.userId, threadId: identity.threadId }),
+      state: tracked?.state ?? info.status.state,
+      ...(updatedAt === undefined ? {} : { updatedAt }),
+      location: info.image?.uri ? `opensandbox:${info.image.uri}` : 'opensandbox',
+    };
+  }
+
   // -------------------------------------------------------------------------------------------
   // acquire
 
@@ -377,14 +492,7 @@ export class OpenSandboxProvider extends SandboxProvider {
     const s = this.settings;
     // A fresh configuration per remote: the SDK gives each configuration its own HTTP agent, so
     // closing one sandbox's transport never cuts off another's.
-    const connectionConfig = new sdk.ConnectionConfig({
-      ...(s.apiKey === undefined ? {} : { apiKey: s.apiKey }),
-      ...(s.domain === undefined ? {} : { domain: s.domain }),
-      protocol: s.protocol,
-      requestTimeoutSeconds: s.requestTimeoutSeconds,
-      useServerProxy: s.useServerProxy,
-      disableMetrics: s.disableMetrics,
-    });
+    const connectionConfig = this.#connectionConfig(sdk);
     const metadata: Record<string, string> = {
       [OPENSANDBOX_METADATA.provider]: OPENSANDBOX_PROVIDER_TAG_VALUE,
     };
@@ -513,6 +621,18 @@ export class OpenSandboxProvider extends SandboxProvider {
 
   // -------------------------------------------------------------------------------------------
 
+  #connectionConfig(sdk: OpenSandboxSdk): OpenSandboxConnectionConfig {
+    const s = this.settings;
+    return new sdk.ConnectionConfig({
+      ...(s.apiKey === undefined ? {} : { apiKey: s.apiKey }),
+      ...(s.domain === undefined ? {} : { domain: s.domain }),
+      protocol: s.protocol,
+      requestTimeoutSeconds: s.requestTimeoutSeconds,
+      useServerProxy: s.useServerProxy,
+      disableMetrics: s.disableMetrics,
+    });
+  }
+
   #assertOpen(): void {
     if (this.#closed) throw new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE);
   }
@@ -541,4 +661,9 @@ export function createOpenSandboxProvider(
   init: OpenSandboxProviderOptions = {},
 ): OpenSandboxProvider {
   return new OpenSandboxProvider(init);
+}
+
+/** A time for a listing; `undefined` for one the server sent unreadable (it is only shown). */
+function isoTime(ms: number): string | undefined {
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
 }

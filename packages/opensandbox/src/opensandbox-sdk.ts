@@ -113,12 +113,53 @@ export interface OpenSandboxSandboxStatic {
   create(options: OpenSandboxCreateOptions): Promise<OpenSandboxRemote>;
 }
 
+/** `SandboxInfo` of the SDK (the fields read here). */
+export interface OpenSandboxSandboxInfo {
+  readonly id: string;
+  readonly image?: { readonly uri: string } | undefined;
+  readonly metadata?: Readonly<Record<string, string>> | undefined;
+  /** `state` is the server's word: `Running`, `Paused`, `Creating`, ... */
+  readonly status: { readonly state: string };
+  readonly createdAt: Date;
+  /** `null` for a sandbox without a lifetime (explicit cleanup). */
+  readonly expiresAt: Date | null;
+}
+
+/** `SandboxFilter` of the SDK: metadata pairs must all match; pages are 1-based. */
+export interface OpenSandboxListFilter {
+  states?: string[];
+  metadata?: Record<string, string>;
+  page?: number;
+  pageSize?: number;
+}
+
+/** `ListSandboxesResponse` of the SDK. */
+export interface OpenSandboxListPage {
+  readonly items: readonly OpenSandboxSandboxInfo[];
+  readonly pagination?:
+    | { readonly page: number; readonly totalPages: number; readonly hasNextPage: boolean }
+    | undefined;
+}
+
+/** A `SandboxManager` of the SDK: the lifecycle API without a sandbox in hand. */
+export interface OpenSandboxManager {
+  listSandboxInfos(filter?: OpenSandboxListFilter): Promise<OpenSandboxListPage>;
+  /** Closes the manager's own transport. */
+  close(): Promise<void>;
+}
+
+export interface OpenSandboxManagerStatic {
+  create(options: { connectionConfig: OpenSandboxConnectionConfig }): OpenSandboxManager;
+}
+
 /** The SDK module as this package uses it. */
 export interface OpenSandboxSdk {
   readonly Sandbox: OpenSandboxSandboxStatic;
   readonly ConnectionConfig: new (
     options: OpenSandboxConnectionOptions,
   ) => OpenSandboxConnectionConfig;
+  /** Used only to list sandboxes (`sbx ls`); optional so an SDK stand-in without it still acquires. */
+  readonly SandboxManager?: OpenSandboxManagerStatic;
 }
 
 function isSdk(value: unknown): value is OpenSandboxSdk {

@@ -7,9 +7,13 @@ import type {
   OpenSandboxCreateOptions,
   OpenSandboxExecution,
   OpenSandboxFiles,
+  OpenSandboxListFilter,
+  OpenSandboxListPage,
+  OpenSandboxManager,
   OpenSandboxProtocol,
   OpenSandboxRemote,
   OpenSandboxRunOptions,
+  OpenSandboxSandboxInfo,
   OpenSandboxSdk,
   OpenSandboxWriteEntry,
 } from '../opensandbox-sdk.js';
@@ -25,7 +29,16 @@ import { HostShellMachine, MachineFileError } from './host-shell-machine.js';
  */
 
 export type FakeOpenSandboxOp =
-  'create' | 'run' | 'readBytes' | 'readBytesStream' | 'writeFiles' | 'renew' | 'kill' | 'close';
+  | 'create'
+  | 'run'
+  | 'readBytes'
+  | 'readBytesStream'
+  | 'writeFiles'
+  | 'renew'
+  | 'kill'
+  | 'close'
+  | 'list'
+  | 'closeManager';
 
 /** An error shaped like the SDK's `SandboxApiException` (classification reads name and status). */
 export function fakeApiError(statusCode: number, message: string, rawBody?: unknown): Error {
@@ -55,6 +68,9 @@ export interface FakeExecutionInit {
   error?: { name: string; value: string };
 }
 
+/** Page size the lifecycle API uses when a listing names none. */
+const DEFAULT_LIST_PAGE_SIZE = 20;
+
 /** A `CommandExecution` as the SDK would build it from execd's events for this outcome. */
 export function fakeExecution(init: FakeExecutionInit = {}): OpenSandboxExecution {
   const exitCode = init.exitCode === undefined ? 0 : init.exitCode;
@@ -82,6 +98,10 @@ export interface FakeRemoteState {
   readonly machine: HostShellMachine;
   readonly options: OpenSandboxCreateOptions;
   alive: boolean;
+  /** What the lifecycle API reports as `status.state`; `Running` from creation on. */
+  state: string;
+  readonly createdAt: Date;
+  expiresAt: Date | null;
   readonly renewals: number[];
   kills: number;
   closes: number;
@@ -173,10 +193,15 @@ export class FakeOpenSandbox {
   readonly #responders: { match: (command: string) => boolean; respond: Responder }[] = [];
   #next = 0;
   readonly #userland: Userland;
+  readonly #now: () => number;
 
-  /** `userland: 'busybox'` gives every remote only busybox tools (the portable search path). */
-  constructor(options: { userland?: Userland } = {}) {
+  /**
+   * `userland: 'busybox'` gives every remote only busybox tools (the portable search path); `now`
+   * is the server's wall clock (creation and expiry times), default `Date.now`.
+   */
+  constructor(options: { userland?: Userland; now?: () => number } = {}) {
     this.#userland = options.userland ?? 'host';
+    this.#now = options.now ?? Date.now;
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const fake = this;
     this.sdk = {
@@ -185,6 +210,13 @@ export class FakeOpenSandbox {
           fake.#call('create', undefined, [options], () => fake.#create(options)),
       },
       ConnectionConfig: FakeConnectionConfig,
+      SandboxManager: {
+        create: (): OpenSandboxManager => ({
+          listSandboxInfos: (filter: OpenSandboxListFilter = {}) =>
+            fake.#call('list', undefined, [filter], async () => fake.#list(filter)),
+          close: () => fake.#call('closeManager', undefined, [], async () => {}),
+        }),
+      },
     };
   }
 
@@ -278,11 +310,16 @@ export class FakeOpenSandbox {
   async #create(options: OpenSandboxCreateOptions): Promise<OpenSandboxRemote> {
     const id = `fake-${(this.#next += 1)}`;
     const machine = await HostShellMachine.create(options.env ?? {}, this.#userland);
+    const now = this.#now();
     const state: FakeRemoteState = {
       id,
       machine,
       options,
       alive: true,
+      state: 'Running',
+      createdAt: new Date(now),
+      expiresAt:
+        options.timeoutSeconds === null ? null : new Date(now + options.timeoutSeconds * 1000),
       renewals: [],
       kills: 0,
       closes: 0,
@@ -290,6 +327,36 @@ export class FakeOpenSandbox {
     this.remotes.set(id, state);
     this.creates.push({ remoteId: id, options });
     return this.#remoteFor(state);
+  }
+
+  /** `GET /v1/sandboxes`: live sandboxes matching every metadata pair and a state, one page. */
+  #list(filter: OpenSandboxListFilter): OpenSandboxListPage {
+    const page = filter.page ?? 1;
+    const pageSize = filter.pageSize ?? DEFAULT_LIST_PAGE_SIZE;
+    const wanted = Object.entries(filter.metadata ?? {});
+    const matching = [...this.remotes.values()].filter(
+      (r) =>
+        r.alive &&
+        wanted.every(([k, v]) => r.options.metadata?.[k] === v) &&
+        (filter.states === undefined ||
+          filter.states.length === 0 ||
+          filter.states.includes(r.state)),
+    );
+    const totalPages = Math.max(1, Math.ceil(matching.length / pageSize));
+    const items = matching
+      .slice((page - 1) * pageSize, page * pageSize)
+      .map((r): OpenSandboxSandboxInfo => ({
+        id: r.id,
+        image: { uri: r.options.image },
+        ...(r.options.metadata === undefined ? {} : { metadata: { ...r.options.metadata } }),
+        status: { state: r.state },
+        createdAt: r.createdAt,
+        expiresAt: r.expiresAt,
+      }));
+    return {
+      items,
+      pagination: { page, totalPages, hasNextPage: page < totalPages },
+    };
   }
 
   #remoteFor(state: FakeRemoteState): OpenSandboxRemote {
@@ -376,7 +443,8 @@ export class FakeOpenSandbox {
         this.#call('renew', id, [seconds], async () => {
           alive();
           state.renewals.push(seconds);
-          return { expiresAt: new Date(Date.now() + seconds * 1000) };
+          state.expiresAt = new Date(this.#now() + seconds * 1000);
+          return { expiresAt: state.expiresAt };
         }),
       kill: () =>
         this.#call('kill', id, [], async () => {
