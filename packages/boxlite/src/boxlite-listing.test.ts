@@ -39,6 +39,14 @@ describe('BoxliteProvider.listSandboxes', () => {
     expect(canReapOrphans(h.provider)).toBe(false);
   });
 
+  it('an inspecting provider (background: false) arms no idle timer, even with an idle timeout', () => {
+    const h = harness();
+    const timers = h.clock.pendingTimers;
+    const inspecting = peerOf(h, { idle_timeout: 600 });
+    expect(inspecting.idleCheckerRunning).toBe(false);
+    expect(h.clock.pendingTimers).toBe(timers);
+  });
+
   it('shows active and warm boxes as this instance sees them, with their identity', async () => {
     const h = harness({}, {}, { now: () => CREATED_MS });
     const active = await h.provider.acquire({ userId: 'u1', threadId: 't1' });

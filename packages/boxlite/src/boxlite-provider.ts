@@ -134,6 +134,7 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
       clock: this.#clock,
       logger: this.#logger,
       destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+      background: options.background,
     });
   }
 

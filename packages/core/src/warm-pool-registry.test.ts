@@ -7,7 +7,7 @@ import type { WarmPoolDestroyReason } from './warm-pool.js';
 import type { WarmPoolSettings } from './warm-pool-registry.js';
 import { WarmPoolRegistry } from './warm-pool-registry.js';
 
-function registry(settings: Partial<WarmPoolSettings> = {}) {
+function registry(settings: Partial<WarmPoolSettings> = {}, background?: boolean) {
   const clock = new ManualClock(1_000_000);
   const logger = recordingLogger();
   const destroyed: [string, WarmPoolDestroyReason][] = [];
@@ -19,6 +19,7 @@ function registry(settings: Partial<WarmPoolSettings> = {}) {
     destroy: async (entry, reason) => {
       destroyed.push([entry.id, reason]);
     },
+    background,
   });
   return { vms, clock, logger, destroyed };
 }
@@ -39,6 +40,12 @@ describe('WarmPoolRegistry', () => {
     expect(destroyed).toEqual([['a', 'idle_timeout']]);
     expect(vms.warmIds).toEqual([]);
     await vms.pool.stop();
+  });
+
+  it('without background work the idle checker never starts and arms no timer', () => {
+    const { vms, clock } = registry({ idleTimeoutSeconds: 120 }, false);
+    expect(vms.idleCheckerRunning).toBe(false);
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it('counts active + warm replicas and lists each side', async () => {

@@ -19,6 +19,11 @@ export interface WarmPoolRegistryOptions<TWarm> {
   readonly destroy: WarmPoolOptions<TWarm>['destroy'];
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /**
+   * `false` never starts the idle checker: a provider built for inspection (`sbx ls`, core's
+   * `SandboxProviderInit.background`) parks nothing and must arm no timers. Default `true`.
+   */
+  readonly background?: boolean | undefined;
 }
 
 /**
@@ -47,7 +52,7 @@ export class WarmPoolRegistry<TActive, TWarm> {
       logger: options.logger,
       destroy: options.destroy,
     });
-    if (settings.idleTimeoutSeconds > 0) this.pool.start();
+    if (settings.idleTimeoutSeconds > 0 && options.background !== false) this.pool.start();
   }
 
   /** Ids of active (acquired, not released) sandboxes. */
@@ -60,7 +65,10 @@ export class WarmPoolRegistry<TActive, TWarm> {
     return this.pool.ids();
   }
 
-  /** Whether the idle checker runs (only when `idleTimeoutSeconds > 0`, until the pool stops). */
+  /**
+   * Whether the idle checker runs (only when `idleTimeoutSeconds > 0` and background work is
+   * allowed, until the pool stops).
+   */
   get idleCheckerRunning(): boolean {
     return this.pool.idleCheckerRunning;
   }

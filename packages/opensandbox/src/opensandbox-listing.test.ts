@@ -74,6 +74,12 @@ function mutatingCalls(fake: FakeOpenSandbox): Record<string, number> {
 }
 
 describe('OpenSandboxProvider.listSandboxes', () => {
+  it('an inspecting provider (background: false) arms no idle timer, even with an idle timeout', () => {
+    const { provider, clock } = setup({ idleTimeout: 600 });
+    expect(provider.idleCheckerRunning).toBe(false);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
   it('is offered; orphan reaping is not', () => {
     const { provider } = setup();
     expect(canListSandboxes(provider)).toBe(true);

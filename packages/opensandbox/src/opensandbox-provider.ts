@@ -178,6 +178,7 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
       clock: this.#clock,
       logger: this.#logger,
       destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+      background: options.background,
     });
   }
 

@@ -118,6 +118,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
       clock: this.#clock,
       logger: this.#logger,
       destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+      background: options.background,
     });
   }
 
