@@ -131,6 +131,21 @@ describe('§8.3 reconciliation', () => {
     expect(fake.callsOf('create')).toHaveLength(0);
   });
 
+  it('a canonical VM a live peer leases is left to it without holding a slot; adopted once the lease is gone', async () => {
+    const table = new MemoryLeaseTable();
+    const peer = new MemoryOwnershipStore({ table });
+    const { provider, fake } = await harness({ ownership: new MemoryOwnershipStore({ table }) });
+    const vm = await fake.seed({ metadata: tagged('t1', 1) });
+    await peer.take(vm.sandboxId);
+    expect(await provider.reconcileNow()).toMatchObject({ adopted: 0, deferred: 1 });
+    expect(provider.capacitySnapshot()).toMatchObject({ tombstones: 0, total: 0 });
+    // The peer goes away (its lease lapses): the next pass adopts the VM rather than skipping it.
+    await peer.release(vm.sandboxId);
+    expect(await provider.reconcileNow()).toMatchObject({ adopted: 1 });
+    expect(provider.warmIds()).toEqual([vm.sandboxId]);
+    expect(fake.callsOf('kill')).toHaveLength(0);
+  });
+
   it('§8.3.97 a canonical adoption whose bootstrap fails after a peer take cleans up without killing', async () => {
     const table = new MemoryLeaseTable();
     const peer = new MemoryOwnershipStore({ table });

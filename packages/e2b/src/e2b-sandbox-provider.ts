@@ -1691,8 +1691,11 @@ export class E2BSandboxProvider extends SandboxProvider {
         claimed = false;
       }
       if (!claimed) {
-        // A peer may hold it: its slot turns into a tombstone that a later eviction resolves.
-        slot.tombstone(id);
+        // A live peer holds it (or the store cannot say): nothing of ours is in flight, so the
+        // slot is given back. A tombstone here would count a peer's VM against this instance,
+        // hide it from discovery and every later pass (tracked locally), so it was never adopted
+        // once the peer crashed, and a tombstone retry after the lapse would kill it instead.
+        slot.release();
         await sandbox.close();
         return false;
       }
