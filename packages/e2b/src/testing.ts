@@ -12,6 +12,7 @@ export type { LocalVmRunOptions, LocalVmRunResult } from './testing/local-vm.js'
 export { E2BStandinServer } from './testing/e2b-standin-server.js';
 export type {
   E2BStandinServerOptions,
+  StandinKillHold,
   StandinVm,
   StandinRequest,
 } from './testing/e2b-standin-server.js';

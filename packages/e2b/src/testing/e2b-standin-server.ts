@@ -40,6 +40,14 @@ export interface StandinRequest {
   sandboxId: string | undefined;
 }
 
+/** A hold on the control plane's kills; see `E2BStandinServer.holdKills`. */
+export interface StandinKillHold {
+  /** Resolves with the sandbox id of the first kill that arrived while the hold is on. */
+  readonly held: Promise<string>;
+  /** Lets every held kill (and any later one) go through. Idempotent. */
+  release(): void;
+}
+
 export interface E2BStandinServerOptions {
   /** Accepted API key; requests without it get 401. Default `e2b_standin_key`. */
   apiKey?: string;
@@ -100,6 +108,7 @@ export class E2BStandinServer {
   #root: string | undefined;
   #url: string | undefined;
   #pid = 100;
+  #killHold: { arrived(id: string): void; released: Promise<void>; release(): void } | undefined;
 
   constructor(options: E2BStandinServerOptions = {}) {
     this.apiKey = options.apiKey ?? 'e2b_standin_key';
@@ -127,9 +136,34 @@ export class E2BStandinServer {
   }
 
   async stop(): Promise<void> {
+    this.#killHold?.release();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
     if (this.#root) await rm(this.#root, { recursive: true, force: true });
+  }
+
+  /**
+   * Holds every kill (`DELETE /sandboxes/{id}`) until `release()`, as a slow control plane would:
+   * the VM stays alive, listed and reachable meanwhile, and the kill takes effect once released.
+   * Lets a test keep a kill in flight for as long as it needs (past a lease TTL, say) without
+   * guessing a delay. One hold at a time.
+   */
+  holdKills(): StandinKillHold {
+    if (this.#killHold !== undefined) throw new Error('kills are already held');
+    let arrived!: (id: string) => void;
+    const held = new Promise<string>((resolve) => (arrived = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const hold = {
+      arrived,
+      released,
+      release: () => {
+        if (this.#killHold === hold) this.#killHold = undefined;
+        release();
+      },
+    };
+    this.#killHold = hold;
+    return { held, release: hold.release };
   }
 
   /** The control plane reaps a VM behind the client's back (idle timeout). */
@@ -257,6 +291,11 @@ export class E2BStandinServer {
       const id = parts[1];
       const vm = this.vms.get(id);
       if (method === 'DELETE' && parts.length === 2) {
+        const hold = this.#killHold;
+        if (hold !== undefined && vm?.alive) {
+          hold.arrived(id);
+          await hold.released;
+        }
         if (!vm?.alive) return notFound(id);
         vm.alive = false;
         res.writeHead(204).end();
