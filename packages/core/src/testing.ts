@@ -51,6 +51,13 @@ export type {
   InspectionHarness,
   InspectionContractOptions,
 } from './testing/inspection-contract.js';
+export { describeWarmPoolProviderContract } from './testing/warm-pool-provider-contract.js';
+export type {
+  WarmPoolProvider,
+  WarmPoolContext,
+  WarmPoolHarness,
+  WarmPoolBackendCall,
+} from './testing/warm-pool-provider-contract.js';
 
 // @section ownership-store-contract
 export { describeOwnershipStoreContract } from './testing/ownership-store-contract.js';
