@@ -37,7 +37,7 @@ export interface FakeBoxliteRuntimeOptions {
 /**
  * A stand-in micro-VM: a directory on the host whose commands run for real through the host
  * shell (`runOnHost` of `@sbx/core/testing`). Failures are injected per box: `dieWith` makes
- * every later exec fail (a dead VM), `failNextExec` fails one, `failStop` makes stops fail.
+ * every later exec fail (a dead VM), `failNextExec` fails one, `failStop` makes stops fail (`stopFailures` the next ones).
  */
 export class FakeBox implements BoxliteBoxHandle {
   readonly name: string;
@@ -54,6 +54,8 @@ export class FakeBox implements BoxliteBoxHandle {
   readonly execFailures: Error[] = [];
   /** When set, `stop()` rejects with it (and the box keeps running). */
   failStop: Error | undefined;
+  /** Rejects the next stops with these errors, in order (the box keeps running). */
+  readonly stopFailures: Error[] = [];
 
   constructor(
     runtime: FakeBoxliteRuntime,
@@ -108,7 +110,8 @@ export class FakeBox implements BoxliteBoxHandle {
   stop(): Promise<void> {
     return this.#runtime.gate.invoke('stop', [this.name], async () => {
       this.stopCalls += 1;
-      if (this.failStop) throw this.failStop;
+      const failure = this.stopFailures.shift() ?? this.failStop;
+      if (failure) throw failure;
       this.running = false;
       this.#runtime.forgetBox(this);
     });
