@@ -2,6 +2,9 @@ import { describeWarmPoolProviderContract } from '@sbx/core/testing';
 import type { FakeBox } from './testing/fake-boxlite-runtime.js';
 import { harness } from './testing/harness.js';
 
+// Pinned behaviours this covers for BoxLite (remote-providers.md §8): §8.5.108–111 (warm-pool
+// mixin) and §8.6.125, 127, 128, 130, 131, 133, 134. The BoxLite-specific parts of those stay in
+// boxlite-provider.test.ts.
 // The warm-pool lifecycle shared with the other micro-VM providers, on the stand-in runtime.
 describeWarmPoolProviderContract<FakeBox>('BoxliteProvider on FakeBoxliteRuntime', async (ctx) => {
   const h = harness(

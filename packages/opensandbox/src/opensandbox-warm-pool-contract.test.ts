@@ -3,6 +3,10 @@ import { OpenSandboxProvider } from './opensandbox-provider.js';
 import type { FakeRemoteState } from './testing/fake-opensandbox-sdk.js';
 import { FakeOpenSandbox, fakeApiError } from './testing/fake-opensandbox-sdk.js';
 
+// Pinned behaviours this covers for OpenSandbox (remote-providers.md §8): §8.5.108–111 (warm-pool
+// mixin), §8.8.171 (reset parks; shutdown destroys, idempotent, reaper stops) and §8.8.179
+// (concurrent same-scope acquires create once). OpenSandbox-specific checks stay in
+// opensandbox-provider.test.ts.
 // The warm-pool lifecycle shared with the other micro-VM providers, on the in-memory SDK fake.
 describeWarmPoolProviderContract<FakeRemoteState>(
   'OpenSandboxProvider on the fake SDK',

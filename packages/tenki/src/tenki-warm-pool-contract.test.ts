@@ -3,6 +3,9 @@ import type { FakeTenkiSandbox } from './testing/fake-tenki-client.js';
 import { sdkError } from './testing/fake-tenki-client.js';
 import { harness } from './testing/harness.js';
 
+// Pinned behaviours this covers for Tenki (remote-providers.md §8): §8.5.108–111 (warm-pool mixin)
+// and §8.7.157–160 and 161 (release after shutdown, reset, reaper, eviction; its client close stays
+// in tenki-provider.test.ts).
 // The warm-pool lifecycle shared with the other micro-VM providers, on the fake client.
 describeWarmPoolProviderContract<FakeTenkiSandbox>(
   'TenkiSandboxProvider on FakeTenkiClient',
