@@ -1,3 +1,4 @@
+import { canReapOrphans } from '@sbx/core';
 import type { SandboxProvider } from '@sbx/core';
 import { loadCliConfig } from './cli-config.js';
 import { writeLine } from './cli-io.js';
@@ -5,7 +6,6 @@ import { stderrLogger } from './cli-logger.js';
 import { exitCodeFor, printJson, reportFailure } from './command-result.js';
 import type { CommandRuntime, ProviderCommandOptions } from './command-runtime.js';
 import { ExitCode } from './exit-codes.js';
-import { canReapOrphans } from '@sbx/core';
 import { createProgress, withProgress } from './progress.js';
 import { closeProviderSession, openProvider } from './provider-session.js';
 
