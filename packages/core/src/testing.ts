@@ -47,6 +47,10 @@ export { describeProviderContract } from './testing/provider-contract.js';
 export type { ProviderUnderTest, ProviderContractOptions } from './testing/provider-contract.js';
 export { describeInspectionContract } from './testing/inspection-contract.js';
 export type {
+  InspectionCapabilities,
+  ListingContext,
+  ListingHarness,
+  ListingContractOptions,
   InspectionContext,
   InspectionHarness,
   InspectionContractOptions,
