@@ -1,4 +1,4 @@
-import { AbortedError, canListSandboxes, canReapOrphans } from '@sbx/core';
+import { AbortedError } from '@sbx/core';
 import { disposedAfterEach, rejectionOf } from '@sbx/core/testing';
 import { describe, expect, it } from 'vitest';
 import { BoxliteProvider } from './boxlite-provider.js';
@@ -8,7 +8,9 @@ import type { Harness } from './testing/harness.js';
 import { boxliteConfig, harness as makeHarness } from './testing/harness.js';
 
 // `listSandboxes`, the capability behind `sbx ls`, over the in-memory runtime. Several providers
-// share one fake runtime the way processes share a BoxLite home.
+// share one fake runtime the way processes share a BoxLite home. The rules every listing provider
+// shares (listing only, no `reapOrphans`; read-only; abort) run in
+// boxlite-inspection-contract.test.ts; these are the BoxLite-specific checks.
 
 const harness = disposedAfterEach(makeHarness);
 
@@ -33,12 +35,6 @@ function peerOf(h: Harness, section: Record<string, unknown> = {}): BoxliteProvi
 }
 
 describe('BoxliteProvider.listSandboxes', () => {
-  it('is offered; orphan reaping is not', () => {
-    const h = harness();
-    expect(canListSandboxes(h.provider)).toBe(true);
-    expect(canReapOrphans(h.provider)).toBe(false);
-  });
-
   it('an inspecting provider (background: false) arms no idle timer, even with an idle timeout', () => {
     const h = harness();
     const timers = h.clock.pendingTimers;
