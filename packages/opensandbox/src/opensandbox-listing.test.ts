@@ -1,5 +1,5 @@
 import { ConnectionConfig, Sandbox } from '@alibaba-group/opensandbox';
-import { AbortedError, SandboxRuntimeError, canListSandboxes, canReapOrphans } from '@sbx/core';
+import { AbortedError, SandboxRuntimeError } from '@sbx/core';
 import { ManualClock, rejectionOf } from '@sbx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { OpenSandboxProviderConfig } from './opensandbox-config.js';
@@ -14,7 +14,9 @@ import { FakeOpenSandbox } from './testing/fake-opensandbox-sdk.js';
 import { OpenSandboxStandin } from './testing/opensandbox-standin.js';
 
 // `listSandboxes`, the capability behind `sbx ls`: over the in-memory SDK (several providers on one
-// fake server, as processes sharing a deployment), then through the real SDK and the stand-in.
+// fake server, as processes sharing a deployment), then through the real SDK and the stand-in. The
+// rules every listing provider shares (listing only, no `reapOrphans`; read-only; abort) run in
+// opensandbox-inspection-contract.test.ts; these are the OpenSandbox-specific checks.
 
 const SECURE = { domain: 'opensandbox.test', protocol: 'https', api_key: 'k' };
 /** The fake server's wall clock: when every remote is created. */
@@ -78,12 +80,6 @@ describe('OpenSandboxProvider.listSandboxes', () => {
     const { provider, clock } = setup({ idleTimeout: 600 });
     expect(provider.idleCheckerRunning).toBe(false);
     expect(clock.pendingTimers).toBe(0);
-  });
-
-  it('is offered; orphan reaping is not', () => {
-    const { provider } = setup();
-    expect(canListSandboxes(provider)).toBe(true);
-    expect(canReapOrphans(provider)).toBe(false);
   });
 
   it('shows active and warm sandboxes as this instance sees them, by their server id', async () => {
