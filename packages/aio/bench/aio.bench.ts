@@ -13,12 +13,13 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parseSandboxConfig } from '@sbx/core';
+import { summarize, timed, writeBenchResults } from '../../../tools/bench/bench-kit.js';
+import type { LatencyRow as Row } from '../../../tools/bench/bench-kit.js';
 import { AioSandboxProvider } from '../src/aio-sandbox-provider.js';
 import { waitForSandboxReady } from '../src/readiness.js';
 
@@ -27,47 +28,6 @@ const IMAGE = process.env.SBX_BENCH_AIO_IMAGE ?? 'sbx-test/aio-standin:1';
 const N_REUSE = Number(process.env.SBX_BENCH_REUSE ?? 200);
 const N_RECLAIM = Number(process.env.SBX_BENCH_RECLAIM ?? 30);
 const N_COLD = Number(process.env.SBX_BENCH_COLD ?? 12);
-
-interface Row {
-  path: string;
-  samples: number;
-  p50Ms: number;
-  p95Ms: number;
-  meanMs: number;
-  minMs: number;
-  maxMs: number;
-}
-
-function summarize(path: string, samples: number[]): Row {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  const round = (v: number) => Math.round(v * 100) / 100;
-  return {
-    path,
-    samples: samples.length,
-    p50Ms: round(at(0.5)),
-    p95Ms: round(at(0.95)),
-    meanMs: round(samples.reduce((s, v) => s + v, 0) / samples.length),
-    minMs: round(sorted[0]!),
-    maxMs: round(sorted.at(-1)!),
-  };
-}
-
-async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
-  const start = process.hrtime.bigint();
-  const value = await fn();
-  return [Number(process.hrtime.bigint() - start) / 1e6, value];
-}
-
-async function repoRoot(): Promise<string> {
-  let dir = process.cwd();
-  while (!existsSync(join(dir, 'nx.json'))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('repository root (nx.json) not found');
-    dir = up;
-  }
-  return dir;
-}
 
 async function docker(...args: string[]): Promise<string> {
   return (await run('docker', args)).stdout.trim();
@@ -229,11 +189,7 @@ async function main(): Promise<void> {
     'Reuse and reclaim each include a backend health check (one engine inspect) and the ownership take; cold create adds the thread directories, the replica check and the readiness probe (first retry after 100 ms, as in the bare rows).',
     '',
   ].join('\n');
-  const outDir = join(await repoRoot(), 'bench', 'results');
-  await mkdir(outDir, { recursive: true });
-  await writeFile(join(outDir, 'aio.json'), JSON.stringify(report, null, 2) + '\n');
-  await writeFile(join(outDir, 'aio.md'), markdown);
-  console.log(markdown);
+  await writeBenchResults('aio', report, markdown);
 }
 
 main().catch((err: unknown) => {

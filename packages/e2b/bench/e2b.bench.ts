@@ -22,10 +22,9 @@
  * SBX_BENCH_CONTENTION_REPLICAS, SBX_BENCH_CONTENTION_ROUNDS, SBX_BENCH_REJECT.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import {
   MemoryOwnershipStore,
   SandboxCapacityExceededError,
@@ -42,6 +41,14 @@ import {
   E2BSandboxProvider,
   bootstrapScript,
 } from '../src/index.js';
+import {
+  nowMs as now,
+  round2,
+  summarize,
+  timed,
+  writeBenchResults,
+} from '../../../tools/bench/bench-kit.js';
+import type { LatencyRow as Row } from '../../../tools/bench/bench-kit.js';
 import { E2BStandinServer, FakeE2BClient } from '../src/testing.js';
 
 function count(name: string, fallback: number): number {
@@ -64,50 +71,6 @@ const REDIS_URL = process.env.SBX_REDIS_URL;
 
 const BOOTSTRAP = bootstrapScript(DEFAULT_E2B_HOME_DIR);
 const IDLE_TIMEOUT_MS = DEFAULT_E2B_IDLE_TIMEOUT_SECONDS * 1000;
-
-interface Row {
-  path: string;
-  samples: number;
-  p50Ms: number;
-  p95Ms: number;
-  meanMs: number;
-  minMs: number;
-  maxMs: number;
-}
-
-const round2 = (v: number) => Math.round(v * 100) / 100;
-
-function summarize(path: string, samples: number[]): Row {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
-  return {
-    path,
-    samples: samples.length,
-    p50Ms: round2(at(0.5)),
-    p95Ms: round2(at(0.95)),
-    meanMs: round2(samples.reduce((s, v) => s + v, 0) / samples.length),
-    minMs: round2(sorted[0]!),
-    maxMs: round2(sorted.at(-1)!),
-  };
-}
-
-const now = () => Number(process.hrtime.bigint()) / 1e6;
-
-async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
-  const start = now();
-  const value = await fn();
-  return [now() - start, value];
-}
-
-async function repoRoot(): Promise<string> {
-  let dir = process.cwd();
-  while (!existsSync(join(dir, 'nx.json'))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('repository root (nx.json) not found');
-    dir = up;
-  }
-  return dir;
-}
 
 const logger: Logger = {
   debug() {},
@@ -575,11 +538,7 @@ async function main(): Promise<void> {
     '',
   ].join('\n');
 
-  const outDir = join(await repoRoot(), 'bench', 'results');
-  await mkdir(outDir, { recursive: true });
-  await writeFile(join(outDir, 'e2b.json'), JSON.stringify(report, null, 2) + '\n');
-  await writeFile(join(outDir, 'e2b.md'), markdown);
-  console.log(markdown);
+  await writeBenchResults('e2b', report, markdown);
 }
 
 main().catch((err: unknown) => {
