@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from './errors.js';
 import { compileGlob, globNameFilter, pathMatchesGlob } from './glob-match.js';
@@ -70,6 +71,64 @@ describe('pathMatchesGlob', () => {
         pathMatchesGlob('**/x.py', [...dirs, 'x.py'].join('/')),
       ),
     );
+  });
+});
+
+describe('compileGlob agrees with picomatch where both define the meaning', () => {
+  // picomatch was the matcher before the linear one; on patterns without extglob syntax the two
+  // must agree, so replacing it changed no result.
+  it('property: same verdict on generated patterns and paths', () => {
+    const patternChar = fc.constantFrom(
+      'a',
+      'b',
+      '.',
+      '*',
+      '?',
+      '/',
+      '[ab]',
+      '[!a]',
+      '**/',
+      '{a,b}',
+    );
+    const pathChar = fc.constantFrom('a', 'b', '.', '/', 'c');
+    fc.assert(
+      fc.property(
+        fc.array(patternChar, { minLength: 1, maxLength: 8 }).map((p) => p.join('')),
+        fc.array(pathChar, { minLength: 1, maxLength: 10 }).map((p) => p.join('')),
+        (pattern, rel) => {
+          const normalized = pattern.replace(/^(\.\/)+/, '').replace(/\/+$/, '');
+          const path = rel.split('/').filter(Boolean).join('/');
+          if (normalized === '' || normalized.startsWith('/') || path === '') return true;
+          // A walk never yields `.` or `..`, which picomatch refuses to match at all.
+          if (path.split('/').some((part) => part === '.' || part === '..')) return true;
+          if (/\/\/|\*\*[^/]|[^/]\*\*/.test(normalized)) return true; // picomatch-specific corners
+          const regex = picomatch.makeRe(normalized, { dot: true, posix: true, windows: false });
+          const name = path.slice(path.lastIndexOf('/') + 1);
+          const expected = normalized.includes('/') ? regex.test(path) : regex.test(name);
+          return compileGlob(pattern)(path) === expected;
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it('keeps the promise of the glob tool description (src/*.ts vs **/src/*.ts)', () => {
+    expect(pathMatchesGlob('src/*.ts', 'src/a.ts')).toBe(true);
+    expect(pathMatchesGlob('src/*.ts', 'pkg/src/a.ts')).toBe(false);
+    expect(pathMatchesGlob('**/src/*.ts', 'pkg/src/a.ts')).toBe(true);
+    expect(pathMatchesGlob('**/src/*.ts', 'src/a.ts')).toBe(true);
+  });
+
+  it('treats extglob syntax literally, as fnmatch does', () => {
+    expect(pathMatchesGlob('+(a|b).ts', 'a.ts')).toBe(false);
+    expect(pathMatchesGlob('+(a|b).ts', '+(a|b).ts')).toBe(true);
+  });
+
+  it.each([
+    ['x'.repeat(1025), 'too long'],
+    ['{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}', 'more than 256 alternatives'],
+  ])('refuses an oversized pattern (%#) with a clear error', (pattern, message) => {
+    expect(() => compileGlob(pattern)).toThrow(message);
   });
 });
 

@@ -81,3 +81,7 @@ export type { HostRun, HostRunResult, Userland } from './testing/host-shell.js';
 // @section recording-logger
 export { recordingLogger } from './testing/recording-logger.js';
 export type { LogLevel, LogLine, RecordingLogger } from './testing/recording-logger.js';
+
+// @section isolated-run
+export { runIsolated } from './testing/isolated-run.js';
+export type { IsolatedRunOptions, IsolatedRunResult } from './testing/isolated-run.js';

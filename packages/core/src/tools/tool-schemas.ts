@@ -35,7 +35,7 @@ export const lsInputSchema = z.object({
 export const globInputSchema = z.object({
   description,
   pattern: nonBlank('pattern').describe(
-    'Glob pattern relative to `path`, matched segment by segment from the right: `*.py` finds Python files at any depth, `src/*.ts` finds .ts files directly inside any `src` directory.',
+    'Glob pattern relative to `path`. Without `/` it matches file names at any depth (`*.py`); with `/` it matches the whole path below `path`, so `src/*.ts` finds .ts files directly inside `path`/src and `**/src/*.ts` those inside any `src` directory.',
   ),
   path: virtualPath('directory to search below'),
   include_dirs: z
