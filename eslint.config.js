@@ -52,4 +52,13 @@ export default tseslint.config(
     files: ['**/*.test.ts', '**/bench/**', 'tools/**'],
     rules: { '@typescript-eslint/no-non-null-assertion': 'off' },
   },
+  {
+    // Plain CommonJS loaded by path (the search worker thread): require() is the module system.
+    files: ['**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', module: 'writable' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
 );

@@ -1,3 +1,4 @@
+import { copyFile } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
@@ -8,4 +9,11 @@ export default defineConfig({
   sourcemap: true,
   target: 'node20',
   tsconfig: 'tsconfig.build.json',
+  // `import.meta.url` in the CommonJS build, where the search worker is located from.
+  shims: true,
+  // The search worker is plain CommonJS loaded by path (`new Worker(url)`): shipped beside the
+  // bundles that locate it relative to themselves.
+  async onSuccess() {
+    await copyFile('src/search-worker.cjs', 'dist/search-worker.cjs');
+  },
 });

@@ -13,6 +13,7 @@ import {
   compareRelativePaths,
   compileGlob,
   compileGrepPattern,
+  matchingLineIndices,
   globNameFilter,
   planRemoteListDir,
   redactSecrets,
@@ -619,7 +620,7 @@ export class AioSandbox extends Sandbox {
       maxResults: Math.min(remoteOutputLimit(maxResults), GREP_API_MAX_RESULTS),
       ...(nameFilter === undefined ? {} : { include: [nameFilter] }),
     });
-    const found: { rel: string; match: GrepMatch }[] = [];
+    const candidates: { rel: string; file: string; lineNumber: number; text: string }[] = [];
     for (const m of raw) {
       let rel: string | undefined;
       if (m.file === root) rel = posix.basename(root);
@@ -629,12 +630,21 @@ export class AioSandbox extends Sandbox {
       }
       if (rel === undefined || (glob && !glob(rel))) continue;
       const text = m.lineContent.replace(/\r?\n$/, '').replace(/\r$/, '');
-      if (text.length + 1 > MAX_GREP_LINE_LENGTH || !regex.test(text)) continue;
-      found.push({
-        rel,
-        match: { path: m.file, lineNumber: m.lineNumber, line: truncateLine(text) },
-      });
+      candidates.push({ rel, file: m.file, lineNumber: m.lineNumber, text });
     }
+    // The pattern runs on a search worker under a deadline, never on this event loop.
+    const hits = await matchingLineIndices(
+      candidates.map((c) => c.text),
+      regex,
+      MAX_GREP_LINE_LENGTH,
+    );
+    const found: { rel: string; match: GrepMatch }[] = hits.map((i) => {
+      const c = candidates[i]!;
+      return {
+        rel: c.rel,
+        match: { path: c.file, lineNumber: c.lineNumber, line: truncateLine(c.text) },
+      };
+    });
     found.sort(
       (a, b) => compareRelativePaths(a.rel, b.rel) || a.match.lineNumber - b.match.lineNumber,
     );

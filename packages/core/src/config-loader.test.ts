@@ -57,6 +57,7 @@ describe('parseSandboxConfig defaults', () => {
         readFileOutputMaxChars: 50000,
         lsOutputMaxChars: 20000,
         bashCommandTimeout: 600,
+        searchTimeoutSeconds: 10,
         provisionerUrl: undefined,
         provisionerApiKey: undefined,
         skills: { containerPath: '/mnt/skills', path: undefined },

@@ -20,7 +20,11 @@ describe('listSandboxConfigKeys', () => {
     });
     expect(byPath.get('sandbox.ownership.renewal_interval_seconds')).toMatchObject({
       default: 30,
-      constraints: ['> 0'],
+      constraints: ['> 0', '<= 2147483'],
+    });
+    expect(byPath.get('sandbox.search_timeout_seconds')).toMatchObject({
+      default: 10,
+      constraints: ['> 0', '<= 2147483'],
     });
     expect(byPath.get('sandbox.ownership.key_prefix')?.default).toBe('sbx');
     expect(byPath.get('sandbox.overflow_policy')?.type).toBe('"wait" | "reject" | "burst"');

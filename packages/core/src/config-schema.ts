@@ -46,12 +46,67 @@ function containerPathProblem(p: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Top-level host system trees. A host-backed provider maps virtual roots onto host directories, so
+ * a virtual root here would put the host's own files one mapping mistake away from the agent.
+ */
+export const HOST_SYSTEM_TREES = [
+  '/bin',
+  '/boot',
+  '/dev',
+  '/etc',
+  '/home',
+  '/lib',
+  '/lib32',
+  '/lib64',
+  '/libx32',
+  '/opt',
+  '/proc',
+  '/root',
+  '/run',
+  '/sbin',
+  '/srv',
+  '/sys',
+  '/tmp',
+  '/usr',
+  '/var',
+] as const;
+
+/** Trees that hold no data directory: a base directory or mount below them is refused too. */
+const KERNEL_AND_CONFIG_TREES = ['/boot', '/dev', '/etc', '/proc', '/sys'] as const;
+
+/** The largest timer Node accepts (2^31 - 1 ms); a longer one fires after 1 ms instead. */
+export const MAX_TIMER_SECONDS = 2_147_483;
+
+/** A number of seconds a timer is armed with: bounded by what Node's timers accept. */
+const timerSeconds = () => z.number().lte(MAX_TIMER_SECONDS);
+
 function skillsRootProblem(p: string): string | undefined {
   const base = containerPathProblem(p);
   if (base) return base;
   const root = p.replace(/\/+$/, '');
   const clash = RESERVED_CONTAINER_PATHS.find((r) => overlaps(root, r));
-  return clash ? `must not overlap the reserved platform path ${clash}` : undefined;
+  if (clash) return `must not overlap the reserved platform path ${clash}`;
+  // Kernel and configuration trees have no business as a skills root in any sandbox; the other
+  // system trees (`/opt/skills` is common in images) are refused only by host-backed providers.
+  const system = KERNEL_AND_CONFIG_TREES.find((t) => overlaps(root, t));
+  return system ? `must not overlap the host system directory ${system}` : undefined;
+}
+
+/**
+ * Why a host directory cannot hold sandbox data (`base_dir`, a mount's `host_path`), or undefined:
+ * never the root, a system tree itself, or anything below a kernel or configuration tree. Relative
+ * paths are checked once resolved (by the provider).
+ */
+export function hostDataDirProblem(p: string): string | undefined {
+  if (!path.posix.isAbsolute(p)) return undefined;
+  const resolved = path.posix.resolve(p).replace(/\/+$/, '') || '/';
+  if (resolved === '/') return 'must not be the host root "/"';
+  if ((HOST_SYSTEM_TREES as readonly string[]).includes(resolved)) {
+    return `must not be the host system directory ${resolved}`;
+  }
+  const under = KERNEL_AND_CONFIG_TREES.find((t) => resolved.startsWith(`${t}/`));
+  return under ? `must not be inside the host system directory ${under}` : undefined;
 }
 
 function urlProblem(value: string, protocols: readonly string[]): string | undefined {
@@ -93,8 +148,7 @@ const ownershipSchema = z
       .describe(
         'Redis URL for type redis. When absent: env SBX_OWNERSHIP_REDIS_URL, DEER_FLOW_SANDBOX_OWNERSHIP_REDIS_URL, DEER_FLOW_STREAM_BRIDGE_REDIS_URL, REDIS_URL, then redis://localhost:6379/0.',
       ),
-    renewal_interval_seconds: z
-      .number()
+    renewal_interval_seconds: timerSeconds()
       .gt(0)
       .default(30)
       .describe(
@@ -123,7 +177,9 @@ const mountSchema = z
   .strictObject({
     host_path: checked(z.string().min(1), (v) =>
       path.posix.isAbsolute(v) || path.win32.isAbsolute(v)
-        ? undefined
+        ? path.posix.isAbsolute(v)
+          ? hostDataDirProblem(v)
+          : undefined
         : 'must be an absolute host path (relative paths are ambiguous for container runtimes)',
     ).describe('Host directory to mount (as the process that creates the sandbox sees it).'),
     container_path: checked(z.string(), containerPathProblem).describe(
@@ -184,8 +240,7 @@ const sectionShape = {
     .describe(
       'What an acquire does at capacity: wait up to acquire_timeout, reject, or burst up to burst_limit extra.',
     ),
-  acquire_timeout: z
-    .number()
+  acquire_timeout: timerSeconds()
     .int()
     .gt(0)
     .default(30)
@@ -203,8 +258,7 @@ const sectionShape = {
   )
     .optional()
     .describe('Container name prefix (AIO; provider default applies when absent).'),
-  idle_timeout: z
-    .number()
+  idle_timeout: timerSeconds()
     .int()
     .gte(0)
     .optional()
@@ -221,8 +275,7 @@ const sectionShape = {
   ownership: ownershipSchema.optional(),
   warm_pool: z
     .strictObject({
-      idle_check_interval_seconds: z
-        .number()
+      idle_check_interval_seconds: timerSeconds()
         .gt(0)
         .default(60)
         .describe('Seconds between idle checks of released (warm) sandboxes.'),
@@ -268,13 +321,18 @@ const sectionShape = {
     .gte(0)
     .default(20000)
     .describe('ls tool output limit in characters (head truncation); 0 disables.'),
-  bash_command_timeout: z
-    .number()
+  bash_command_timeout: timerSeconds()
     .int()
     .gt(0)
     .default(600)
     .describe(
       'Wall-clock seconds one host bash command may run before its process group is killed.',
+    ),
+  search_timeout_seconds: timerSeconds()
+    .gt(0)
+    .default(10)
+    .describe(
+      'Wall-clock seconds one grep or glob may run; past it the search stops and reports what it found so far.',
     ),
   provisioner_url: checked(z.string(), (v) => urlProblem(v, ['http:', 'https:']))
     .optional()
@@ -310,9 +368,7 @@ const sectionShape = {
     })
     .default({ enabled: true })
     .describe('Read-before-write gate of the file tools.'),
-  base_dir: z
-    .string()
-    .min(1)
+  base_dir: checked(z.string().min(1), hostDataDirProblem)
     .optional()
     .describe(
       'Data directory for thread files and skill projections. Absent: env SBX_HOME, else ./.sbx (relative to the working directory).',
@@ -383,6 +439,7 @@ function toConfig(s: Section, ctx: SandboxSchemaContext): SandboxConfig {
     readFileOutputMaxChars: s.read_file_output_max_chars,
     lsOutputMaxChars: s.ls_output_max_chars,
     bashCommandTimeout: s.bash_command_timeout,
+    searchTimeoutSeconds: s.search_timeout_seconds,
     provisionerUrl: s.provisioner_url,
     provisionerApiKey: s.provisioner_api_key,
     skills: { containerPath: s.skills.container_path.replace(/\/+$/, ''), path: s.skills.path },

@@ -93,6 +93,8 @@ export interface SandboxConfig {
   readonly readFileOutputMaxChars: number;
   readonly lsOutputMaxChars: number;
   readonly bashCommandTimeout: number;
+  /** Wall clock of one grep or glob, in seconds (`search_timeout_seconds`, default 10). */
+  readonly searchTimeoutSeconds: number;
   readonly provisionerUrl: string | undefined;
   readonly provisionerApiKey: string | undefined;
   readonly skills: SkillsConfig;

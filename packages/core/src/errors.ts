@@ -342,3 +342,27 @@ export class HostBashDisabledError extends SbxError {
     super(message, options);
   }
 }
+
+/**
+ * A search (grep or glob) ran past its deadline (`sandbox.search_timeout_seconds`). `partial`
+ * holds what was found before the deadline, so a caller can still show it; the message names the
+ * limit so the agent knows to narrow the search.
+ */
+export class SearchTimeoutError<Partial = unknown> extends SbxError {
+  static override readonly CODE = 'SEARCH_TIMEOUT';
+  readonly timeoutMs: number;
+  readonly partial: Partial | undefined;
+  constructor(
+    operation: 'grep' | 'glob',
+    timeoutMs: number,
+    partial?: Partial,
+    options: SbxErrorOptions = {},
+  ) {
+    super(
+      `${operation} stopped after ${timeoutMs / 1000} s (the search time limit, sandbox.search_timeout_seconds); narrow the path, the pattern or add a glob filter`,
+      options,
+    );
+    this.timeoutMs = timeoutMs;
+    this.partial = partial;
+  }
+}

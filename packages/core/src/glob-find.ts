@@ -7,8 +7,10 @@ import {
   notADirectoryError,
   requireCount,
   resolveSearchRoot,
+  searchTimeoutOf,
   walkSearchTree,
 } from './search-walk.js';
+import { SearchTimeoutError } from './errors.js';
 import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface FindGlobOptions extends LocalSearchOptions {
@@ -27,7 +29,8 @@ export interface FindGlobOptions extends LocalSearchOptions {
  * `truncated` is true exactly when more than `maxResults` paths match: the walk looks for one
  * match past the limit and stops there. A missing root throws `SandboxFileNotFoundError`, a root
  * that is not a directory `SandboxFileError` with kind `ENOTDIR`, a bad pattern
- * `InvalidArgumentError` before any I/O.
+ * `InvalidArgumentError` before any I/O. Past `timeoutMs` (default 10 s) the walk stops with
+ * `SearchTimeoutError`, whose `partial` holds the paths found so far.
  */
 export async function findGlobMatches(
   root: string,
@@ -37,10 +40,17 @@ export async function findGlobMatches(
   const matches = compileGlob(pattern);
   const maxResults = requireCount('maxResults', options.maxResults ?? DEFAULT_GLOB_MAX_RESULTS, 1);
   throwIfAborted(options.signal);
+  const timeoutMs = searchTimeoutOf(options);
+  const deadline = Date.now() + timeoutMs;
   const searchRoot = await resolveSearchRoot(root, 'glob', options.displayPath);
   if (!searchRoot.stats.isDirectory()) throw notADirectoryError(searchRoot.shown, 'glob');
   const paths: string[] = [];
+  let seen = 0;
   for await (const entry of walkSearchTree(searchRoot, 'glob', options)) {
+    // Matching is linear, so only a huge tree can run long: the clock is read every 256 entries.
+    if ((++seen & 0xff) === 0 && Date.now() > deadline) {
+      throw new SearchTimeoutError<GlobResult>('glob', timeoutMs, { paths, truncated: true });
+    }
     if (entry.isDirectory && !options.includeDirs) continue;
     if (!matches(entry.relativePath)) continue;
     paths.push(path.join(searchRoot.outputRoot, entry.relativePath));

@@ -1,23 +1,23 @@
-import { constants } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
-import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { SandboxFileError } from './errors.js';
+import { SandboxFileError, SearchTimeoutError } from './errors.js';
 import type { GlobMatcher } from './glob-match.js';
 import { compileGlob } from './glob-match.js';
 import { truncateLine } from './grep-line-summary.js';
-import { compileGrepPattern } from './grep-pattern.js';
-import type { Logger } from './logger.js';
+import { literalPrefilter } from './grep-literal.js';
 import { silentLogger } from './logger.js';
+import { compileGrepPattern } from './grep-pattern.js';
 import type { GrepMatch, GrepResult } from './sandbox.js';
 import {
   BINARY_SNIFF_BYTES,
   DEFAULT_GREP_MAX_RESULTS,
   DEFAULT_MAX_FILE_SIZE_BYTES,
+  GREP_BATCH_FILES,
   MAX_GREP_LINE_LENGTH,
 } from './search-limits.js';
+import type { FileScanResult, SearchWorkerPool } from './search-worker-pool.js';
+import { searchWorkerPool } from './search-worker-pool.js';
 import type { LocalSearchOptions, SearchRoot } from './search-walk.js';
-import { errnoCode, requireCount, resolveSearchRoot, walkSearchTree } from './search-walk.js';
+import { requireCount, resolveSearchRoot, searchTimeoutOf, walkSearchTree } from './search-walk.js';
 import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface FindGrepOptions extends LocalSearchOptions {
@@ -30,92 +30,15 @@ export interface FindGrepOptions extends LocalSearchOptions {
   maxResults?: number;
   /** Files strictly larger are skipped. Default 1,000,000 bytes. */
   maxFileSize?: number;
-  /** Files read at once. Default 8. Each holds at most `maxFileSize` bytes in memory. */
+  /** Batches of files in flight at once. Default 2. */
   concurrency?: number;
+  /** Where matching runs; default: the process-wide pool. */
+  pool?: SearchWorkerPool;
 }
 
 interface Candidate {
   realPath: string;
   outputPath: string;
-}
-
-interface FileHits {
-  lineNumber: number;
-  line: string;
-}
-
-// O_NOFOLLOW: a file swapped for a symlink after the listing is refused instead of read through.
-// O_NONBLOCK: one swapped for a FIFO cannot hang the search (the type check below then skips it).
-const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
-
-const LINE_BREAK = /\r\n|\r|\n/;
-const LOOKAROUND = /\(\?<?[=!]/;
-
-/**
- * A whole-file test that every file with a matching line passes, so most files are rejected with
- * one scan instead of one per line. With the `m` flag, anchors see line boundaries and the only
- * way it can differ from the per-line test is matching *more* (across a line break), which is
- * safe for a filter. Lookarounds can see past a line's end, so they get no prefilter.
- */
-function wholeFilePrefilter(regex: RegExp): RegExp | undefined {
-  if (LOOKAROUND.test(regex.source)) return undefined;
-  return new RegExp(regex.source, `${regex.flags}m`);
-}
-
-async function readWhole(handle: FileHandle, size: number): Promise<Buffer> {
-  // Read what fstat announced and no further: a file growing meanwhile cannot blow the bound.
-  const buffer = Buffer.allocUnsafe(size);
-  let filled = 0;
-  while (filled < size) {
-    const { bytesRead } = await handle.read(buffer, filled, size - filled, filled);
-    if (bytesRead === 0) break;
-    filled += bytesRead;
-  }
-  return buffer.subarray(0, filled);
-}
-
-/**
- * The matching lines of one file, at most `limit`. Whole-file reads are deliberate: files are
- * capped at `maxFileSize` (1 MB), one read call beats a line stream by a wide margin, and lines
- * must be split by `\r`, `\n` and `\r\n` alike, which a single split does.
- */
-async function scanFile(
-  realPath: string,
-  regex: RegExp,
-  prefilter: RegExp | undefined,
-  limit: number,
-  maxFileSize: number,
-  logger: Logger,
-): Promise<FileHits[]> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(realPath, OPEN_FLAGS);
-    const stats = await handle.stat();
-    if (!stats.isFile() || stats.size > maxFileSize) return [];
-    const buffer = await readWhole(handle, stats.size);
-    if (buffer.subarray(0, BINARY_SNIFF_BYTES).includes(0)) return [];
-    const text = buffer.toString('utf8');
-    if (prefilter && !prefilter.test(text)) return [];
-    const lines = text.split(LINE_BREAK);
-    const last = lines.length - 1;
-    // A text ending in a line break leaves an empty final piece that is not a line.
-    const count = lines[last] === '' ? last : lines.length;
-    const hits: FileHits[] = [];
-    for (let i = 0; i < count; i++) {
-      const line = lines[i]!;
-      // The length limit counts the line break, as the contract measures it.
-      if (line.length + (i < last ? 1 : 0) > MAX_GREP_LINE_LENGTH) continue;
-      if (!regex.test(line)) continue;
-      hits.push({ lineNumber: i + 1, line: truncateLine(line) });
-      if (hits.length >= limit) break;
-    }
-    return hits;
-  } catch (err) {
-    logger.debug('grep skipped an unreadable file', { path: realPath, code: errnoCode(err) });
-    return [];
-  } finally {
-    await handle?.close().catch(() => undefined);
-  }
 }
 
 async function* candidates(
@@ -144,13 +67,18 @@ async function* candidates(
  * Line matches of `pattern` in one text file or in a directory tree, in `compareRelativePaths`
  * order then by line number. Skipped: ignored names (not descended), symbolic links (even ones
  * pointing inside the root), special files, files larger than `maxFileSize`, binary files (NUL in
- * the first 8 KiB), lines longer than 2,000 characters, unreadable files (logged at debug level).
- * Text is decoded as UTF-8 with replacement characters.
+ * the first 8 KiB), lines longer than 2,000 code points, unreadable files. Text is decoded as
+ * UTF-8 with replacement characters.
  *
  * The pattern (and glob) compile before any I/O, so a bad one throws `InvalidArgumentError`
  * without touching the disk. `truncated` is true exactly when more than `maxResults` lines match.
- * Files are read a few at a time, in order, and the search stops reading once the limit is
- * passed. Paths are absolute host paths under `root` as given.
+ *
+ * The walk runs here; reading and matching run on a search worker thread (`SearchWorkerPool`), in
+ * batches, so no pattern can stall the event loop, however it backtracks. The whole search runs
+ * under `timeoutMs` (default 10 s): past it the worker is terminated and the search rejects with
+ * `SearchTimeoutError`, whose `partial` holds the matches found so far. Files without the
+ * pattern's required literal (`requiredLiteral`) are rejected by one linear scan. Paths are
+ * absolute host paths under `root` as given.
  */
 export async function findGrepMatches(
   root: string,
@@ -165,9 +93,9 @@ export async function findGrepMatches(
     options.maxFileSize ?? DEFAULT_MAX_FILE_SIZE_BYTES,
     0,
   );
-  const concurrency = requireCount('concurrency', options.concurrency ?? 8, 1);
+  const concurrency = requireCount('concurrency', options.concurrency ?? 2, 1);
+  const timeoutMs = searchTimeoutOf(options);
   const logger = options.logger ?? silentLogger;
-  const prefilter = wholeFilePrefilter(regex);
   throwIfAborted(options.signal);
 
   const searchRoot = await resolveSearchRoot(root, 'grep', options.displayPath);
@@ -182,41 +110,96 @@ export async function findGrepMatches(
   // One more than the limit decides `truncated` without a second pass.
   const wanted = maxResults + 1;
   const matches: GrepMatch[] = [];
-  const source = candidates(searchRoot, glob, options);
-  const window: { outputPath: string; hits: Promise<FileHits[]> }[] = [];
-  let exhausted = false;
-  const refill = async () => {
-    while (!exhausted && window.length < concurrency) {
-      const next = await source.next();
-      if (next.done) {
-        exhausted = true;
-        break;
-      }
-      const { realPath, outputPath } = next.value;
-      window.push({
-        outputPath,
-        hits: scanFile(realPath, regex, prefilter, wanted, maxFileSize, logger),
-      });
-    }
+  const task = {
+    kind: 'scan-files' as const,
+    regex: { source: regex.source, flags: regex.flags },
+    literal: literalPrefilter(regex.source, regex.flags),
+    wanted,
+    maxFileSize,
+    maxLineLength: MAX_GREP_LINE_LENGTH,
+    sniffBytes: BINARY_SNIFF_BYTES,
   };
-
-  try {
-    await refill();
-    while (window.length > 0) {
-      throwIfAborted(options.signal);
-      const head = window.shift()!;
-      for (const hit of await head.hits) {
-        matches.push({ path: head.outputPath, lineNumber: hit.lineNumber, line: hit.line });
-        if (matches.length >= wanted) {
-          return { matches: matches.slice(0, maxResults), truncated: true };
-        }
-      }
-      await refill();
-    }
-    return { matches, truncated: false };
-  } finally {
-    await source.return(undefined);
-    // Reads already started close their own handles; wait so none outlives the call.
-    await Promise.all(window.map((w) => w.hits));
+  const pool = options.pool ?? searchWorkerPool();
+  // Batches in flight at once: the walk lists the next while the worker scans the last. Each
+  // file's result arrives on its own (`done`), so a deadline keeps whatever was scanned before it.
+  interface Batch {
+    files: string[];
+    outputPaths: string[];
+    done: FileScanResult[];
+    consumed: number;
+    hits: Promise<FileScanResult[]>;
   }
+  const window: Batch[] = [];
+  /** Takes in the finished files of `batch` in order; true once `wanted` lines matched. */
+  const consume = (batch: Batch): boolean => {
+    for (; batch.consumed < batch.done.length; batch.consumed++) {
+      const f = batch.consumed;
+      const scanned = batch.done[f]!;
+      if (typeof scanned === 'string') {
+        logger.debug('grep skipped an unreadable file', { path: batch.files[f], code: scanned });
+        continue;
+      }
+      for (const [lineNumber, line] of scanned) {
+        matches.push({ path: batch.outputPaths[f]!, lineNumber, line: truncateLine(line) });
+        if (matches.length >= wanted) return true;
+      }
+    }
+    return false;
+  };
+  const deadline = {
+    timeoutMs,
+    signal: options.signal,
+    onTimeout: () => {
+      // Results stay in walk order: only complete batches, then the finished prefix of the next.
+      for (const batch of window) {
+        if (consume(batch) || batch.done.length < batch.files.length) break;
+      }
+      return new SearchTimeoutError<GrepResult>('grep', timeoutMs, {
+        matches: matches.slice(0, maxResults),
+        truncated: true,
+      });
+    },
+  };
+  return pool.withWorker(deadline, async (worker) => {
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, worker.signal])
+      : worker.signal;
+    const source = candidates(searchRoot, glob, { ...options, signal });
+    let exhausted = false;
+    const refill = async () => {
+      while (!exhausted && window.length < concurrency) {
+        const files: string[] = [];
+        const outputPaths: string[] = [];
+        while (files.length < GREP_BATCH_FILES) {
+          const next = await source.next();
+          if (next.done) {
+            exhausted = true;
+            break;
+          }
+          files.push(next.value.realPath);
+          outputPaths.push(next.value.outputPath);
+        }
+        if (files.length === 0) break;
+        const done: FileScanResult[] = [];
+        const hits = worker.run({ ...task, files }, (_index, result) => done.push(result));
+        // Observed at once: a batch still in flight when the search ends must not go unhandled.
+        hits.catch(() => undefined);
+        window.push({ files, outputPaths, done, consumed: 0, hits });
+      }
+    };
+    try {
+      await refill();
+      while (window.length > 0) {
+        throwIfAborted(options.signal);
+        const head = window[0]!;
+        await head.hits;
+        if (consume(head)) return { matches: matches.slice(0, maxResults), truncated: true };
+        window.shift();
+        await refill();
+      }
+      return { matches, truncated: false };
+    } finally {
+      await source.return(undefined);
+    }
+  });
 }

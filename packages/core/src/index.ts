@@ -49,6 +49,9 @@ export {
   DEFAULT_OWNERSHIP_KEY_PREFIX,
   DEFAULT_SKILLS_ROOT,
   RESERVED_CONTAINER_PATHS,
+  HOST_SYSTEM_TREES,
+  MAX_TIMER_SECONDS,
+  hostDataDirProblem,
   createSandboxConfigSchema,
   sandboxConfigSchema,
   sandboxSectionInputSchema,
@@ -291,11 +294,21 @@ export {
   DEFAULT_LIST_DIR_DEPTH,
   DEFAULT_MAX_FILE_SIZE_BYTES,
   LINE_SUMMARY_LENGTH,
+  DEFAULT_SEARCH_TIMEOUT_MS,
   MAX_GREP_LINE_LENGTH,
   REMOTE_LIST_DIR_LIMIT,
 } from './search-limits.js';
+export { SearchWorkerPool, matchingLineIndices } from './search-worker-pool.js';
+export type { LineTestOptions, SearchWorkerPoolOptions } from './search-worker-pool.js';
+export { requiredLiteral } from './grep-literal.js';
 export { compareNames, compareRelativePaths } from './search-order.js';
-export { compileGlob, globNameFilter, pathMatchesGlob } from './glob-match.js';
+export {
+  MAX_GLOB_ALTERNATIVES,
+  MAX_GLOB_PATTERN_LENGTH,
+  compileGlob,
+  globNameFilter,
+  pathMatchesGlob,
+} from './glob-match.js';
 export type { GlobMatcher, GlobMatchOptions } from './glob-match.js';
 export { truncateLine } from './grep-line-summary.js';
 export { compileGrepPattern, escapeRegex, translatePythonRegex } from './grep-pattern.js';
@@ -365,7 +378,10 @@ export {
   PATH_TRAVERSAL_MESSAGE,
   PATH_ESCAPES_MOUNT_MESSAGE,
   READ_ONLY_FILE_SYSTEM_MESSAGE,
+  OUTSIDE_MOUNTS_MESSAGE,
 } from './path-mapping.js';
+export { MAX_PATH_BYTES, assertPathArgument, shownPath } from './path-limits.js';
+export type { PathMappingTableOptions } from './path-mapping.js';
 export type { PathMapping, ResolvedPath, PathAccess } from './path-mapping.js';
 export { realpathLenient, isInsideRoot } from './path-mapping-realpath.js';
 export { findContainerPaths, translateContainerPaths } from './path-mapping-translate.js';

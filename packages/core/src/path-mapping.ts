@@ -1,5 +1,6 @@
 import path from 'node:path';
-import { InvalidArgumentError, SandboxPermissionError } from './errors.js';
+import { SandboxPermissionError } from './errors.js';
+import { assertPathArgument, shownPath } from './path-limits.js';
 import { isInsideRoot, realpathLenient } from './path-mapping-realpath.js';
 import { hasTraversalSegment, normalizeVirtualRoot } from './virtual-paths.js';
 
@@ -37,6 +38,18 @@ export type PathAccess = 'read' | 'write';
 export const PATH_TRAVERSAL_MESSAGE = 'Access denied: path traversal detected';
 export const PATH_ESCAPES_MOUNT_MESSAGE = 'Access denied: path escapes mounted directory';
 export const READ_ONLY_FILE_SYSTEM_MESSAGE = 'Read-only file system';
+export const OUTSIDE_MOUNTS_MESSAGE = 'Access denied: path is outside the sandbox mounts';
+
+export interface PathMappingTableOptions {
+  /**
+   * Refuse (`EACCES`) a path no mount covers instead of passing it through as a host path.
+   * Default false. A confined table is what makes a host-backed sandbox a boundary for its file
+   * operations: only what a mount maps is reachable, so a configuration that points a virtual
+   * root at a host system directory (`skills.container_path: /etc`) exposes nothing below it but
+   * the mounted categories.
+   */
+  confined?: boolean;
+}
 
 /**
  * The mount table of one sandbox: container → host resolution with the containment and read-only
@@ -50,8 +63,9 @@ export const READ_ONLY_FILE_SYSTEM_MESSAGE = 'Read-only file system';
  * - A write is refused with `EROFS` when the matched mount is read-only, or when the canonical
  *   target lands inside a read-only mount (the deepest canonical root containing it decides), so
  *   a symbolic link cannot turn a read-only mount writable and vice versa.
- * - A path no mount covers passes through unchanged; callers that must confine paths validate
- *   them first (see `validateLocalToolPath`).
+ * - A path no mount covers is refused in a `confined` table; otherwise it passes through
+ *   unchanged (callers that must confine paths validate them first, see
+ *   `validateLocalToolPath`).
  *
  * Canonical roots are resolved once per table, since mount roots do not move.
  */
@@ -59,8 +73,10 @@ export class PathMappingTable {
   readonly mappings: readonly PathMapping[];
   private readonly byContainer: readonly PathMapping[];
   private rootsPromise: Promise<ReadonlyMap<PathMapping, string>> | undefined;
+  readonly confined: boolean;
 
-  constructor(mappings: readonly PathMapping[]) {
+  constructor(mappings: readonly PathMapping[], options: PathMappingTableOptions = {}) {
+    this.confined = options.confined ?? false;
     this.mappings = mappings.map((m) => pathMapping(m.containerPath, m.hostPath, m.readOnly));
     this.byContainer = [...this.mappings].sort(
       (a, b) => b.containerPath.length - a.containerPath.length,
@@ -105,15 +121,18 @@ export class PathMappingTable {
   }
 
   async resolve(containerPath: string, access: PathAccess = 'read'): Promise<ResolvedPath> {
-    if (containerPath.includes('\0')) {
-      throw new InvalidArgumentError('Invalid path: contains a NUL byte');
-    }
+    assertPathArgument(containerPath);
     const found = this.match(containerPath);
-    if (!found)
+    if (!found) {
+      if (this.confined)
+        throw new SandboxPermissionError(OUTSIDE_MOUNTS_MESSAGE, {
+          path: shownPath(containerPath),
+        });
       return { hostPath: containerPath, lexicalHostPath: containerPath, mapping: undefined };
+    }
     const { mapping, remainder } = found;
     if (hasTraversalSegment(remainder)) {
-      throw new SandboxPermissionError(PATH_TRAVERSAL_MESSAGE, { path: containerPath });
+      throw new SandboxPermissionError(PATH_TRAVERSAL_MESSAGE, { path: shownPath(containerPath) });
     }
     const roots = await this.resolvedRoots();
     const root = roots.get(mapping) as string;
@@ -125,18 +144,20 @@ export class PathMappingTable {
       if (err instanceof SandboxPermissionError) {
         throw new SandboxPermissionError(
           err.baseMessage,
-          { path: containerPath, kind: err.kind as 'EACCES' },
+          { path: shownPath(containerPath), kind: err.kind as 'EACCES' },
           { cause: err },
         );
       }
       throw err;
     }
     if (!isInsideRoot(hostPath, root)) {
-      throw new SandboxPermissionError(PATH_ESCAPES_MOUNT_MESSAGE, { path: containerPath });
+      throw new SandboxPermissionError(PATH_ESCAPES_MOUNT_MESSAGE, {
+        path: shownPath(containerPath),
+      });
     }
     if (access === 'write' && (mapping.readOnly || ownerOf(hostPath, roots)?.readOnly)) {
       throw new SandboxPermissionError(READ_ONLY_FILE_SYSTEM_MESSAGE, {
-        path: containerPath,
+        path: shownPath(containerPath),
         kind: 'EROFS',
       });
     }

@@ -24,3 +24,9 @@ export const DEFAULT_LIST_DIR_DEPTH = 2;
 
 /** Remote `listDir` reads at most this many directories and this many files. */
 export const REMOTE_LIST_DIR_LIMIT = 500;
+
+/** Wall clock of one grep or glob when the caller gives none (`sandbox.search_timeout_seconds`). */
+export const DEFAULT_SEARCH_TIMEOUT_MS = 10_000;
+
+/** Files a local grep sends to its worker in one message. */
+export const GREP_BATCH_FILES = 64;

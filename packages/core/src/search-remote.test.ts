@@ -119,7 +119,7 @@ describe('remote search commands agree with the local walkers', () => {
             pattern,
             includeDirs,
             maxResults,
-            ...plan.parse(await tc.run(plan.command)),
+            ...(await plan.parse(await tc.run(plan.command))),
           }).toEqual({ pattern, includeDirs, maxResults, ...local });
         }
       }
@@ -144,7 +144,7 @@ describe('remote search commands agree with the local walkers', () => {
     for (const [pattern, options] of cases) {
       const plan = planRemoteGrep(root, pattern, options);
       const local = await findGrepMatches(root, pattern, options);
-      const remote = plan.parse(await tc.run(plan.command));
+      const remote = await plan.parse(await tc.run(plan.command));
       expect({ pattern, options, ...remote }).toEqual({ pattern, options, ...local });
     }
   });
@@ -154,7 +154,9 @@ describe('remote search commands agree with the local walkers', () => {
     for (const file of ['notes.txt', 'debug.log']) {
       const target = path.join(root, file);
       const plan = planRemoteGrep(target, 'todo');
-      expect(plan.parse(await tc.run(plan.command))).toEqual(await findGrepMatches(target, 'todo'));
+      expect(await plan.parse(await tc.run(plan.command))).toEqual(
+        await findGrepMatches(target, 'todo'),
+      );
     }
   });
 
@@ -162,7 +164,9 @@ describe('remote search commands agree with the local walkers', () => {
     const root = await tree(SAMPLE);
     for (const maxDepth of [1, 2, 3]) {
       const plan = planRemoteListDir(root, { maxDepth });
-      expect(plan.parse(await tc.run(plan.command))).toEqual(await listDirTree(root, { maxDepth }));
+      expect(await plan.parse(await tc.run(plan.command))).toEqual(
+        await listDirTree(root, { maxDepth }),
+      );
     }
   });
 
@@ -179,7 +183,9 @@ describe('remote search commands agree with the local walkers', () => {
   each('a name holding a newline or ":<digits>:" is found by grep', async (tc) => {
     const root = await tree({ 'new\nline.txt': 'TODO\n', 'k:12:v/x.txt': 'a\nTODO\n' });
     const plan = planRemoteGrep(root, 'todo');
-    expect(plan.parse(await tc.run(plan.command))).toEqual(await findGrepMatches(root, 'todo'));
+    expect(await plan.parse(await tc.run(plan.command))).toEqual(
+      await findGrepMatches(root, 'todo'),
+    );
     expect((await findGrepMatches(root, 'todo')).matches).toHaveLength(2);
   });
 
@@ -203,8 +209,8 @@ describe('remote search commands agree with the local walkers', () => {
       const f = await tc.run(fileRoot.command);
       expect(() => fileRoot.parse(f)).toThrow(SandboxFileError);
       const grepMissing = planRemoteGrep(path.join(root, 'nope'), 'x');
-      expect(() => grepMissing.parse('sbx:missing\n')).toThrow(SandboxFileNotFoundError);
-      expect(() => grepMissing.parse('sbx:other\n')).toThrow(SandboxFileError);
+      await expect(grepMissing.parse('sbx:missing\n')).rejects.toThrow(SandboxFileNotFoundError);
+      await expect(grepMissing.parse('sbx:other\n')).rejects.toThrow(SandboxFileError);
       const ls = planRemoteListDir(path.join(root, 'nope'));
       expect(ls.parse(await tc.run(ls.command))).toEqual([]);
       const lsFile = planRemoteListDir(path.join(root, 'f.txt'));
@@ -218,7 +224,7 @@ describe('remote search commands agree with the local walkers', () => {
     const plan = planRemoteGrep(file, 'TODO');
     const out = await tc.run(plan.command);
     expect(out.startsWith('sbx:file')).toBe(true);
-    expect(plan.parse(out)).toEqual({
+    expect(await plan.parse(out)).toEqual({
       matches: [{ path: file, lineNumber: 1, line: 'TODO' }],
       truncated: false,
     });
@@ -231,7 +237,7 @@ describe('remote search commands agree with the local walkers', () => {
     });
     const plan = planRemoteGrep(root, 'hit', { maxFileSize: 99 });
     expect(
-      plan.parse(await tc.run(plan.command)).matches.map((m) => path.basename(m.path)),
+      (await plan.parse(await tc.run(plan.command))).matches.map((m) => path.basename(m.path)),
     ).toEqual(['edge.txt']);
   });
   it('property: remote glob and grep equal the local walkers on random trees', async (ctx) => {
@@ -260,7 +266,7 @@ describe('remote search commands agree with the local walkers', () => {
             await findGlobMatches(root, pattern, { maxResults, includeDirs: true }),
           );
           const grep = planRemoteGrep(root, 'hit', { maxResults, glob: pattern });
-          expect(grep.parse(await tc.run(grep.command))).toEqual(
+          expect(await grep.parse(await tc.run(grep.command))).toEqual(
             await findGrepMatches(root, 'hit', { maxResults, glob: pattern }),
           );
         },
@@ -273,13 +279,13 @@ describe('remote search commands agree with the local walkers', () => {
 describe('remote search parsers', () => {
   const root = '/mnt/workspace';
 
-  it('§10.1.15 drops entries outside the requested root (find and grep)', () => {
+  it('§10.1.15 drops entries outside the requested root (find and grep)', async () => {
     const find =
       'sbx:dir\n/mnt/workspace/a.py\n/mnt/workspace2/b.py\n/mnt/workspace-sibling/c.py\n';
     expect(parseFindOutput(find, root, '*.py').paths).toEqual(['/mnt/workspace/a.py']);
     const grep =
       'sbx:dir:nul\n/mnt/workspace/a.py\x001:hit\n/mnt/workspace2/b.py\x001:hit\n/mnt/user-data/workspace-sibling/c\x001:hit\n';
-    expect(parseGrepOutput(grep, root, 'hit').matches.map((m) => m.path)).toEqual([
+    expect((await parseGrepOutput(grep, root, 'hit')).matches.map((m) => m.path)).toEqual([
       '/mnt/workspace/a.py',
     ]);
     const ls = 'sbx:dir\n/mnt/workspace/d\n/mnt/workspace2/e\n\n/mnt/workspace/f\n/etc/passwd\n';
@@ -295,32 +301,32 @@ describe('remote search parsers', () => {
     expect(() => planRemoteGrep(root, '[invalid')).toThrow(/Invalid regex pattern/);
   });
 
-  it('re-checks every line with the JS expression (the ERE prefilter may over-match)', () => {
+  it('re-checks every line with the JS expression (the ERE prefilter may over-match)', async () => {
     const out = 'sbx:dir:nul\n/mnt/workspace/a\x001:sword\n/mnt/workspace/a\x002:swordfish\n';
-    expect(parseGrepOutput(out, root, 'sword(?!fish)').matches.map((m) => m.lineNumber)).toEqual([
-      1,
-    ]);
+    expect(
+      (await parseGrepOutput(out, root, 'sword(?!fish)')).matches.map((m) => m.lineNumber),
+    ).toEqual([1]);
   });
 
-  it('reads plain "grep -rnH" output without a header, ":" in text included', () => {
+  it('reads plain "grep -rnH" output without a header, ":" in text included', async () => {
     const out = '/mnt/workspace/a.txt:3:time 12:30:45\n/mnt/workspace/b.txt:x:bad\n';
-    expect(parseGrepOutput(out, root, 'time')).toEqual({
+    expect(await parseGrepOutput(out, root, 'time')).toEqual({
       matches: [{ path: '/mnt/workspace/a.txt', lineNumber: 3, line: 'time 12:30:45' }],
       truncated: false,
     });
   });
 
-  it('drops busybox lines holding NUL (binary) and strips a trailing CR', () => {
+  it('drops busybox lines holding NUL (binary) and strips a trailing CR', async () => {
     const out = 'sbx:dir\n/mnt/workspace/bin:1:hit\x00x\n/mnt/workspace/t.txt:1:hit\r\n';
-    expect(parseGrepOutput(out, root, 'hit').matches).toEqual([
+    expect((await parseGrepOutput(out, root, 'hit')).matches).toEqual([
       { path: '/mnt/workspace/t.txt', lineNumber: 1, line: 'hit' },
     ]);
   });
 
-  it('sorts into the local order and reports truncation when more matched', () => {
+  it('sorts into the local order and reports truncation when more matched', async () => {
     const out =
       'sbx:dir\n/mnt/workspace/b.txt:2:hit\n/mnt/workspace/a/x.txt:1:hit\n/mnt/workspace/b.txt:1:hit\n';
-    expect(parseGrepOutput(out, root, 'hit', { maxResults: 2 })).toEqual({
+    expect(await parseGrepOutput(out, root, 'hit', { maxResults: 2 })).toEqual({
       matches: [
         { path: '/mnt/workspace/a/x.txt', lineNumber: 1, line: 'hit' },
         { path: '/mnt/workspace/b.txt', lineNumber: 1, line: 'hit' },
@@ -342,21 +348,21 @@ describe('remote search parsers', () => {
     ).toBe(false);
   });
 
-  it('reports truncation when one file used up its -m budget', () => {
+  it('reports truncation when one file used up its -m budget', async () => {
     const lines = Array.from(
       { length: 50 },
       (_, i) => `/mnt/workspace/a.txt\x00${i + 1}:${i === 0 ? 'hit' : 'x'}`,
     );
     const out = `sbx:dir:nul\n${lines.join('\n')}\n`;
-    expect(parseGrepOutput(out, root, 'hit', { maxResults: 10 })).toEqual({
+    expect(await parseGrepOutput(out, root, 'hit', { maxResults: 10 })).toEqual({
       matches: [{ path: '/mnt/workspace/a.txt', lineNumber: 1, line: 'hit' }],
       truncated: true,
     });
   });
 
-  it('ignores a record cut short by head', () => {
+  it('ignores a record cut short by head', async () => {
     const out = 'sbx:dir:nul\n/mnt/workspace/a\x001:hit\n/mnt/workspace/b\x002:hi';
-    expect(parseGrepOutput(out, root, 'hit').matches.map((m) => m.path)).toEqual([
+    expect((await parseGrepOutput(out, root, 'hit')).matches.map((m) => m.path)).toEqual([
       '/mnt/workspace/a',
     ]);
   });

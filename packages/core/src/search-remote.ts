@@ -4,7 +4,7 @@ import { compileGlob, globNameFilter } from './glob-match.js';
 import { regexToPosixEre } from './grep-ere.js';
 import { truncateLine } from './grep-line-summary.js';
 import { compileGrepPattern } from './grep-pattern.js';
-import type { GlobResult, GrepMatch, GrepResult } from './sandbox.js';
+import type { GlobResult, GrepResult } from './sandbox.js';
 import { IGNORE_PATTERNS, shouldIgnorePath } from './search-ignore.js';
 import {
   DEFAULT_GLOB_MAX_RESULTS,
@@ -16,6 +16,7 @@ import {
 } from './search-limits.js';
 import { compareRelativePaths } from './search-order.js';
 import { requireCount } from './search-walk.js';
+import { matchingLineIndices } from './search-worker-pool.js';
 import { shellQuote } from './shell-quote.js';
 
 /*
@@ -58,6 +59,9 @@ export interface RemoteListDirOptions {
 export interface RemoteParseOptions {
   /** The path to name in errors instead of the remote one (e.g. the caller's virtual path). */
   displayPath?: string;
+  /** Deadline of the line re-check on a search worker (grep only). Default 10 s. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
 }
 
 /** A command to run remotely and the parser for its stdout, built from one set of options. */
@@ -339,12 +343,12 @@ function* colonRecords(body: string, root: string): Generator<RawRecord> {
  * characters and, on busybox, lines holding NUL (binary files). `truncated` when more lines
  * matched than `maxResults`, or when the output or a file's `-m` budget was exhausted.
  */
-export function parseGrepOutput(
+export async function parseGrepOutput(
   stdout: string,
   root: string,
   pattern: string,
   options: RemoteGrepOptions & RemoteParseOptions = {},
-): GrepResult {
+): Promise<GrepResult> {
   const regex = compileGrepPattern(pattern, options);
   const glob = options.glob == null ? undefined : compileGlob(options.glob);
   const maxResults = requireCount('maxResults', options.maxResults ?? DEFAULT_GREP_MAX_RESULTS, 1);
@@ -360,7 +364,7 @@ export function parseGrepOutput(
     });
   }
   const perFile = new Map<string, number>();
-  const found: { rel: string; match: GrepMatch }[] = [];
+  const candidates: { rel: string; path: string; lineNumber: number; text: string }[] = [];
   for (const record of nul ? nulRecords(body) : colonRecords(body, base)) {
     perFile.set(record.path, (perFile.get(record.path) ?? 0) + 1);
     let rel: string | undefined;
@@ -372,12 +376,22 @@ export function parseGrepOutput(
     if (rel === undefined || (glob && !glob(rel))) continue;
     const text = record.text.endsWith('\r') ? record.text.slice(0, -1) : record.text;
     if (!nul && text.includes('\0')) continue;
-    if (text.length + 1 > MAX_GREP_LINE_LENGTH || !regex.test(text)) continue;
-    found.push({
-      rel,
-      match: { path: record.path, lineNumber: record.lineNumber, line: truncateLine(text) },
-    });
+    candidates.push({ rel, path: record.path, lineNumber: record.lineNumber, text });
   }
+  // The re-check runs the pattern: on a search worker, under the deadline, never on this loop.
+  const hits = await matchingLineIndices(
+    candidates.map((c) => c.text),
+    regex,
+    MAX_GREP_LINE_LENGTH,
+    options,
+  );
+  const found = hits.map((i) => {
+    const c = candidates[i]!;
+    return {
+      rel: c.rel,
+      match: { path: c.path, lineNumber: c.lineNumber, line: truncateLine(c.text) },
+    };
+  });
   found.sort(
     (a, b) => compareRelativePaths(a.rel, b.rel) || a.match.lineNumber - b.match.lineNumber,
   );
@@ -395,7 +409,7 @@ export function planRemoteGrep(
   root: string,
   pattern: string,
   options: RemoteGrepOptions & RemoteParseOptions = {},
-): RemoteSearchPlan<GrepResult> {
+): RemoteSearchPlan<Promise<GrepResult>> {
   return {
     command: buildGrepCommand(root, pattern, options),
     parse: (stdout) => parseGrepOutput(stdout, root, pattern, options),

@@ -10,6 +10,7 @@ import {
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { shouldIgnoreName } from './search-ignore.js';
+import { DEFAULT_SEARCH_TIMEOUT_MS } from './search-limits.js';
 import { compareNames } from './search-order.js';
 import { throwIfAborted } from './throw-if-aborted.js';
 
@@ -23,6 +24,16 @@ export interface LocalSearchOptions {
    * so a failure never shows an agent where its sandbox lives on the host.
    */
   displayPath?: string;
+  /**
+   * Wall clock of the whole search in milliseconds (default 10 s). Past it the search stops and
+   * rejects with `SearchTimeoutError`, which carries what was found so far.
+   */
+  timeoutMs?: number;
+}
+
+/** The timeout a search runs under: the caller's, checked, or the default. */
+export function searchTimeoutOf(options: LocalSearchOptions): number {
+  return requireCount('timeoutMs', options.timeoutMs ?? DEFAULT_SEARCH_TIMEOUT_MS, 1);
 }
 
 export function errnoCode(err: unknown): string | undefined {

@@ -301,7 +301,7 @@ export class E2BSandbox extends Sandbox {
   async grep(path: string, pattern: string, options: GrepOptions = {}): Promise<GrepResult> {
     const root = this.resolvePath(path);
     const plan = planRemoteGrep(root, pattern, { ...options, displayPath: path });
-    const result = plan.parse(await this.#search(plan.command));
+    const result = await plan.parse(await this.#search(plan.command));
     return {
       ...result,
       matches: result.matches.map((m) => ({ ...m, path: this.#toCallerPath(m.path, path) })),

@@ -59,7 +59,9 @@ describe('agent skill sync (authz-leases §6, remote-providers §2.9)', () => {
   });
 
   it('refuses an operating-system root before touching the VM', async () => {
-    const h = await harness({ config: { skills: { container_path: '/etc/skills' } } });
+    // `/etc/...` is already refused by config validation; `/usr/...` passes it (image layouts
+    // differ) and must be stopped by this runtime guard.
+    const h = await harness({ config: { skills: { container_path: '/usr/skills' } } });
     const id = await h.provider.acquire({ ...T, skillPolicy: { allowedSkills: [] } });
     const before = h.fake.calls.length;
     await expect(

@@ -3,6 +3,8 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 import {
+  HOST_SYSTEM_TREES,
+  hostDataDirProblem,
   AbortedError,
   ConfigError,
   DEFAULT_SKILLS_CONTAINER_PATH,
@@ -46,6 +48,7 @@ export interface LocalMountConfig {
 export interface LocalProviderConfig {
   readonly allowHostBash?: boolean;
   readonly bashCommandTimeout?: number;
+  readonly searchTimeoutSeconds?: number;
   readonly mounts?: readonly LocalMountConfig[];
   readonly skills?: { readonly containerPath?: string };
   readonly baseDir?: string;
@@ -63,6 +66,8 @@ export interface LocalProviderOptions {
   allowHostBash?: boolean;
   /** Seconds; default 600. */
   bashCommandTimeout?: number;
+  /** Wall clock of one grep or glob in seconds. Default: `sandbox.search_timeout_seconds` (10). */
+  searchTimeoutSeconds?: number;
   mounts?: readonly LocalMountConfig[];
   /** Default `/mnt/skills`. */
   skillsContainerPath?: string;
@@ -124,6 +129,7 @@ export class LocalSandboxProvider extends SandboxProvider {
   readonly skillsContainerPath: string;
   readonly staticMappings: readonly PathMapping[];
   private readonly bashCommandTimeout: number | undefined;
+  private readonly searchTimeoutSeconds: number | undefined;
   private readonly shell: string | undefined;
   private readonly defaultUserId: string;
   private readonly logger: Logger;
@@ -148,12 +154,33 @@ export class LocalSandboxProvider extends SandboxProvider {
         (env[SBX_HOME_ENV] || undefined) ??
         DEFAULT_BASE_DIR_NAME,
     );
+    const baseDirProblem = hostDataDirProblem(this.baseDir);
+    if (baseDirProblem) {
+      throw new ConfigError([{ path: 'sandbox.base_dir', message: baseDirProblem }]);
+    }
     this.allowHostBash = options.allowHostBash ?? config.allowHostBash ?? false;
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
+    this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.shell = options.shell ?? optionalString('sandbox.local.shell', local.shell);
     this.skillsContainerPath = normalizeVirtualRoot(
       options.skillsContainerPath ?? config.skills?.containerPath ?? DEFAULT_SKILLS_CONTAINER_PATH,
     );
+    // A host-backed sandbox maps virtual paths onto the host: a skills root over a host system
+    // tree would make every path below it look like a (mapped) virtual path to the tool layer.
+    const systemTree = HOST_SYSTEM_TREES.find(
+      (t) =>
+        this.skillsContainerPath === t ||
+        this.skillsContainerPath.startsWith(`${t}/`) ||
+        this.skillsContainerPath === '/',
+    );
+    if (systemTree) {
+      throw new ConfigError([
+        {
+          path: 'sandbox.skills.container_path',
+          message: `must not overlap the host system directory ${systemTree} (the local provider maps it onto the host)`,
+        },
+      ]);
+    }
     this.defaultUserId = assertSafePathSegment('userId', options.defaultUserId ?? DEFAULT_USER_ID);
     const max =
       options.maxCachedThreads ??
@@ -252,6 +279,9 @@ export class LocalSandboxProvider extends SandboxProvider {
   private generic(): LocalSandbox {
     this.genericSandbox ??= new LocalSandbox(GENERIC_LOCAL_SANDBOX_ID, {
       mappings: this.staticMappings,
+      // The legacy thread-less sandbox serves host paths as given; the agent tools never use it
+      // (they require thread data), so confinement is the per-thread sandboxes' job.
+      confined: false,
       ...this.sandboxOptions(),
     });
     return this.genericSandbox;
@@ -261,6 +291,7 @@ export class LocalSandboxProvider extends SandboxProvider {
     return {
       allowHostBash: this.allowHostBash,
       bashCommandTimeout: this.bashCommandTimeout,
+      searchTimeoutSeconds: this.searchTimeoutSeconds,
       shell: this.shell,
       logger: this.logger,
     };

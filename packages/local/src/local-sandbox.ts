@@ -2,6 +2,8 @@ import { appendFile, mkdir, open, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
+  DEFAULT_SEARCH_TIMEOUT_MS,
+  MAX_TIMER_SECONDS,
   HostBashDisabledError,
   HostPathMasker,
   InvalidArgumentError,
@@ -49,12 +51,19 @@ export interface LocalSandboxOptions {
   /** Mount table: virtual directories and the host directories behind them. */
   mappings?: readonly PathMapping[];
   /**
+   * Refuse every path no mount covers (default true). Only the legacy generic `local` sandbox,
+   * which has no thread and serves host paths, turns it off.
+   */
+  confined?: boolean;
+  /**
    * Let `executeCommand` run host commands. Default false: a host shell can reach every path the
    * server can, so it is an explicit opt-in (`sandbox.allow_host_bash`).
    */
   allowHostBash?: boolean;
   /** Wall clock of a command in seconds when the call gives no `timeoutMs`. Default 600. */
   bashCommandTimeout?: number;
+  /** Wall clock of one grep or glob in seconds (`sandbox.search_timeout_seconds`). Default 10. */
+  searchTimeoutSeconds?: number;
   /** Shell executable; default: first of /bin/zsh, /bin/bash, /bin/sh, `sh` on PATH. */
   shell?: string;
   /** Per-stream output cap in bytes. Default 10 MiB. */
@@ -93,13 +102,15 @@ function sharedDefaultShell(): Promise<string> {
  * in the host shell. Every path goes through the mount table (`PathMappingTable`), every output is
  * masked back to virtual paths, and injected secrets are redacted from command output.
  *
- * This is NOT an isolation boundary. Paths no mount covers pass through to the host unchanged (the
- * tool layer validates paths first), and an enabled host shell can reach anything the server can.
+ * File operations reach only what the mount table maps (paths no mount covers are refused, unless
+ * `confined: false`). With host bash on this is NOT an isolation boundary: an enabled host shell
+ * can reach anything the server can.
  */
 export class LocalSandbox extends Sandbox {
   readonly table: PathMappingTable;
   readonly allowHostBash: boolean;
   private readonly timeoutSeconds: number;
+  private readonly searchTimeoutMs: number;
   private readonly shell: string | undefined;
   private readonly maxCaptureBytes: number | undefined;
   private readonly agentWritten: Set<string>;
@@ -122,7 +133,26 @@ export class LocalSandbox extends Sandbox {
         `bashCommandTimeout must be a positive number of seconds, got ${timeout}`,
       );
     }
-    this.table = new PathMappingTable(options.mappings ?? []);
+    // A longer timer overflows: Node fires it after 1 ms, so every command would "time out".
+    if (timeout > MAX_TIMER_SECONDS) {
+      throw new InvalidArgumentError(
+        `bashCommandTimeout must be at most ${MAX_TIMER_SECONDS} seconds, got ${timeout}`,
+      );
+    }
+    const searchTimeout = options.searchTimeoutSeconds ?? DEFAULT_SEARCH_TIMEOUT_MS / 1000;
+    if (!(
+      Number.isFinite(searchTimeout) &&
+      searchTimeout > 0 &&
+      searchTimeout <= MAX_TIMER_SECONDS
+    )) {
+      throw new InvalidArgumentError(
+        `searchTimeoutSeconds must be a positive number of seconds up to ${MAX_TIMER_SECONDS}, got ${searchTimeout}`,
+      );
+    }
+    this.searchTimeoutMs = searchTimeout * 1000;
+    this.table = new PathMappingTable(options.mappings ?? [], {
+      confined: options.confined ?? true,
+    });
     this.allowHostBash = options.allowHostBash ?? false;
     this.timeoutSeconds = timeout;
     this.shell = options.shell;
@@ -182,8 +212,10 @@ export class LocalSandbox extends Sandbox {
     if (!this.allowHostBash) throw new HostBashDisabledError(LOCAL_HOST_BASH_DISABLED_MESSAGE);
     validateExtraEnv(options.env);
     const timeoutMs = options.timeoutMs ?? this.timeoutSeconds * 1000;
-    if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-      throw new InvalidArgumentError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+    if (!(Number.isFinite(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMER_SECONDS * 1000)) {
+      throw new InvalidArgumentError(
+        `timeoutMs must be a positive number up to ${MAX_TIMER_SECONDS * 1000}, got ${timeoutMs}`,
+      );
     }
     const translated = await translateContainerPaths(command, this.table, 'command');
     const shell = this.shell ?? (await sharedDefaultShell());
@@ -277,6 +309,8 @@ export class LocalSandbox extends Sandbox {
   }
 
   override async listDir(dirPath: string, options: ListDirOptions = {}): Promise<string[]> {
+    const parentOfMounts = this.mountsBelow(dirPath);
+    if (parentOfMounts) return parentOfMounts;
     const { hostPath } = await this.table.resolve(dirPath, 'read');
     const hostEntries = await listDirTree(hostPath, {
       maxDepth: options.maxDepth,
@@ -303,6 +337,23 @@ export class LocalSandbox extends Sandbox {
     return [...listed].sort();
   }
 
+  /**
+   * In a confined table, a directory no mount covers but that holds mounts (`/mnt/skills` over
+   * its categories) lists those mounts and nothing else: it exists only as their parent.
+   */
+  private mountsBelow(dirPath: string): string[] | undefined {
+    if (!this.table.confined || this.table.match(dirPath)) return undefined;
+    const parent = normalizeVirtualRoot(dirPath);
+    const prefix = parent === '/' ? '/' : `${parent}/`;
+    const children = new Set<string>();
+    for (const mapping of this.table.mappings) {
+      if (!mapping.containerPath.startsWith(prefix)) continue;
+      const child = mapping.containerPath.slice(prefix.length).split('/')[0];
+      if (child) children.add(`${prefix}${child}/`);
+    }
+    return children.size > 0 ? [...children].sort() : undefined;
+  }
+
   override async glob(
     root: string,
     pattern: string,
@@ -314,6 +365,7 @@ export class LocalSandbox extends Sandbox {
       maxResults: options.maxResults,
       displayPath: root,
       logger: this.logger,
+      timeoutMs: this.searchTimeoutMs,
     });
     return { paths: await this.table.toContainerPaths(result.paths), truncated: result.truncated };
   }
@@ -331,6 +383,7 @@ export class LocalSandbox extends Sandbox {
       maxResults: options.maxResults,
       displayPath: root,
       logger: this.logger,
+      timeoutMs: this.searchTimeoutMs,
     });
     const paths = await this.table.toContainerPaths(result.matches.map((m) => m.path));
     return {

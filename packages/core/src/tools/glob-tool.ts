@@ -2,6 +2,8 @@ import { isSbxError } from '../errors.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { GLOB_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
+import { partialOf } from './tool-errors.js';
+import type { GlobResult } from '../sandbox.js';
 import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
@@ -49,7 +51,10 @@ export function globTool(context: ToolContext, input: GlobInput): Promise<string
       });
       result = formatGlobResult(args.path, found.paths, found.truncated);
     } catch (err) {
-      if (isNotFoundError(err)) result = `Error: Directory not found: ${args.path}`;
+      const partial = partialOf<GlobResult>(err);
+      if (partial) {
+        result = `Error: ${(err as Error).message}\n${formatGlobResult(args.path, partial.paths, true)}`;
+      } else if (isNotFoundError(err)) result = `Error: Directory not found: ${args.path}`;
       else if (fileErrorKind(err) === 'ENOTDIR') {
         result = `Error: Path is not a directory: ${args.path}`;
       } else if (isPermissionError(err)) result = `Error: Permission denied: ${args.path}`;

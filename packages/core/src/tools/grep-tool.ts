@@ -1,9 +1,15 @@
 import { InvalidArgumentError, isSbxError } from '../errors.js';
-import type { GrepMatch, GrepOptions } from '../sandbox.js';
+import type { GrepMatch, GrepOptions, GrepResult } from '../sandbox.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { GREP_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from './tool-errors.js';
+import {
+  describeError,
+  fileErrorKind,
+  isNotFoundError,
+  isPermissionError,
+  partialOf,
+} from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type GrepInput } from './tool-schemas.js';
@@ -53,7 +59,10 @@ export function grepTool(context: ToolContext, input: GrepInput): Promise<string
       const found = await sandbox.grep(args.path, args.pattern, options);
       result = formatGrepResult(args.path, found.matches, found.truncated);
     } catch (err) {
-      if (
+      const partial = partialOf<GrepResult>(err);
+      if (partial) {
+        result = `Error: ${(err as Error).message}\n${formatGrepResult(args.path, partial.matches, true)}`;
+      } else if (
         err instanceof InvalidArgumentError ||
         (isSbxError(err) && err.code === InvalidArgumentError.CODE)
       ) {

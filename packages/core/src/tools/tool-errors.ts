@@ -1,4 +1,9 @@
-import { SandboxAuthorizationError, isSbxError, type FileErrorKind } from '../errors.js';
+import {
+  SandboxAuthorizationError,
+  SearchTimeoutError,
+  isSbxError,
+  type FileErrorKind,
+} from '../errors.js';
 
 /** The POSIX-style kind of a typed file error, if `err` is one. */
 export function fileErrorKind(err: unknown): FileErrorKind | undefined {
@@ -38,4 +43,13 @@ export function describeError(err: unknown): string {
 
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * What a search found before its deadline, when `err` is a `SearchTimeoutError` that carries it:
+ * the tools show it after the error line, so the agent keeps the work already done.
+ */
+export function partialOf<T>(err: unknown): T | undefined {
+  if (!isSbxError(err) || err.code !== SearchTimeoutError.CODE) return undefined;
+  return (err as SearchTimeoutError<T>).partial;
 }

@@ -1,0 +1,69 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runIsolated } from '@sbx/core/testing';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+let base: string;
+beforeEach(async () => {
+  base = await mkdtemp(path.join(tmpdir(), 'sbx-hostile-search-'));
+});
+afterEach(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+interface Report {
+  grep: string;
+  readMs: number;
+  read: string;
+  worstLateMs: number;
+}
+
+/**
+ * One tenant's hostile grep must not be felt by another: the whole scenario runs in a child (time
+ * and memory limits), through the agent tools on one provider, with host bash off.
+ */
+describe('a hostile grep of one thread leaves other threads unaffected', () => {
+  it('another thread reads within 100 ms and a 20 ms timer is never 100 ms late; the grep stops at its limit with what it found', async () => {
+    const run = await runIsolated({
+      timeoutMs: 30_000,
+      script: `
+        import { createToolContext, runTool } from '@sbx/core';
+        import { LocalSandboxProvider } from '@sbx/local';
+        const provider = new LocalSandboxProvider({ baseDir: ${JSON.stringify(base)}, searchTimeoutSeconds: 2 });
+        const evil = createToolContext({ provider, userId: 'mallory', threadId: 'm1' });
+        const other = createToolContext({ provider, userId: 'alice', threadId: 'a1' });
+        await runTool('write_file', { path: '/mnt/user-data/workspace/a.txt', content: 'aaa$ first\\n' }, evil);
+        await runTool('write_file', { path: '/mnt/user-data/workspace/b.txt', content: '${'a'.repeat(28)}!\\n' }, evil);
+        await runTool('write_file', { path: '/mnt/user-data/workspace/n.txt', content: 'hello\\n' }, other);
+        let last = performance.now();
+        let worstLateMs = 0;
+        const tick = setInterval(() => {
+          const now = performance.now();
+          worstLateMs = Math.max(worstLateMs, now - last - 20);
+          last = now;
+        }, 20);
+        const grep = runTool('grep', { path: '/mnt/user-data/workspace', pattern: '(a+)+\\\\$|first' }, evil);
+        await new Promise((r) => setTimeout(r, 200));
+        const t0 = performance.now();
+        const read = await runTool('read_file', { path: '/mnt/user-data/workspace/n.txt' }, other);
+        const readMs = performance.now() - t0;
+        const grepText = await grep;
+        clearInterval(tick);
+        await provider.shutdown();
+        console.log(JSON.stringify({ grep: grepText, readMs, read, worstLateMs }));
+      `,
+    });
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as Report;
+    expect(report.read).toBe('hello\n');
+    expect(report.readMs).toBeLessThan(100);
+    expect(report.worstLateMs).toBeLessThan(100);
+    expect(report.grep).toMatch(
+      /^Error: grep stopped after 2 s \(the search time limit, sandbox\.search_timeout_seconds\)/,
+    );
+    // The file scanned before the stall is kept.
+    expect(report.grep).toContain('/mnt/user-data/workspace/a.txt:1: aaa$ first');
+  });
+});
