@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { runIsolated } from './testing/isolated-run.js';
 import { SandboxPermissionError, SandboxRuntimeError } from './errors.js';
 import { mcpFilesystemRoots, validateLocalBashCommandPaths } from './bash-path-guard.js';
 import { splitShellWords } from './bash-path-guard-tokens.js';
@@ -127,5 +128,38 @@ describe('validateLocalBashCommandPaths', () => {
 
   it('requires thread data', () => {
     expect(() => validateLocalBashCommandPaths('ls', null)).toThrow(SandboxRuntimeError);
+  });
+});
+
+describe('validateLocalBashCommandPaths is linear (hostile commands)', () => {
+  it.each([["'$('"], ['$('], ['"$(']])('%s x 100,000 is screened at once', async (unit) => {
+    const run = await runIsolated({
+      timeoutMs: 20_000,
+      script: `
+        import { validateLocalBashCommandPaths } from '@sbx/core';
+        const td = { workspacePath: '/w', uploadsPath: '/u', outputsPath: '/o', acpWorkspacePath: '/a' };
+        const t0 = performance.now();
+        validateLocalBashCommandPaths('echo ' + ${JSON.stringify(unit)}.repeat(100000), td);
+        console.log(performance.now() - t0);
+      `,
+    });
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    expect(Number(run.stdout)).toBeLessThan(1_000);
+  });
+
+  it('still refuses a cd inside a command substitution', () => {
+    const td = {
+      workspacePath: '/w',
+      uploadsPath: '/u',
+      outputsPath: '/o',
+      acpWorkspacePath: '/a',
+    };
+    expect(() => validateLocalBashCommandPaths('echo $(cd /tmp && ls)', td)).toThrow(
+      /command substitution/,
+    );
+    expect(() => validateLocalBashCommandPaths('echo $(ls) cd', td)).not.toThrow(
+      /command substitution/,
+    );
   });
 });

@@ -101,7 +101,7 @@ const FILE_URL = /\bfile:\/\/\S+/i;
 const URL_WITH_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
 const URL_IN_COMMAND = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'`;&|<>()]+/gi;
 const DOTDOT_SEGMENT = /(?:^|[/\\=])\.\.(?:$|[/\\])/;
-const CD_IN_SUBSTITUTION = /\$\([^)]*\b(?:cd|pushd)\b/;
+const CD_WORD = /\b(?:cd|pushd)\b/g;
 const BRACE_BLOCK = /\{([^{}]*)\}/g;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*=/;
@@ -205,8 +205,30 @@ function checkRootArguments(name: string, tokens: readonly string[], index: numb
   }
 }
 
+/**
+ * `true` when a `cd` or `pushd` word follows a `$(` before the next `)`. Linear: the `$(` openings
+ * and the `cd` words are both visited once, in order (the regex `\$\([^)]*\bcd\b` it replaces
+ * backtracked quadratically on `$(` repeated without a `)`).
+ */
+function hasCdInSubstitution(command: string): boolean {
+  const words: number[] = [];
+  for (const m of command.matchAll(CD_WORD)) words.push(m.index);
+  if (words.length === 0) return false;
+  let w = 0;
+  let closeAt = -1;
+  for (let open = command.indexOf('$('); open >= 0; open = command.indexOf('$(', open + 2)) {
+    if (closeAt < open) {
+      closeAt = command.indexOf(')', open + 2);
+      if (closeAt < 0) closeAt = command.length;
+    }
+    while (w < words.length && (words[w] as number) < open + 2) w++;
+    if (w < words.length && (words[w] as number) < closeAt) return true;
+  }
+  return false;
+}
+
 function checkShellWords(command: string, options: BashPathGuardOptions): void {
-  if (CD_IN_SUBSTITUTION.test(command)) {
+  if (hasCdInSubstitution(command)) {
     deny(`Unsafe working directory change in command substitution. ${USE_USER_DATA}`);
   }
   const tokens = splitShellWords(command) ?? splitOnWhitespace(command);
@@ -282,8 +304,12 @@ export function validateLocalBashCommandPaths(
     if (!m[0].toLowerCase().startsWith('file://')) urlSpans.push([m.index, m.index + m[0].length]);
   }
   const unsafe = new Set<string>();
+  // Paths and URL spans both come in text order: one forward pointer keeps this linear.
+  let span = 0;
   for (const m of command.matchAll(ABSOLUTE_PATH)) {
-    if (urlSpans.some(([s, e]) => m.index >= s && m.index < e)) continue;
+    while (span < urlSpans.length && (urlSpans[span] as [number, number])[1] <= m.index) span++;
+    const current = urlSpans[span];
+    if (current && m.index >= current[0] && m.index < current[1]) continue;
     const candidate = m[0];
     if (isLiteralFragment(candidate)) continue;
     if (isAllowedAbsolutePath(candidate, options, true)) continue;

@@ -4,6 +4,8 @@ import {
   isTextBoundaryAt,
   tailEnd,
 } from './path-mapping-boundaries.js';
+import { InvalidArgumentError } from './errors.js';
+import { MAX_PATH_BYTES, shownPath } from './path-limits.js';
 import type { PathMapping, PathMappingTable } from './path-mapping.js';
 
 /**
@@ -64,7 +66,22 @@ export async function translateContainerPaths(
   table: PathMappingTable,
   mode: TranslationMode,
 ): Promise<string> {
-  const occurrences = findContainerPaths(text, table, mode);
+  const occurrences = findContainerPaths(text, table, mode).filter((o) => {
+    if (
+      o.end - o.start <= MAX_PATH_BYTES / 3 ||
+      Buffer.byteLength(text.slice(o.start, o.end)) <= MAX_PATH_BYTES
+    ) {
+      return true;
+    }
+    // No file operation can use a path this long. In file content it is just text and stays as
+    // written; in a command it would reach the shell untranslated, so the command is refused.
+    if (mode === 'command') {
+      throw new InvalidArgumentError(
+        `A path in the command is longer than ${MAX_PATH_BYTES} bytes: ${shownPath(text.slice(o.start, o.end))}`,
+      );
+    }
+    return false;
+  });
   if (occurrences.length === 0) return text;
   const hostPaths = await Promise.all(
     occurrences.map(async (o) => {

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { MAX_GLOB_PATTERN_LENGTH } from '../glob-match.js';
+import { MAX_PATH_BYTES } from '../path-limits.js';
 
 /**
  * Model-facing input schemas of the seven sandbox tools. Field names are the wire contract with the
@@ -12,19 +14,40 @@ const description = z
     'Short human-readable label of what this call does, shown to the user as progress. Optional; it does not affect execution.',
   );
 
-const nonBlank = (what: string) =>
-  z.string().refine((value) => value.trim().length > 0, { message: `${what} must not be empty` });
+const nonBlank = (what: string, max?: number) =>
+  (max === undefined ? z.string() : z.string().max(max)).refine(
+    (value) => value.trim().length > 0,
+    { message: `${what} must not be empty` },
+  );
+
+/**
+ * Longest shell command accepted, in UTF-8 bytes: Linux refuses a longer single argument
+ * (`MAX_ARG_STRLEN`) to `sh -c` anyway, so past it only a clear error is useful.
+ */
+export const MAX_COMMAND_BYTES = 128 * 1024;
+/** Longest grep pattern accepted, in characters. */
+export const MAX_PATTERN_LENGTH = 4096;
+
+const byteLength = (value: string) => Buffer.byteLength(value, 'utf8');
 
 const virtualPath = (what: string) =>
-  nonBlank('path').describe(
-    `Absolute virtual path of the ${what}, e.g. /mnt/user-data/workspace/notes.md.`,
-  );
+  nonBlank('path', MAX_PATH_BYTES)
+    .refine((value) => value.length * 3 <= MAX_PATH_BYTES || byteLength(value) <= MAX_PATH_BYTES, {
+      message: `must be at most ${MAX_PATH_BYTES} bytes`,
+      abort: true,
+    })
+    .refine((value) => !value.includes('\0'), { message: 'must not contain a NUL byte' })
+    .describe(`Absolute virtual path of the ${what}, e.g. /mnt/user-data/workspace/notes.md.`);
 
 export const bashInputSchema = z.object({
   description,
-  command: nonBlank('command').describe(
-    'The shell command to run. It starts in /mnt/user-data/workspace. Start long-lived processes (servers, watchers) in the background with output redirected to a file.',
-  ),
+  command: nonBlank('command')
+    .refine((value) => byteLength(value) <= MAX_COMMAND_BYTES, {
+      message: `must be at most ${MAX_COMMAND_BYTES} bytes`,
+    })
+    .describe(
+      'The shell command to run. It starts in /mnt/user-data/workspace. Start long-lived processes (servers, watchers) in the background with output redirected to a file.',
+    ),
 });
 
 export const lsInputSchema = z.object({
@@ -34,7 +57,7 @@ export const lsInputSchema = z.object({
 
 export const globInputSchema = z.object({
   description,
-  pattern: nonBlank('pattern').describe(
+  pattern: nonBlank('pattern', MAX_GLOB_PATTERN_LENGTH).describe(
     'Glob pattern relative to `path`. Without `/` it matches file names at any depth (`*.py`); with `/` it matches the whole path below `path`, so `src/*.ts` finds .ts files directly inside `path`/src and `**/src/*.ts` those inside any `src` directory.',
   ),
   path: virtualPath('directory to search below'),
@@ -51,12 +74,13 @@ export const globInputSchema = z.object({
 
 export const grepInputSchema = z.object({
   description,
-  pattern: nonBlank('pattern').describe(
+  pattern: nonBlank('pattern', MAX_PATTERN_LENGTH).describe(
     'Regular expression searched line by line (case-insensitive unless case_sensitive is true).',
   ),
   path: virtualPath('file to search, or directory to search recursively'),
   glob: z
     .string()
+    .max(MAX_GLOB_PATTERN_LENGTH)
     .nullish()
     .describe('Only search files whose path matches this glob pattern, e.g. `*.py`.'),
   literal: z

@@ -123,9 +123,15 @@ describe('§10.9 write_file', () => {
       expect(sandbox().fileText('/mnt/user-data/outputs/b.md')).toBeUndefined();
     });
 
-    it('does not apply to appends', async () => {
+    it('applies to appends too, one call at a time (divergence: the reference leaves appends unbounded)', async () => {
       const { ctx } = setup({ readBeforeWrite: { enabled: false } });
-      expect(await writeFileTool(ctx, { path: P, content: big, append: true })).toBe('OK');
+      const out = await writeFileTool(ctx, { path: P, content: big, append: true });
+      expect(out).toMatch(
+        /^Error: write_file content \(100000 bytes\) exceeds the 81920-byte single-call limit\. Append it in smaller parts/,
+      );
+      const half = 'é'.repeat(25_000);
+      expect(await writeFileTool(ctx, { path: P, content: half, append: true })).toBe('OK');
+      expect(await writeFileTool(ctx, { path: P, content: half, append: true })).toBe('OK');
     });
 
     it('reads SBX_WRITE_FILE_MAX_BYTES on every call: raise, disable, malformed falls back', async () => {

@@ -22,11 +22,13 @@ function writeErrorMarker(skipped: number): string {
   return `\n... [write_file error truncated: ${skipped} chars skipped] ...\n`;
 }
 
-export function writeFileTooLargeMessage(bytes: number, limit: number): string {
+export function writeFileTooLargeMessage(bytes: number, limit: number, append = false): string {
   return (
     `Error: write_file content (${bytes} bytes) exceeds the ${limit}-byte single-call limit. ` +
-    `Write the file in parts: the first part with this tool, then the rest with append=True, ` +
-    `or change an existing file with str_replace.`
+    (append
+      ? `Append it in smaller parts, each at most ${limit} bytes.`
+      : `Write the file in parts: the first part with this tool, then the rest with append=True, ` +
+        `or change an existing file with str_replace.`)
   );
 }
 
@@ -47,8 +49,8 @@ async function failureResult(
 }
 
 /**
- * `write_file`: creates, overwrites or appends to a file. A non-append write is bounded per call so
- * one huge tool argument cannot be the only copy of a large file. With read-before-write enabled an
+ * `write_file`: creates, overwrites or appends to a file. Every call (append included) is bounded
+ * so one huge tool argument cannot be the only copy of a large file, nor exhaust memory. With read-before-write enabled an
  * existing file must have been read (in its current version) first.
  */
 export function writeFileTool(context: ToolContext, input: WriteFileInput): Promise<string> {
@@ -57,11 +59,11 @@ export function writeFileTool(context: ToolContext, input: WriteFileInput): Prom
     if (!parsed.ok) return parsed.error;
     const { path, content, append } = parsed.value;
     const config = resolveToolConfig(context.config);
-    if (!append) {
-      const limit = effectiveWriteFileMaxBytes(config);
-      const bytes = Buffer.byteLength(content, 'utf8');
-      if (limit > 0 && bytes > limit) return writeFileTooLargeMessage(bytes, limit);
-    }
+    // Appends are bounded per call like writes (the file may still grow call by call): an
+    // unbounded append was one tool argument away from exhausting the gateway's memory.
+    const limit = effectiveWriteFileMaxBytes(config);
+    const bytes = Buffer.byteLength(content, 'utf8');
+    if (limit > 0 && bytes > limit) return writeFileTooLargeMessage(bytes, limit, append);
 
     let sandbox: Sandbox | undefined;
     try {
