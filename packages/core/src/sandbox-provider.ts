@@ -64,6 +64,17 @@ export abstract class SandboxProvider {
     return false;
   }
 
+  /**
+   * Whether `sandboxId` is a sandbox this provider holds for `identity`'s (user, thread). The tool
+   * layer asks before reusing a persisted id: ids come back from checkpoints and callers, and one
+   * naming another tenant's sandbox must not be honoured. Default `true` for providers that cannot
+   * tell (their ids are derived from the identity, so a foreign id names a sandbox `get` must
+   * still find); providers that track identities override it.
+   */
+  sandboxBelongsTo(_sandboxId: string, _identity: { userId?: string; threadId: string }): boolean {
+    return true;
+  }
+
   /** Upload providers copy the thread's skill projection in; bind-mount providers need nothing. */
   async syncAgentSkills(_sandboxId: string, _options: SyncAgentSkillsOptions): Promise<void> {}
 

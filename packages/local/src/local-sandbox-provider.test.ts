@@ -244,13 +244,33 @@ describe('LocalSandboxProvider', () => {
         readOnly: true,
       },
     ]);
-    // Going back to an unrestricted run rebuilds the mounts but keeps what the agent wrote.
+    // An unrestricted run of the same thread gets its own sandbox (issue: it used to replace the
+    // policy run's, flipping its isolation); both remember what the agent wrote in the thread.
     await sb.writeFile('/mnt/user-data/workspace/w.txt', 'x');
-    expect(await p.acquire({ threadId: 'pol', userId: 'alice' })).toBe(id);
-    const shared = p.get(id)!;
+    const sharedId = await p.acquire({ threadId: 'pol', userId: 'alice' });
+    expect(sharedId).not.toBe(id);
+    const shared = p.get(sharedId)!;
     expect(shared).not.toBe(sb);
     expect(shared.mappings.some((m) => m.containerPath === '/mnt/skills/public')).toBe(true);
     expect(shared.agentWrittenPaths).toBe(sb.agentWrittenPaths);
+    // The policy run's sandbox is untouched: still cached, still showing only its projection.
+    expect(p.get(id)).toBe(sb);
+    expect(
+      await p.acquire({ threadId: 'pol', userId: 'alice', skillPolicy: { allowedSkills: ['a'] } }),
+    ).toBe(id);
+    expect(p.get(id)!.mappings.filter((m) => m.containerPath.startsWith('/mnt/skills'))).toEqual(
+      skills,
+    );
+  });
+
+  it('a persisted id is honoured only for its own (user, thread)', async () => {
+    const p = provider({ allowHostBash: false });
+    const bob = await p.acquire({ threadId: 'b1', userId: 'bob' });
+    expect(p.sandboxBelongsTo(bob, { userId: 'bob', threadId: 'b1' })).toBe(true);
+    expect(p.sandboxBelongsTo(bob, { userId: 'alice', threadId: 'b1' })).toBe(false);
+    expect(p.sandboxBelongsTo(bob, { userId: 'bob', threadId: 'b2' })).toBe(false);
+    // The generic sandbox serves host paths unconfined: never a thread's.
+    expect(p.sandboxBelongsTo('local', { userId: 'bob', threadId: 'b1' })).toBe(false);
   });
 
   it('isolation is reported only while host bash is off; a policy run then fails closed', async () => {

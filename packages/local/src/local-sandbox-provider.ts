@@ -85,6 +85,18 @@ type SkillsMode = 'shared' | 'policy';
 interface ThreadEntry {
   readonly sandbox: LocalSandbox;
   readonly mode: SkillsMode;
+  readonly userId: string;
+  readonly threadId: string;
+}
+
+/**
+ * Sandbox id of a thread. A policy-scoped run has its own id (and sandbox), so a plain acquire of
+ * the same thread (a subagent, an upload sync, a re-acquire after eviction) can never replace the
+ * policy run's filtered skills view with the shared one. `/policy` cannot occur in a user id
+ * (no `/` allowed), so the two forms never collide.
+ */
+export function localSandboxId(userId: string, threadId: string, mode: SkillsMode): string {
+  return mode === 'policy' ? `local:${userId}/policy:${threadId}` : `local:${userId}:${threadId}`;
 }
 
 const requiredLogger: Logger = {
@@ -239,15 +251,15 @@ export class LocalSandboxProvider extends SandboxProvider {
     }
     const userId = options.userId ?? this.defaultUserId;
     const layout = this.threadLayout(userId, options.threadId);
-    const id = `local:${userId}:${options.threadId}`;
     const mode: SkillsMode = options.skillPolicy ? 'policy' : 'shared';
-    if (this.threads.get(id)?.mode === mode) return id;
+    const id = localSandboxId(userId, options.threadId, mode);
+    if (this.threads.get(id)) return id;
 
     // Concurrent acquires of one thread share one creation, so they all get the same instance.
     const key = `${mode}\0${id}`;
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.createThreadSandbox(id, userId, layout, mode).finally(() => {
+      pending = this.createThreadSandbox(id, userId, options.threadId, layout, mode).finally(() => {
         this.inflight.delete(key);
       });
       this.inflight.set(key, pending);
@@ -261,6 +273,21 @@ export class LocalSandboxProvider extends SandboxProvider {
     if (sandboxId === GENERIC_LOCAL_SANDBOX_ID) return this.generic();
     if (!sandboxId.startsWith('local:')) return undefined;
     return this.threads.get(sandboxId)?.sandbox;
+  }
+
+  /**
+   * Only the thread's own sandboxes (shared or policy-scoped) belong to it; the generic `local`
+   * sandbox, which serves host paths unconfined, belongs to no thread.
+   */
+  override sandboxBelongsTo(
+    sandboxId: string,
+    identity: { userId?: string; threadId: string },
+  ): boolean {
+    const userId = identity.userId ?? this.defaultUserId;
+    return (
+      sandboxId === localSandboxId(userId, identity.threadId, 'shared') ||
+      sandboxId === localSandboxId(userId, identity.threadId, 'policy')
+    );
   }
 
   /** Nothing to release: the sandbox (and what it remembers about written files) stays cached. */
@@ -300,6 +327,7 @@ export class LocalSandboxProvider extends SandboxProvider {
   private async createThreadSandbox(
     id: string,
     userId: string,
+    threadId: string,
     layout: ThreadLayout,
     mode: SkillsMode,
   ): Promise<ThreadEntry> {
@@ -327,7 +355,11 @@ export class LocalSandboxProvider extends SandboxProvider {
         mkdir(m.hostPath, { recursive: true }),
       ),
     );
-    const previous = this.threads.peek(id);
+    // What the agent wrote is a fact about the thread's directories, shared by its shared and
+    // policy-scoped sandboxes (and inherited by a rebuild after eviction).
+    const previous =
+      this.threads.peek(id) ??
+      this.threads.peek(localSandboxId(userId, threadId, mode === 'policy' ? 'shared' : 'policy'));
     const customMounts = this.staticMappings.filter((m) => m.containerPath !== `${skills}/public`);
     const sandbox = new LocalSandbox(id, {
       mappings: [...customMounts, ...skillMappings, ...threadMappings],
@@ -348,7 +380,7 @@ export class LocalSandboxProvider extends SandboxProvider {
       ...this.sandboxOptions(),
       agentWrittenPaths: previous?.sandbox.agentWrittenPaths,
     });
-    const entry: ThreadEntry = { sandbox, mode };
+    const entry: ThreadEntry = { sandbox, mode, userId, threadId };
     this.threads.set(id, entry);
     return entry;
   }

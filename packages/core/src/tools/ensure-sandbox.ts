@@ -12,8 +12,9 @@ import { authorizeSandboxUse } from './tool-invocation.js';
  * 1. Authorization runs before reusing a persisted id as well as before any acquisition. An id that
  *    survived in a checkpoint or warm pool confers no standing permission, because configuration and
  *    roles change while the sandbox stays alive.
- * 2. A persisted id is reused only if the provider still knows it (`get` is an in-memory lookup);
- *    otherwise the sandbox was released meanwhile and the call falls through to acquisition.
+ * 2. A persisted id is reused only if it belongs to the context's (user, thread)
+ *    (`sandboxBelongsTo`) and the provider still knows it (`get` is an in-memory lookup);
+ *    otherwise the call falls through to acquisition.
  * 3. Acquisition goes through the context's strategy, else the lease manager when the run has a
  *    lease owner, else the provider directly (after its `admit` hook).
  * 4. A sandbox the provider cannot find right after acquiring it is rolled back (released) before
@@ -36,7 +37,17 @@ export async function ensureSandboxInitialized(
       }
     : undefined;
 
-  const persisted = context.state.sandboxId;
+  let persisted = context.state.sandboxId;
+  if (persisted && request && context.provider.sandboxBelongsTo?.(persisted, request) === false) {
+    // A persisted id is untrusted input: one naming another (user, thread) is dropped, and the
+    // thread's own sandbox is acquired instead.
+    (context.logger ?? silentLogger).warn(
+      'Ignoring a persisted sandbox id that belongs to another user or thread',
+      { sandboxId: persisted, threadId: request.threadId, userId: request.userId },
+    );
+    persisted = undefined;
+    context.state.sandboxId = undefined;
+  }
   if (persisted) {
     let reusedId = persisted;
     const manager = context.leaseManager;
