@@ -99,7 +99,16 @@ export class SandboxCommandError extends SbxError {
 
 /** POSIX-style classification of a file failure; mirrors the errno a host filesystem would give. */
 export type FileErrorKind =
-  'ENOENT' | 'EACCES' | 'EROFS' | 'EISDIR' | 'ENOTDIR' | 'EFBIG' | 'EILSEQ' | 'EIO';
+  | 'ENOENT'
+  | 'EACCES'
+  | 'EROFS'
+  | 'EISDIR'
+  | 'ENOTDIR'
+  | 'EFBIG'
+  | 'EILSEQ'
+  | 'EIO'
+  /** Not a regular file (FIFO, socket, device): refused before any read could block. */
+  | 'EINVAL';
 
 export class SandboxFileError extends SbxError {
   static override readonly CODE: string = 'SANDBOX_FILE';

@@ -115,6 +115,7 @@ export async function findGrepMatches(
     regex: { source: regex.source, flags: regex.flags },
     literal: literalPrefilter(regex.source, regex.flags),
     wanted,
+    root: searchRoot.realRoot,
     maxFileSize,
     maxLineLength: MAX_GREP_LINE_LENGTH,
     sniffBytes: BINARY_SNIFF_BYTES,

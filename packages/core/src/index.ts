@@ -381,6 +381,13 @@ export {
   OUTSIDE_MOUNTS_MESSAGE,
 } from './path-mapping.js';
 export { MAX_PATH_BYTES, assertPathArgument, shownPath } from './path-limits.js';
+export {
+  ESCAPED_CONFINEMENT_MESSAGE,
+  ensureDirectoryConfined,
+  openConfined,
+  openedRealPath,
+} from './host-confinement.js';
+export type { ConfinedOpenOptions } from './host-confinement.js';
 export type { PathMappingTableOptions } from './path-mapping.js';
 export type { PathMapping, ResolvedPath, PathAccess } from './path-mapping.js';
 export { realpathLenient, isInsideRoot } from './path-mapping-realpath.js';

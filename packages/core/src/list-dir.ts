@@ -1,11 +1,11 @@
 import type { Dirent } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import { DEFAULT_LIST_DIR_DEPTH } from './search-limits.js';
 import { shouldIgnoreName } from './search-ignore.js';
-import { errnoCode, requireCount } from './search-walk.js';
+import { errnoCode, readVerifiedDirectory, requireCount } from './search-walk.js';
 import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface ListDirTreeOptions {
@@ -60,7 +60,8 @@ export async function listDirTree(
     throwIfAborted(options.signal);
     let entries: Dirent[];
     try {
-      entries = await readdir(dir, { withFileTypes: true });
+      // Through a verified descriptor: a directory swapped for a link is not listed.
+      entries = await readVerifiedDirectory(dir);
     } catch (err) {
       logger.debug('listDir skipped an unreadable directory', { path: dir, code: errnoCode(err) });
       return;

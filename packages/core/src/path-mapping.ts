@@ -31,6 +31,8 @@ export interface ResolvedPath {
    */
   readonly lexicalHostPath: string;
   readonly mapping: PathMapping | undefined;
+  /** Canonical root of `mapping`: what an opened file must still lie in (`openConfined`). */
+  readonly root?: string;
 }
 
 export type PathAccess = 'read' | 'write';
@@ -49,7 +51,16 @@ export interface PathMappingTableOptions {
    * the mounted categories.
    */
   confined?: boolean;
+  /**
+   * Every mapping's host directory is given canonical (the provider resolved it) and must still
+   * be: a mount root that resolves elsewhere now (the thread's workspace replaced by a link to
+   * `/`) is refused instead of followed. Default: the value of `confined`.
+   */
+  strictRoots?: boolean;
 }
+
+export const MOUNT_ROOT_MOVED_MESSAGE =
+  'Access denied: the directory behind this path was replaced by a symbolic link';
 
 /**
  * The mount table of one sandbox: container → host resolution with the containment and read-only
@@ -74,9 +85,13 @@ export class PathMappingTable {
   private readonly byContainer: readonly PathMapping[];
   private rootsPromise: Promise<ReadonlyMap<PathMapping, string>> | undefined;
   readonly confined: boolean;
+  private readonly strictRoots: boolean;
+  /** Mappings whose root no longer resolves to its canonical host directory (`strictRoots`). */
+  private readonly movedRoots = new Set<PathMapping>();
 
   constructor(mappings: readonly PathMapping[], options: PathMappingTableOptions = {}) {
     this.confined = options.confined ?? false;
+    this.strictRoots = options.strictRoots ?? this.confined;
     this.mappings = mappings.map((m) => pathMapping(m.containerPath, m.hostPath, m.readOnly));
     this.byContainer = [...this.mappings].sort(
       (a, b) => b.containerPath.length - a.containerPath.length,
@@ -109,7 +124,11 @@ export class PathMappingTable {
   resolvedRoots(): Promise<ReadonlyMap<PathMapping, string>> {
     if (!this.rootsPromise) {
       const pending = Promise.all(
-        this.mappings.map(async (m) => [m, await realpathLenient(m.hostPath)] as const),
+        this.mappings.map(async (m) => {
+          const canonical = await realpathLenient(m.hostPath);
+          if (this.strictRoots && canonical !== path.resolve(m.hostPath)) this.movedRoots.add(m);
+          return [m, canonical] as const;
+        }),
       ).then((pairs) => new Map(pairs));
       // A failed resolution (e.g. a permission error on a parent) must not poison the table.
       pending.catch(() => {
@@ -135,6 +154,11 @@ export class PathMappingTable {
       throw new SandboxPermissionError(PATH_TRAVERSAL_MESSAGE, { path: shownPath(containerPath) });
     }
     const roots = await this.resolvedRoots();
+    if (this.movedRoots.has(mapping)) {
+      throw new SandboxPermissionError(MOUNT_ROOT_MOVED_MESSAGE, {
+        path: shownPath(containerPath),
+      });
+    }
     const root = roots.get(mapping) as string;
     const lexicalHostPath = remainder ? path.join(root, remainder) : root;
     let hostPath: string;
@@ -161,7 +185,21 @@ export class PathMappingTable {
         kind: 'EROFS',
       });
     }
-    return { hostPath, lexicalHostPath, mapping };
+    return { hostPath, lexicalHostPath, mapping, root };
+  }
+
+  /**
+   * Refuses a write whose opened file really lies in a read-only mount (the deepest canonical root
+   * containing it decides): the post-open half of the rule `resolve` applies to the path.
+   */
+  async assertWritableAt(realPath: string, shown: string): Promise<void> {
+    const roots = await this.resolvedRoots();
+    if (ownerOf(realPath, roots)?.readOnly) {
+      throw new SandboxPermissionError(READ_ONLY_FILE_SYSTEM_MESSAGE, {
+        path: shownPath(shown),
+        kind: 'EROFS',
+      });
+    }
   }
 
   /**

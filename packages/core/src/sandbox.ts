@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 /**
  * The sandbox contract every provider implements. All methods are async: a sandbox may live on the
  * host, in a container or in a remote VM, and no call on a request path may block the event loop.
@@ -93,6 +94,18 @@ export abstract class Sandbox {
   async releaseCommandScope(_scopeId: string): Promise<void> {}
 
   abstract readFile(path: string, options?: ReadFileOptions): Promise<string>;
+
+  /**
+   * A value that changes whenever the file's content does: what the read-before-write gate
+   * records when the agent reads or writes a file, and compares before the next write. `content`
+   * is the text just read through `readFile`, when the caller has it. The default hashes the text
+   * (reading the file when `content` is absent); a host-backed sandbox overrides it with the
+   * file's identity and timestamps, so a mark costs O(1) instead of a read of the whole file.
+   */
+  async fileFingerprint(path: string, content?: string): Promise<string> {
+    const text = content ?? (await this.readFile(path));
+    return createHash('sha256').update(text, 'utf8').digest('hex');
+  }
 
   /** Raw bytes of a file under `/mnt/user-data` (100 MiB cap). */
   abstract downloadFile(path: string): Promise<Uint8Array>;

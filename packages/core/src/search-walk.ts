@@ -1,5 +1,6 @@
 import type { Dirent, Stats } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, readdir, readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   InvalidArgumentError,
@@ -130,9 +131,37 @@ export interface WalkEntry {
 
 const caseInsensitiveNames = process.platform === 'win32';
 
+const HAS_PROC_FD = process.platform === 'linux';
+const DIRECTORY_FLAGS =
+  constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0);
+
+/**
+ * The entries of `dir`, listed through a descriptor verified to be `dir` itself (Linux):
+ * a directory swapped for a symbolic link after its parent was listed is refused (`ELOOP` from
+ * `O_NOFOLLOW`, or a real path elsewhere), so the walk never lists what lies outside its root.
+ * Elsewhere a plain `readdir` (best-effort, see the security model).
+ */
+export async function readVerifiedDirectory(dir: string): Promise<Dirent[]> {
+  let entries: Dirent[];
+  if (HAS_PROC_FD) {
+    const handle = await open(dir, DIRECTORY_FLAGS);
+    try {
+      const fdPath = `/proc/self/fd/${handle.fd}`;
+      if ((await readlink(fdPath)) !== dir) {
+        throw Object.assign(new Error('directory changed while listed'), { code: 'ELOOP' });
+      }
+      entries = await readdir(fdPath, { withFileTypes: true });
+    } finally {
+      await handle.close();
+    }
+  } else {
+    entries = await readdir(dir, { withFileTypes: true });
+  }
+  return entries;
+}
+
 async function listSorted(dir: string): Promise<Dirent[]> {
-  const entries = await readdir(dir, { withFileTypes: true });
-  return entries.sort((a, b) => compareNames(a.name, b.name));
+  return (await readVerifiedDirectory(dir)).sort((a, b) => compareNames(a.name, b.name));
 }
 
 interface Frame {

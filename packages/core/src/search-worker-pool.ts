@@ -17,6 +17,8 @@ export interface ScanFilesTask {
   /** A literal every match contains, as a regex; files without it are skipped unsplit. */
   literal?: RegexSpec | undefined;
   wanted: number;
+  /** Canonical search root: an opened file whose real path is elsewhere is skipped (Linux). */
+  root?: string;
   maxFileSize: number;
   maxLineLength: number;
   sniffBytes: number;

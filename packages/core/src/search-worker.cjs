@@ -19,6 +19,7 @@ if (!parentPort) throw new Error('search-worker.cjs must run as a worker thread'
 const OPEN_FLAGS =
   fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
 const LINE_BREAK = /\r\n|\r|\n/;
+const HAS_PROC_FD = process.platform === 'linux';
 
 /** @type {Map<string, RegExp>} */
 const compiled = new Map();
@@ -66,6 +67,17 @@ function scanFile(file, task) {
   let fd = -1;
   try {
     fd = fs.openSync(file, OPEN_FLAGS);
+    // What was opened must still lie in the search root: a directory on the way swapped for a
+    // link after the walk listed it would otherwise be read through.
+    if (HAS_PROC_FD && task.root) {
+      const real = fs.readlinkSync(`/proc/self/fd/${fd}`);
+      if (
+        real !== task.root &&
+        !real.startsWith(task.root.endsWith('/') ? task.root : `${task.root}/`)
+      ) {
+        return 'ESCAPED';
+      }
+    }
     const stats = fs.fstatSync(fd);
     if (!stats.isFile() || stats.size > task.maxFileSize) return [];
     // Read what fstat announced and no further: a file growing meanwhile cannot blow the bound.

@@ -116,6 +116,21 @@ function positiveInteger(name: string, value: unknown): number | undefined {
   return value;
 }
 
+/**
+ * `realpath` of the deepest existing ancestor plus the missing tail. Synchronous on purpose: it
+ * runs once, at provider construction (start-up configuration), never on a request path.
+ */
+function canonicalPathSync(target: string): string {
+  try {
+    return realpathSync(target);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
+    const parent = path.dirname(target);
+    return parent === target ? target : path.join(canonicalPathSync(parent), path.basename(target));
+  }
+}
+
 function optionalString(name: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'string' || value === '') {
@@ -160,11 +175,15 @@ export class LocalSandboxProvider extends SandboxProvider {
     const local = config.local ?? {};
     const env = options.env ?? process.env;
     this.logger = options.logger ?? requiredLogger;
-    this.baseDir = path.resolve(
-      options.baseDir ??
-        config.baseDir ??
-        (env[SBX_HOME_ENV] || undefined) ??
-        DEFAULT_BASE_DIR_NAME,
+    // Canonical from the start: mount tables are strict (a mount root must still resolve to the
+    // host directory it was built from), so the thread directories are spelled without links.
+    this.baseDir = canonicalPathSync(
+      path.resolve(
+        options.baseDir ??
+          config.baseDir ??
+          (env[SBX_HOME_ENV] || undefined) ??
+          DEFAULT_BASE_DIR_NAME,
+      ),
     );
     const baseDirProblem = hostDataDirProblem(this.baseDir);
     if (baseDirProblem) {

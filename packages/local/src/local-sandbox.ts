@@ -1,4 +1,5 @@
-import { appendFile, mkdir, open, stat, writeFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
@@ -20,6 +21,8 @@ import {
   findGrepMatches,
   listDirTree,
   normalizeVirtualRoot,
+  openConfined,
+  ensureDirectoryConfined,
   redactSecrets,
   silentLogger,
   translateContainerPaths,
@@ -239,14 +242,69 @@ export class LocalSandbox extends Sandbox {
   }
 
   override async readFile(filePath: string, options: ReadFileOptions = {}): Promise<string> {
-    const { hostPath } = await this.table.resolve(filePath, 'read');
-    const ranged = options.startLine !== undefined || options.endLine !== undefined;
-    const text = ranged
-      ? await readLineRange(hostPath, filePath, options)
-      : await readWholeText(hostPath, filePath);
+    const { handle, hostPath } = await this.openFile(filePath, 'read', 'read');
+    let text: string;
+    try {
+      const ranged = options.startLine !== undefined || options.endLine !== undefined;
+      text = ranged
+        ? await readLineRange(handle, filePath, options)
+        : await readWholeText(handle, filePath);
+    } finally {
+      await handle.close();
+    }
     // Only text this sandbox wrote had its virtual paths turned into host paths; uploads and
     // command output are returned exactly as they are.
     return this.agentWritten.has(hostPath) ? this.maskHostPaths(text) : text;
+  }
+
+  /**
+   * The file's identity and timestamps (device, inode, size, mtime and ctime in nanoseconds):
+   * any write changes at least one, and taking it costs one `fstat`, whatever the file's size.
+   */
+  override async fileFingerprint(filePath: string): Promise<string> {
+    const { handle } = await this.openFile(filePath, 'read', 'read');
+    try {
+      const s = await handle.stat({ bigint: true });
+      return `${s.dev}:${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Resolves `filePath` through the mount table and opens it confined (`openConfined`): the
+   * descriptor is verified after the open, so a link swapped in between the check and the use
+   * is refused instead of followed, and special files are refused before any read can block.
+   * Writes create missing parent directories first.
+   */
+  private async openFile(
+    filePath: string,
+    access: 'read' | 'write' | 'append',
+    operation: string,
+  ): Promise<{ handle: FileHandle; hostPath: string }> {
+    const resolved = await this.table.resolve(filePath, access === 'read' ? 'read' : 'write');
+    try {
+      if (access !== 'read') {
+        await ensureDirectoryConfined(
+          resolved.root ?? '/',
+          path.dirname(resolved.hostPath),
+          filePath,
+        );
+      }
+      const handle = await openConfined(resolved.hostPath, {
+        // The unconfined generic sandbox serves host paths: only special files are refused there.
+        root: resolved.root ?? '/',
+        access,
+        shown: filePath,
+        operation,
+        ...(access === 'read'
+          ? {}
+          : { verify: (real: string) => this.table.assertWritableAt(real, filePath) }),
+      });
+      return { handle, hostPath: resolved.hostPath };
+    } catch (err) {
+      throw toFileError(err, filePath, operation);
+    }
   }
 
   override async downloadFile(filePath: string): Promise<Uint8Array> {
@@ -259,16 +317,9 @@ export class LocalSandbox extends Sandbox {
         { path: filePath, operation: 'download' },
       );
     }
-    const { hostPath } = await this.table.resolve(`/${normalized}`, 'read');
-    let handle;
-    try {
-      handle = await open(hostPath, 'r');
-    } catch (err) {
-      throw toFileError(err, filePath, 'download');
-    }
+    const { handle } = await this.openFile(`/${normalized}`, 'read', 'download');
     try {
       const info = await handle.stat();
-      if (info.isDirectory()) throw toFileError({ code: 'EISDIR' }, filePath, 'download');
       if (info.size > MAX_DOWNLOAD_BYTES) throw tooLarge(filePath);
       const bytes = await handle.readFile();
       // The file may have grown between stat and read.
@@ -286,25 +337,33 @@ export class LocalSandbox extends Sandbox {
     content: string,
     options: WriteFileOptions = {},
   ): Promise<void> {
-    const { hostPath } = await this.table.resolve(filePath, 'write');
     const translated = await translateContainerPaths(content, this.table, 'content');
+    const { handle, hostPath } = await this.openFile(
+      filePath,
+      options.append ? 'append' : 'write',
+      'write',
+    );
     try {
-      await mkdir(path.dirname(hostPath), { recursive: true });
-      if (options.append) await appendFile(hostPath, translated, 'utf8');
-      else await writeFile(hostPath, translated, 'utf8');
+      // Truncated only now, after the opened file passed its checks.
+      if (!options.append) await handle.truncate(0);
+      await handle.writeFile(translated, 'utf8');
     } catch (err) {
       throw toFileError(err, filePath, 'write');
+    } finally {
+      await handle.close();
     }
     this.agentWritten.add(hostPath);
   }
 
   override async updateFile(filePath: string, content: Uint8Array): Promise<void> {
-    const { hostPath } = await this.table.resolve(filePath, 'write');
+    const { handle } = await this.openFile(filePath, 'write', 'update');
     try {
-      await mkdir(path.dirname(hostPath), { recursive: true });
-      await writeFile(hostPath, content);
+      await handle.truncate(0);
+      await handle.writeFile(content);
     } catch (err) {
       throw toFileError(err, filePath, 'update');
+    } finally {
+      await handle.close();
     }
   }
 

@@ -1,8 +1,14 @@
-import { createReadStream } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { TextDecoder } from 'node:util';
-import { InvalidArgumentError } from '@sbx/core';
+import { InvalidArgumentError, SandboxFileError } from '@sbx/core';
 import { notUtf8Error, toFileError } from './file-errors.js';
+
+/**
+ * Largest file `readFile` returns whole (16 MiB). A bigger one is refused with a hint to read a
+ * line range, which streams and costs only the bytes up to its last line: memory stays
+ * proportional to what is returned, not to the file.
+ */
+export const MAX_WHOLE_READ_BYTES = 16 * 1024 * 1024;
 
 /** Python-compatible strict UTF-8: invalid bytes are an error, a BOM is kept as text. */
 function strictDecoder(): TextDecoder {
@@ -14,11 +20,15 @@ export function normalizeNewlines(text: string): string {
   return text.replace(/\r\n?/g, '\n');
 }
 
-/** A whole text file, strictly decoded, newlines normalised. */
-export async function readWholeText(hostPath: string, shown: string): Promise<string> {
+/** A whole text file (an open, confined handle), strictly decoded, newlines normalised. */
+export async function readWholeText(handle: FileHandle, shown: string): Promise<string> {
   let bytes: Buffer;
   try {
-    bytes = await readFile(hostPath);
+    const { size } = await handle.stat();
+    if (size > MAX_WHOLE_READ_BYTES) throw tooLargeToReadWhole(shown, size);
+    bytes = await handle.readFile();
+    // It may have grown between the stat and the read.
+    if (bytes.length > MAX_WHOLE_READ_BYTES) throw tooLargeToReadWhole(shown, bytes.length);
   } catch (err) {
     throw toFileError(err, shown, 'read');
   }
@@ -48,7 +58,7 @@ const LINE_BREAK = /\r\n|\r|\n/g;
  * not valid UTF-8 does not matter if it is never reached. A range past the end gives `""`.
  */
 export async function readLineRange(
-  hostPath: string,
+  handle: FileHandle,
   shown: string,
   range: LineRange,
 ): Promise<string> {
@@ -79,10 +89,20 @@ export async function readLineRange(
       from = m.index + m[0].length;
       if (m[0] === '\r' && from === text.length) pendingCR = true;
     }
-    if (!done && lineNo >= start) current += text.slice(from);
+    if (!done && lineNo >= start) {
+      current += text.slice(from);
+      // One endless line would otherwise hold the whole file in memory.
+      if (current.length > MAX_WHOLE_READ_BYTES) {
+        throw new SandboxFileError(
+          `Line ${lineNo} of ${shown} is longer than ${MAX_WHOLE_READ_BYTES} characters`,
+          { path: shown, operation: 'read', kind: 'EFBIG' },
+        );
+      }
+    }
   };
 
-  const stream = createReadStream(hostPath, { highWaterMark: 64 * 1024 });
+  // The handle stays open for the caller to close; a string of lines past `endLine` is never read.
+  const stream = handle.createReadStream({ highWaterMark: 64 * 1024, start: 0, autoClose: false });
   try {
     for await (const chunk of stream) {
       let text: string;
@@ -110,4 +130,11 @@ export async function readLineRange(
     stream.destroy();
   }
   return lines.join('\n');
+}
+
+function tooLargeToReadWhole(shown: string, size: number): SandboxFileError {
+  return new SandboxFileError(
+    `File is too large to read whole (${size} bytes, at most ${MAX_WHOLE_READ_BYTES}): ${shown}. Read a line range (start_line / end_line) instead`,
+    { path: shown, operation: 'read', kind: 'EFBIG' },
+  );
 }

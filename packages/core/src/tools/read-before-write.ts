@@ -77,7 +77,7 @@ export async function checkReadBeforeWrite(
   const { context, sandbox, path, toolName } = check;
   let current: string;
   try {
-    current = await sandbox.readFile(path);
+    current = await sandbox.fileFingerprint(path);
   } catch (err) {
     if (err instanceof SandboxAuthorizationError) throw err;
     if (isNotFound(err)) return undefined;
@@ -93,18 +93,35 @@ export async function checkReadBeforeWrite(
     return undefined;
   }
   const mark = toolSessionOf(context).readMark(sandbox.id, normalizeToolPath(path));
-  if (mark !== undefined && mark === sha256Hex(current)) return undefined;
+  if (mark !== undefined && mark === current) return undefined;
   return readBeforeWriteBlockedMessage(toolName, path);
 }
 
-/** Records what the agent has now seen (a read) or produced (a write) of a file. */
-export function recordFileContent(
+/**
+ * Records what the agent has now seen (a read) or produced (a write) of a file: its fingerprint
+ * (`Sandbox.fileFingerprint`), computed from `content` where the sandbox fingerprints by content.
+ */
+export async function recordFileContent(
   context: ToolContext,
   sandbox: Sandbox,
   path: string,
   content: string,
-): void {
-  toolSessionOf(context).recordRead(sandbox.id, normalizeToolPath(path), sha256Hex(content));
+): Promise<void> {
+  let fingerprint: string;
+  try {
+    fingerprint = await sandbox.fileFingerprint(path, content);
+  } catch (err) {
+    if (err instanceof SandboxAuthorizationError) throw err;
+    // No mark rather than a stale one: the next write asks for a fresh read.
+    toolSessionOf(context).forget(sandbox.id, normalizeToolPath(path));
+    (context.logger ?? silentLogger).debug('Could not fingerprint a file just read', {
+      sandboxId: sandbox.id,
+      path,
+      error: err instanceof Error ? `${err.name}: ${err.message}` : String(err),
+    });
+    return;
+  }
+  toolSessionOf(context).recordRead(sandbox.id, normalizeToolPath(path), fingerprint);
 }
 
 /**
@@ -118,7 +135,8 @@ export async function refreshFileMark(
   path: string,
 ): Promise<void> {
   try {
-    recordFileContent(context, sandbox, path, await sandbox.readFile(path));
+    const fingerprint = await sandbox.fileFingerprint(path);
+    toolSessionOf(context).recordRead(sandbox.id, normalizeToolPath(path), fingerprint);
   } catch (err) {
     if (err instanceof SandboxAuthorizationError) throw err;
     toolSessionOf(context).forget(sandbox.id, normalizeToolPath(path));

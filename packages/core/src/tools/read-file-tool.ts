@@ -69,7 +69,7 @@ export function readFileTool(context: ToolContext, input: ReadFileInput): Promis
           const text = await sandbox.readFile(path, ranged ? options : undefined);
           if (config.readBeforeWrite.enabled) {
             if (ranged) await refreshFileMark(context, sandbox, path);
-            else recordFileContent(context, sandbox, path, text);
+            else await recordFileContent(context, sandbox, path, text);
           }
           return text;
         },
