@@ -224,6 +224,21 @@ describe('authorizeSandboxExecution: provider failures follow fail_closed', () =
     expect(open.status).toBe('failed-open');
   });
 
+  it('fails closed when failClosed is absent from a hand-built config (a provider error denies)', async () => {
+    const { failClosed: _omitted, ...withoutFailClosed } = rbacConfig();
+    const config = withoutFailClosed as unknown as AuthorizationConfig;
+    expect('failClosed' in config).toBe(false);
+    await denial(
+      authorizeSandboxExecution(as('user'), {
+        config,
+        resolveProvider: () => {
+          throw new Error('provider unavailable');
+        },
+        logger: recordingLogger(),
+      }),
+    );
+  });
+
   it('a resolver that returns no provider is a resolution error', async () => {
     await denial(
       authorizeSandboxExecution(as('user'), {

@@ -93,3 +93,21 @@ describe('translatePythonRegex', () => {
     expect(compileGrepPattern('\\Adef \\w+\\(').test('  def main():')).toBe(false);
   });
 });
+
+describe('escapes Python does not know are errors, not literals', () => {
+  it('\\p{L} is refused with a clear error (Python re has no \\p)', () => {
+    expect(() => compileGrepPattern('\\p{L}+')).toThrow(
+      "Invalid regex pattern '\\p{L}+': bad escape \\p",
+    );
+  });
+
+  it('\\U0001F600 matches the emoji, as in Python', () => {
+    expect(compileGrepPattern('smile \\U0001F600').test('smile 😀')).toBe(true);
+    expect(compileGrepPattern('smile \\U0001F600').test('smile U0001F600')).toBe(false);
+    expect(() => compileGrepPattern('\\U0011ffff')).toThrow(/bad escape/);
+  });
+
+  it('\\a is the bell character', () => {
+    expect(compileGrepPattern('x\\ay').test('x\x07y')).toBe(true);
+  });
+});

@@ -14,6 +14,14 @@ export interface TranslatedRegex {
 }
 
 const INLINE_FLAGS = /^\(\?([aiLmsux]+)\)/;
+/** Letter escapes Python's `re` knows, plus JS's `\k<name>` (`\N{…}`, named characters, is not supported). */
+const PYTHON_LETTER_ESCAPES = new Set([...'abBdDfnrsStvwWxuUAZz', 'k']);
+
+function badEscape(pattern: string, escape: string, why: string): InvalidArgumentError {
+  return new InvalidArgumentError(
+    `Invalid regex pattern '${pattern}': bad escape ${escape} (${why})`,
+  );
+}
 const WHITESPACE = /[ \t\n\r\f\v]/;
 
 /** Python's `(?x)` verbose mode: drop unescaped whitespace and `#` comments outside classes. */
@@ -77,7 +85,19 @@ export function translatePythonRegex(pattern: string): TranslatedRegex {
       i++;
       if (!inClass && next === 'A') out += '^';
       else if (!inClass && (next === 'Z' || next === 'z')) out += '$';
-      else out += `\\${next ?? ''}`;
+      else if (next === 'a') out += '\\x07';
+      else if (next === 'U') {
+        const hex = source.slice(i + 1, i + 9);
+        const cp = /^[0-9a-fA-F]{8}$/.test(hex) ? Number.parseInt(hex, 16) : Number.NaN;
+        if (!(cp <= 0x10ffff))
+          throw badEscape(pattern, `\\U${hex}`, 'needs 8 hex digits of a code point');
+        out += escapeRegex(String.fromCodePoint(cp));
+        i += 8;
+      } else if (next !== undefined && /[A-Za-z]/.test(next) && !PYTHON_LETTER_ESCAPES.has(next)) {
+        // Python's `re` refuses unknown letter escapes; passing `\p{L}` through would make it a
+        // literal `p{L}` in JS, silently matching something else than what was asked.
+        throw badEscape(pattern, `\\${next}`, "Python's re has no such escape");
+      } else out += `\\${next ?? ''}`;
       continue;
     }
     if (inClass) {

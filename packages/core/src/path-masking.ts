@@ -73,7 +73,16 @@ export function* scanPathOccurrences(
       continue;
     }
     const sep = text.charCodeAt(afterBase);
-    const end = sep === 0x2f || sep === 0x5c ? tailEnd(text, afterBase + 1) : afterBase;
+    let end = sep === 0x2f || sep === 0x5c ? tailEnd(text, afterBase + 1) : afterBase;
+    // A tail never swallows the next occurrence of the base (`W/a:W/b`, PATH-style lists): it
+    // ends where that one starts, so every occurrence is masked. Linear: the search resumes there.
+    for (let next = haystack.indexOf(needle, afterBase); next >= 0 && next < end;) {
+      if (isTextBoundaryAt(text, next + needle.length)) {
+        end = next;
+        break;
+      }
+      next = haystack.indexOf(needle, next + 1);
+    }
     yield [start, end];
     from = end;
   }
@@ -114,7 +123,9 @@ function maskWithCompiledPattern(
     compiledStablePatterns.set(key, pattern);
   }
   pattern.lastIndex = 0;
-  return text.replace(pattern, (m) => replacement(m, base.length, virtual, opts));
+  // The compiled rule's tail runs past a repeated base (`W/a:W/b`); masking the match by scanning
+  // applies the cut of `scanPathOccurrences`, so both rules mask every occurrence.
+  return text.replace(pattern, (m) => maskByScanning(m, base, virtual, opts));
 }
 
 function trimTrailingSeparators(value: string): string {

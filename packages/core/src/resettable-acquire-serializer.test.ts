@@ -109,3 +109,20 @@ describe('ResettableAcquireSerializer', () => {
     expect(await s.hold('k', () => 'again')).toBe('again');
   });
 });
+
+describe('ResettableAcquireSerializer: a running section is never run twice', () => {
+  it('a section that itself throws SerializerClosedError after a reset fails once, not twice', async () => {
+    const serializer = new ResettableAcquireSerializer({
+      name: 'test',
+      closedError: (cause) => new Error('closed', { cause }),
+    });
+    let runs = 0;
+    const outcome = serializer.hold('k', async () => {
+      // Reset only on the first run, so a regression (a second run) fails instead of looping.
+      if (++runs === 1) serializer.reset();
+      throw new SerializerClosedError();
+    });
+    await expect(outcome).rejects.toBeInstanceOf(SerializerClosedError);
+    expect(runs).toBe(1);
+  });
+});

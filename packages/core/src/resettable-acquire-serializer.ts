@@ -43,12 +43,19 @@ export class ResettableAcquireSerializer {
     fn: () => T | PromiseLike<T>,
     options: SerializerWaitOptions = {},
   ): Promise<T> {
+    // Only a caller still queued may queue again: once `fn` started, its own failure (even a
+    // `SerializerClosedError` from something it called) is final, or the section would run twice.
+    let started = false;
+    const section = () => {
+      started = true;
+      return fn();
+    };
     for (;;) {
       const table = this.#current;
       try {
-        return await table.hold(key, fn, options);
+        return await table.hold(key, section, options);
       } catch (error) {
-        if (!(error instanceof SerializerClosedError)) throw error;
+        if (started || !(error instanceof SerializerClosedError)) throw error;
         if (this.#closed) throw this.#options.closedError(error);
         // Closed by something other than a reset: nothing to queue again on.
         if (table === this.#current) throw error;
