@@ -89,9 +89,20 @@ export async function mcpCommand(options: McpOptions, runtime: CommandRuntime): 
       session.server.onclose = resolve;
     });
     const transport = new StdioServerTransport(io.stdin, io.stdout);
+    // The transport closes itself on a fatal input error (a message over its 10 MiB buffer); that
+    // must end the process with a failure and a reason, not like a client that hung up.
+    let lastError: Error | undefined;
+    session.server.onerror = (err: Error) => {
+      lastError = err;
+      logger.error('MCP transport error', { error: err.message });
+    };
     await session.server.connect(transport);
     // The SDK's stdio transport does not notice the client going away; stdin ending is that signal.
-    const stop = (): void => void transport.close();
+    let stoppedByUs = false;
+    const stop = (): void => {
+      stoppedByUs = true;
+      void transport.close();
+    };
     io.stdin.once('end', stop);
     if (io.stdin.readableEnded) stop();
     if (signal?.aborted) stop();
@@ -116,6 +127,16 @@ export async function mcpCommand(options: McpOptions, runtime: CommandRuntime): 
     io.stdin.off('end', stop);
     signal?.removeEventListener('abort', stop);
     await session.close();
+    if (!stoppedByUs) {
+      const reason = lastError?.message ?? 'the transport closed';
+      writeLine(
+        io.stderr,
+        options.json
+          ? JSON.stringify({ ok: false, error: { code: 'MCP_TRANSPORT', message: reason } })
+          : `sbx mcp: stopped: ${reason}`,
+      );
+      return ExitCode.FAILURE;
+    }
     return ExitCode.OK;
   } catch (err) {
     // stdout belongs to the protocol even before it started: the failure goes to stderr only.

@@ -130,4 +130,22 @@ describe.skipIf(!built)('sbx mcp over stdio (built executable)', () => {
       /^sbx mcp: serving ls, glob, grep, read_file, write_file, str_replace over stdio/,
     );
   });
+
+  it('a message over the 10 MiB transport limit ends the server with a failure and a reason', async () => {
+    const child = spawn(process.execPath, [BIN, 'mcp'], {
+      env: { PATH: process.env.PATH ?? '', SBX_HOME: home.dir },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    await new Promise<void>((resolve) => child.stderr.once('data', () => resolve()));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once('exit', (c, s) => resolve([c, s])),
+    );
+    child.stdin.on('error', () => undefined);
+    child.stdin.write('x'.repeat(11 * 1024 * 1024));
+    const [code] = await exited;
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/sbx mcp: stopped: ReadBuffer exceeded maximum size of 10485760 bytes/);
+  });
 });
