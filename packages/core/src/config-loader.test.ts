@@ -58,6 +58,8 @@ describe('parseSandboxConfig defaults', () => {
         lsOutputMaxChars: 20000,
         bashCommandTimeout: 600,
         searchTimeoutSeconds: 10,
+        envPolicy: 'allowlist',
+        envAllow: [],
         provisionerUrl: undefined,
         provisionerApiKey: undefined,
         skills: { containerPath: '/mnt/skills', path: undefined },

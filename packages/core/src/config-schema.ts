@@ -2,6 +2,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { OpenConfigBlock, SandboxConfig } from './config.js';
 import { OVERFLOW_POLICIES, OWNERSHIP_TYPES } from './config.js';
+import { ENV_POLICY_MODES } from './env-policy.js';
 import { DEFAULT_PROVIDER_SPECIFIER, providerSpecifierProblem } from './provider-specifier.js';
 
 /**
@@ -328,6 +329,22 @@ const sectionShape = {
     .describe(
       'Wall-clock seconds one host bash command may run before its process group is killed.',
     ),
+  env_policy: z
+    .enum(ENV_POLICY_MODES)
+    .default('allowlist')
+    .describe(
+      'How host commands inherit the gateway environment: "allowlist" (only PATH, HOME, LANG, LC_*, TERM, TZ, TMPDIR, USER, SHELL, VIRTUAL_ENV and the like, plus env_allow) or "scrub" (the reference: everything but secret-looking names and credential-bearing values).',
+    ),
+  env_allow: z
+    .array(
+      checked(z.string(), (k) =>
+        ENV_NAME_RE.test(k) ? undefined : 'is not a valid environment variable name',
+      ),
+    )
+    .default([])
+    .describe(
+      'Extra variable names the allowlist policy lets commands inherit (secret-looking names are still dropped).',
+    ),
   search_timeout_seconds: timerSeconds()
     .gt(0)
     .default(10)
@@ -440,6 +457,8 @@ function toConfig(s: Section, ctx: SandboxSchemaContext): SandboxConfig {
     lsOutputMaxChars: s.ls_output_max_chars,
     bashCommandTimeout: s.bash_command_timeout,
     searchTimeoutSeconds: s.search_timeout_seconds,
+    envPolicy: s.env_policy,
+    envAllow: s.env_allow,
     provisionerUrl: s.provisioner_url,
     provisionerApiKey: s.provisioner_api_key,
     skills: { containerPath: s.skills.container_path.replace(/\/+$/, ''), path: s.skills.path },

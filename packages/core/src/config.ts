@@ -1,3 +1,4 @@
+import type { EnvPolicyMode } from './env-policy.js';
 /**
  * The parsed `sandbox:` configuration as TypeScript sees it (camelCase). Users write the
  * snake_case layout described in docs/configuration.md; `parseSandboxConfig` / `loadSandboxConfig`
@@ -95,6 +96,10 @@ export interface SandboxConfig {
   readonly bashCommandTimeout: number;
   /** Wall clock of one grep or glob, in seconds (`search_timeout_seconds`, default 10). */
   readonly searchTimeoutSeconds: number;
+  /** Host environment inheritance of commands (`env_policy`, default `allowlist`). */
+  readonly envPolicy: EnvPolicyMode;
+  /** Extra names the allowlist policy inherits (`env_allow`). */
+  readonly envAllow: readonly string[];
   readonly provisionerUrl: string | undefined;
   readonly provisionerApiKey: string | undefined;
   readonly skills: SkillsConfig;

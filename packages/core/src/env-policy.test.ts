@@ -5,6 +5,7 @@ import {
   REDACTED_PLACEHOLDER,
   buildSandboxEnv,
   isSecretEnvName,
+  isSecretEnvValue,
   redactSecrets,
   validateExtraEnv,
 } from './env-policy.js';
@@ -79,18 +80,42 @@ describe('isSecretEnvName', () => {
     expect(isSecretEnvName(name)).toBe(false);
   });
 
-  it('blocks every one of the 19 exact names, in any case', () => {
-    expect(BLOCKED_ENV_NAMES.size).toBe(19);
+  it('blocks every one of the 20 exact names, in any case', () => {
+    expect(BLOCKED_ENV_NAMES.size).toBe(20);
     for (const name of BLOCKED_ENV_NAMES) {
       expect(isSecretEnvName(name)).toBe(true);
       expect(isSecretEnvName(name.toLowerCase())).toBe(true);
     }
   });
 
-  it('has no *URL*, *PWD* or *AUTH* wildcard', () => {
+  it("has no *URL* wildcard, and *_PWD spares the shell's PWD and OLDPWD", () => {
     expect(isSecretEnvName('SOME_SERVICE_URL')).toBe(false);
     expect(isSecretEnvName('MY_PWD_HINT')).toBe(false);
-    expect(isSecretEnvName('OAUTH_CALLBACK')).toBe(false);
+    expect(isSecretEnvName('PWD')).toBe(false);
+    expect(isSecretEnvName('OLDPWD')).toBe(false);
+  });
+
+  // Divergence from the reference (whose scrub let these through): each carries a credential.
+  it.each([
+    'SLACK_WEBHOOK_URL',
+    'SQLALCHEMY_DATABASE_URI',
+    'DOCKER_AUTH_CONFIG',
+    'SMTP_PWD',
+    'BASIC_AUTH',
+    'SSH_AUTH_SOCK',
+    'OAUTH_CALLBACK',
+  ])('blocks %s by name', (name) => {
+    expect(isSecretEnvName(name)).toBe(true);
+  });
+
+  it.each([
+    ['HTTPS_PROXY', 'http://u:pw@proxy.internal:3128'],
+    ['CELERY_BROKER_URL', 'redis://:hunter2@redis:6379/0'],
+    ['SENTRY_URL', 'https://abc123@o1.ingest.sentry.io/42'],
+  ])('drops %s for its credential-bearing value', (name, value) => {
+    expect(isSecretEnvName(name)).toBe(false);
+    expect(isSecretEnvValue(value)).toBe(true);
+    expect(buildSandboxEnv(undefined, { baseEnv: { [name]: value }, mode: 'scrub' })).toEqual({});
   });
 
   it('errs on the safe side for incidental marker substrings', () => {
@@ -127,8 +152,8 @@ describe('buildSandboxEnv', () => {
     UNSET_ONE: undefined,
   };
 
-  it('§10.10.118 scrubs platform secrets and keeps benign variables', () => {
-    const env = buildSandboxEnv(undefined, { baseEnv: host });
+  it('§10.10.118 scrubs platform secrets and keeps benign variables (scrub mode)', () => {
+    const env = buildSandboxEnv(undefined, { baseEnv: host, mode: 'scrub' });
     expect(env).toEqual({
       PATH: '/usr/bin',
       HOME: '/home/u',
@@ -142,13 +167,40 @@ describe('buildSandboxEnv', () => {
   it('§10.10.118 layers injected values on top; injection wins even for blocked names', () => {
     const env = buildSandboxEnv(
       { MYSQL_PWD: 'injected-pwd', INJECTED_API_KEY: 'abc', PATH: '/opt/bin' },
-      { baseEnv: host },
+      { baseEnv: host, mode: 'scrub' },
     );
     expect(env.MYSQL_PWD).toBe('injected-pwd');
     expect(env.INJECTED_API_KEY).toBe('abc');
     expect(env.PATH).toBe('/opt/bin');
     expect(env.OPENAI_API_KEY).toBeUndefined();
     expect(env.REDISCLI_AUTH).toBeUndefined();
+  });
+
+  it('the allowlist (default) inherits only benign names, LC_* and env_allow', () => {
+    const base = {
+      PATH: '/bin',
+      HOME: '/h',
+      LC_ALL: 'C',
+      TERM: 'xterm',
+      MY_APP_SETTING: 'x',
+      UNKNOWN_CREDENTIAL_HOLDER: 'y',
+      SHOWN: 'z',
+    };
+    expect(buildSandboxEnv(undefined, { baseEnv: base })).toEqual({
+      PATH: '/bin',
+      HOME: '/h',
+      LC_ALL: 'C',
+      TERM: 'xterm',
+    });
+    expect(
+      buildSandboxEnv(undefined, { baseEnv: base, allow: ['SHOWN', 'UNKNOWN_CREDENTIAL_HOLDER'] }),
+    ).toEqual({
+      PATH: '/bin',
+      HOME: '/h',
+      LC_ALL: 'C',
+      TERM: 'xterm',
+      SHOWN: 'z',
+    });
   });
 
   it('does not mutate the base environment', () => {

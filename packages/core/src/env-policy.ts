@@ -16,8 +16,10 @@ export const SECRET_ENV_NAME_MARKERS: readonly string[] = Object.freeze([
 
 /**
  * Exact names that carry credentials without any marker substring (connection strings, PATs,
- * client auth). There is intentionally no `*URL*`, `*PWD*` or `*AUTH*` wildcard: those would strip
- * `PWD`, `OLDPWD` and benign service URLs that skills rely on.
+ * client auth, the SSH agent). Patterns beyond the markers: `*AUTH*`, `*WEBHOOK*`, `*_URI` and
+ * `*_PWD` (but not `PWD` or `OLDPWD`, the shell's working directories), see `isSecretEnvName`.
+ * There is intentionally no `*URL*` wildcard: benign service URLs are what skills rely on; a URL
+ * carrying credentials (`scheme://user:pass@host`) is caught by its value instead.
  */
 export const BLOCKED_ENV_NAMES: ReadonlySet<string> = new Set([
   'DATABASE_URL',
@@ -39,7 +41,49 @@ export const BLOCKED_ENV_NAMES: ReadonlySet<string> = new Set([
   'REDISCLI_AUTH',
   'REDIS_AUTH',
   'PGSERVICEFILE',
+  'SSH_AUTH_SOCK',
 ]);
+
+/** Name patterns of the scrub that no marker substring covers (checked on the upper-cased name). */
+const SECRET_NAME_PATTERNS: readonly RegExp[] = [/AUTH/, /WEBHOOK/, /_URI$/, /.+_PWD$/];
+
+/** A value holding URL credentials: `scheme://user:password@` or `scheme://token@`. */
+const CREDENTIAL_URL = /[a-z][a-z0-9+.-]*:\/\/[^\s/@]+@/i;
+
+/**
+ * The benign names the `allowlist` policy inherits, plus every `LC_*` locale variable. Anything
+ * else a gateway process happens to carry stays out of the agent's commands.
+ */
+export const ALLOWED_ENV_NAMES: ReadonlySet<string> = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'TERM',
+  'COLORTERM',
+  'NO_COLOR',
+  'TZ',
+  'TMPDIR',
+  'TMP',
+  'TEMP',
+  'HOSTNAME',
+  'VIRTUAL_ENV',
+  'CONDA_PREFIX',
+  'PYTHONIOENCODING',
+  'PYTHONUNBUFFERED',
+]);
+
+/**
+ * How a sandboxed subprocess inherits the host environment:
+ * - `allowlist` (default): only `ALLOWED_ENV_NAMES`, `LC_*` and the names the configuration adds;
+ *   fails safe, because a credential the list does not know about is simply not inherited.
+ * - `scrub` (the reference's behaviour): everything except secret-looking names and values.
+ */
+export type EnvPolicyMode = 'allowlist' | 'scrub';
+export const ENV_POLICY_MODES = ['allowlist', 'scrub'] as const;
 
 /** Shortest injected value that output redaction replaces; shorter values collide with ordinary text. */
 export const MIN_REDACTED_VALUE_LENGTH = 8;
@@ -53,7 +97,13 @@ const POSIX_ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function isSecretEnvName(name: string): boolean {
   const upper = name.toUpperCase();
   if (BLOCKED_ENV_NAMES.has(upper)) return true;
-  return SECRET_ENV_NAME_MARKERS.some((marker) => upper.includes(marker));
+  if (SECRET_ENV_NAME_MARKERS.some((marker) => upper.includes(marker))) return true;
+  return SECRET_NAME_PATTERNS.some((pattern) => pattern.test(upper));
+}
+
+/** True when a variable's value carries credentials (a URL with user info). */
+export function isSecretEnvValue(value: string): boolean {
+  return CREDENTIAL_URL.test(value);
 }
 
 /** Python-style `repr` of a key, so error text reads the same for every provider. */
@@ -111,13 +161,18 @@ export function validateExtraEnv(env: Readonly<Record<string, unknown>> | null |
 export interface BuildSandboxEnvOptions {
   /** The environment to inherit from. Default `process.env`. */
   baseEnv?: Readonly<Record<string, string | undefined>>;
+  /** Default `allowlist`. */
+  mode?: EnvPolicyMode;
+  /** Extra names the `allowlist` policy inherits (`sandbox.env_allow`). */
+  allow?: readonly string[];
 }
 
 /**
- * The environment for a sandboxed subprocess: the host environment minus secret-looking names,
- * with the request's injected variables layered on top. Injection wins even for blocked names —
- * the caller chose to hand exactly that value to this one command — while the host's own value of
- * such a name never reaches it.
+ * The environment for a sandboxed subprocess: what the policy lets through of the host
+ * environment (see `EnvPolicyMode`; both modes drop secret-looking names and credential-bearing
+ * values), with the request's injected variables layered on top. Injection wins even for blocked
+ * names — the caller chose to hand exactly that value to this one command — while the host's own
+ * value of such a name never reaches it.
  */
 export function buildSandboxEnv(
   injected?: Readonly<Record<string, string>> | null,
@@ -126,8 +181,13 @@ export function buildSandboxEnv(
   validateExtraEnv(injected);
   const base = options.baseEnv ?? process.env;
   const env: Record<string, string> = {};
+  const mode = options.mode ?? 'allowlist';
+  const extra = new Set(options.allow ?? []);
   for (const [name, value] of Object.entries(base)) {
-    if (value === undefined || isSecretEnvName(name)) continue;
+    if (value === undefined || isSecretEnvName(name) || isSecretEnvValue(value)) continue;
+    if (mode === 'allowlist' && !ALLOWED_ENV_NAMES.has(name) && !name.startsWith('LC_')) {
+      if (!extra.has(name)) continue;
+    }
     env[name] = value;
   }
   if (injected) Object.assign(env, injected);

@@ -279,10 +279,13 @@ export {
   SECRET_ENV_NAME_MARKERS,
   buildSandboxEnv,
   isSecretEnvName,
+  isSecretEnvValue,
+  ALLOWED_ENV_NAMES,
+  ENV_POLICY_MODES,
   redactSecrets,
   validateExtraEnv,
 } from './env-policy.js';
-export type { BuildSandboxEnvOptions } from './env-policy.js';
+export type { BuildSandboxEnvOptions, EnvPolicyMode } from './env-policy.js';
 
 // @section search
 export { IGNORE_PATTERNS, shouldIgnoreName, shouldIgnorePath } from './search-ignore.js';

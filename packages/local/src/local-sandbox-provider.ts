@@ -24,7 +24,14 @@ import {
   sharedSkillsViewPath,
   threadLayout,
 } from '@sbx/core';
-import type { AcquireOptions, Logger, PathMapping, ThreadDataPaths, ThreadLayout } from '@sbx/core';
+import type {
+  AcquireOptions,
+  EnvPolicyMode,
+  Logger,
+  PathMapping,
+  ThreadDataPaths,
+  ThreadLayout,
+} from '@sbx/core';
 import { LocalSandbox } from './local-sandbox.js';
 
 /** Id of the sandbox handed to callers without a thread. */
@@ -49,6 +56,8 @@ export interface LocalProviderConfig {
   readonly allowHostBash?: boolean;
   readonly bashCommandTimeout?: number;
   readonly searchTimeoutSeconds?: number;
+  readonly envPolicy?: EnvPolicyMode;
+  readonly envAllow?: readonly string[];
   readonly mounts?: readonly LocalMountConfig[];
   readonly skills?: { readonly containerPath?: string };
   readonly baseDir?: string;
@@ -68,6 +77,10 @@ export interface LocalProviderOptions {
   bashCommandTimeout?: number;
   /** Wall clock of one grep or glob in seconds. Default: `sandbox.search_timeout_seconds` (10). */
   searchTimeoutSeconds?: number;
+  /** Host environment inheritance of commands. Default: `sandbox.env_policy` (`allowlist`). */
+  envPolicy?: EnvPolicyMode;
+  /** Extra inherited names under the allowlist. Default: `sandbox.env_allow`. */
+  envAllow?: readonly string[];
   mounts?: readonly LocalMountConfig[];
   /** Default `/mnt/skills`. */
   skillsContainerPath?: string;
@@ -157,6 +170,8 @@ export class LocalSandboxProvider extends SandboxProvider {
   readonly staticMappings: readonly PathMapping[];
   private readonly bashCommandTimeout: number | undefined;
   private readonly searchTimeoutSeconds: number | undefined;
+  private readonly envPolicy: EnvPolicyMode | undefined;
+  private readonly envAllow: readonly string[] | undefined;
   private readonly shell: string | undefined;
   private readonly defaultUserId: string;
   private readonly logger: Logger;
@@ -192,6 +207,8 @@ export class LocalSandboxProvider extends SandboxProvider {
     this.allowHostBash = options.allowHostBash ?? config.allowHostBash ?? false;
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
+    this.envPolicy = options.envPolicy ?? config.envPolicy;
+    this.envAllow = options.envAllow ?? config.envAllow;
     this.shell = options.shell ?? optionalString('sandbox.local.shell', local.shell);
     this.skillsContainerPath = normalizeVirtualRoot(
       options.skillsContainerPath ?? config.skills?.containerPath ?? DEFAULT_SKILLS_CONTAINER_PATH,
@@ -338,6 +355,8 @@ export class LocalSandboxProvider extends SandboxProvider {
       allowHostBash: this.allowHostBash,
       bashCommandTimeout: this.bashCommandTimeout,
       searchTimeoutSeconds: this.searchTimeoutSeconds,
+      envPolicy: this.envPolicy,
+      envAllow: this.envAllow,
       shell: this.shell,
       logger: this.logger,
     };

@@ -180,10 +180,20 @@ describe('LocalSandbox', () => {
       process.env.OPENAI_API_KEY = 'sk-parent-secret-value';
       process.env.SBX_BENIGN_TEST_VAR = 'benign-value';
       try {
-        const env = await sb.executeCommand('env');
+        // The reference's inheritance (scrub): benign variables pass, secrets do not.
+        const scrub = new LocalSandbox('local:u:scrub', {
+          allowHostBash: true,
+          envPolicy: 'scrub',
+        });
+        const env = await scrub.executeCommand('env');
         expect(env).not.toContain('sk-parent-secret-value');
         expect(env).not.toContain('OPENAI_API_KEY');
         expect(env).toContain('SBX_BENIGN_TEST_VAR=benign-value');
+        // The default allowlist inherits neither.
+        const allowlisted = await sb.executeCommand('env');
+        expect(allowlisted).not.toContain('OPENAI_API_KEY');
+        expect(allowlisted).not.toContain('SBX_BENIGN_TEST_VAR');
+        expect(allowlisted).toMatch(/^PATH=/m);
         const injected = {
           INJECTED_API_KEY: 'injected-secret-value',
           MYSQL_PWD: 'db-password-123',

@@ -29,6 +29,7 @@ import {
   validateExtraEnv,
 } from '@sbx/core';
 import type {
+  EnvPolicyMode,
   ExecuteCommandOptions,
   GlobOptions,
   GlobResult,
@@ -67,6 +68,10 @@ export interface LocalSandboxOptions {
   bashCommandTimeout?: number;
   /** Wall clock of one grep or glob in seconds (`sandbox.search_timeout_seconds`). Default 10. */
   searchTimeoutSeconds?: number;
+  /** How commands inherit the host environment (`sandbox.env_policy`). Default `allowlist`. */
+  envPolicy?: EnvPolicyMode;
+  /** Extra names the allowlist policy inherits (`sandbox.env_allow`). */
+  envAllow?: readonly string[];
   /** Shell executable; default: first of /bin/zsh, /bin/bash, /bin/sh, `sh` on PATH. */
   shell?: string;
   /** Per-stream output cap in bytes. Default 10 MiB. */
@@ -114,6 +119,8 @@ export class LocalSandbox extends Sandbox {
   readonly allowHostBash: boolean;
   private readonly timeoutSeconds: number;
   private readonly searchTimeoutMs: number;
+  private readonly envPolicy: EnvPolicyMode;
+  private readonly envAllow: readonly string[];
   private readonly shell: string | undefined;
   private readonly maxCaptureBytes: number | undefined;
   private readonly agentWritten: Set<string>;
@@ -153,6 +160,8 @@ export class LocalSandbox extends Sandbox {
       );
     }
     this.searchTimeoutMs = searchTimeout * 1000;
+    this.envPolicy = options.envPolicy ?? 'allowlist';
+    this.envAllow = options.envAllow ?? [];
     this.table = new PathMappingTable(options.mappings ?? [], {
       confined: options.confined ?? true,
     });
@@ -222,7 +231,7 @@ export class LocalSandbox extends Sandbox {
     }
     const translated = await translateContainerPaths(command, this.table, 'command');
     const shell = this.shell ?? (await sharedDefaultShell());
-    const env = buildSandboxEnv(options.env);
+    const env = buildSandboxEnv(options.env, { mode: this.envPolicy, allow: this.envAllow });
     const result = await this.runner({
       shell,
       command: translated,
