@@ -1,3 +1,4 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -33,6 +34,11 @@ import type {
   ThreadLayout,
 } from '@sbx/core';
 import { LocalSandbox } from './local-sandbox.js';
+import {
+  PROVIDER_PROCESS_MARKER,
+  SANDBOX_PROCESS_MARKER,
+  killMarkedProcesses,
+} from './process-reaper.js';
 
 /** Id of the sandbox handed to callers without a thread. */
 export const GENERIC_LOCAL_SANDBOX_ID = 'local';
@@ -178,6 +184,8 @@ export class LocalSandboxProvider extends SandboxProvider {
   private readonly threads: LRUCache<string, ThreadEntry>;
   private readonly inflight = new Map<string, Promise<ThreadEntry>>();
   private genericSandbox: LocalSandbox | undefined;
+  /** Tags the processes of this provider instance (see `process-reaper`). */
+  private readonly processTag = randomUUID();
 
   constructor(options: LocalProviderOptions = {}) {
     super();
@@ -326,8 +334,18 @@ export class LocalSandboxProvider extends SandboxProvider {
     );
   }
 
-  /** Nothing to release: the sandbox (and what it remembers about written files) stays cached. */
-  override async release(_sandboxId: string): Promise<void> {}
+  /**
+   * Ends what the sandbox's commands left running (background jobs, `setsid`, double forks);
+   * the sandbox itself (and what it remembers about written files) stays cached.
+   */
+  override async release(sandboxId: string): Promise<void> {
+    await killMarkedProcesses(SANDBOX_PROCESS_MARKER, this.processTagOf(sandboxId), this.logger);
+  }
+
+  /** The environment tag of one sandbox's processes: unique to this provider instance and id. */
+  private processTagOf(sandboxId: string): string {
+    return `${this.processTag}.${createHash('sha256').update(sandboxId).digest('hex').slice(0, 16)}`;
+  }
 
   /** Forgets every cached sandbox; files on disk are untouched. Idempotent. */
   override async reset(): Promise<void> {
@@ -337,21 +355,24 @@ export class LocalSandboxProvider extends SandboxProvider {
 
   override async shutdown(): Promise<void> {
     await this.reset();
+    // Every process any sandbox of this instance started, evicted ones included.
+    await killMarkedProcesses(PROVIDER_PROCESS_MARKER, this.processTag, this.logger);
   }
 
   private generic(): LocalSandbox {
     this.genericSandbox ??= new LocalSandbox(GENERIC_LOCAL_SANDBOX_ID, {
       mappings: this.staticMappings,
+      ...this.sandboxOptions(GENERIC_LOCAL_SANDBOX_ID),
       // The legacy thread-less sandbox serves host paths as given; the agent tools never use it
       // (they require thread data), so confinement is the per-thread sandboxes' job.
       confined: false,
-      ...this.sandboxOptions(),
     });
     return this.genericSandbox;
   }
 
-  private sandboxOptions() {
+  private sandboxOptions(sandboxId: string) {
     return {
+      processTags: { sandbox: this.processTagOf(sandboxId), provider: this.processTag },
       allowHostBash: this.allowHostBash,
       bashCommandTimeout: this.bashCommandTimeout,
       searchTimeoutSeconds: this.searchTimeoutSeconds,
@@ -415,7 +436,7 @@ export class LocalSandboxProvider extends SandboxProvider {
           readOnly: m.readOnly,
         })),
       },
-      ...this.sandboxOptions(),
+      ...this.sandboxOptions(id),
       agentWrittenPaths: previous?.sandbox.agentWrittenPaths,
     });
     const entry: ThreadEntry = { sandbox, mode, userId, threadId };

@@ -46,6 +46,11 @@ import type {
 import { toFileError } from './file-errors.js';
 import { runPosixCommand, type PosixRunOptions, type PosixRunResult } from './posix-runner.js';
 import { findShell } from './shell.js';
+import {
+  PROVIDER_PROCESS_MARKER,
+  SANDBOX_PROCESS_MARKER,
+  killMarkedProcesses,
+} from './process-reaper.js';
 import { readLineRange, readWholeText } from './text-file.js';
 
 /** Largest file `downloadFile` returns (100 MiB). */
@@ -72,6 +77,11 @@ export interface LocalSandboxOptions {
   envPolicy?: EnvPolicyMode;
   /** Extra names the allowlist policy inherits (`sandbox.env_allow`). */
   envAllow?: readonly string[];
+  /**
+   * Tags every command's environment (`SBX_SANDBOX_PROCESS_TAG`, and the provider's tag), so
+   * `killProcesses()` finds what the sandbox started even after `setsid` or a double fork.
+   */
+  processTags?: { sandbox: string; provider?: string };
   /** Shell executable; default: first of /bin/zsh, /bin/bash, /bin/sh, `sh` on PATH. */
   shell?: string;
   /** Per-stream output cap in bytes. Default 10 MiB. */
@@ -121,6 +131,7 @@ export class LocalSandbox extends Sandbox {
   private readonly searchTimeoutMs: number;
   private readonly envPolicy: EnvPolicyMode;
   private readonly envAllow: readonly string[];
+  private readonly processTags: { sandbox: string; provider?: string } | undefined;
   private readonly shell: string | undefined;
   private readonly maxCaptureBytes: number | undefined;
   private readonly agentWritten: Set<string>;
@@ -162,6 +173,7 @@ export class LocalSandbox extends Sandbox {
     this.searchTimeoutMs = searchTimeout * 1000;
     this.envPolicy = options.envPolicy ?? 'allowlist';
     this.envAllow = options.envAllow ?? [];
+    this.processTags = options.processTags;
     this.table = new PathMappingTable(options.mappings ?? [], {
       confined: options.confined ?? true,
     });
@@ -182,6 +194,15 @@ export class LocalSandbox extends Sandbox {
   /** The set of canonical host paths this sandbox wrote (shared with a successor instance). */
   get agentWrittenPaths(): Set<string> {
     return this.agentWritten;
+  }
+
+  /**
+   * Kills every process a command of this sandbox started and left running (background jobs,
+   * `setsid`, double forks), found by its environment tag. Best-effort: see `process-reaper`.
+   */
+  async killProcesses(): Promise<number> {
+    if (!this.processTags) return 0;
+    return killMarkedProcesses(SANDBOX_PROCESS_MARKER, this.processTags.sandbox, this.logger);
   }
 
   /** Resolves a virtual path through the mount table (see `PathMappingTable.resolve`). */
@@ -232,6 +253,11 @@ export class LocalSandbox extends Sandbox {
     const translated = await translateContainerPaths(command, this.table, 'command');
     const shell = this.shell ?? (await sharedDefaultShell());
     const env = buildSandboxEnv(options.env, { mode: this.envPolicy, allow: this.envAllow });
+    // Set last, so neither the host nor an injected variable can hide a command from the reaper.
+    if (this.processTags) {
+      env[SANDBOX_PROCESS_MARKER] = this.processTags.sandbox;
+      if (this.processTags.provider) env[PROVIDER_PROCESS_MARKER] = this.processTags.provider;
+    }
     const result = await this.runner({
       shell,
       command: translated,
