@@ -1,14 +1,14 @@
-import path from 'node:path';
 import { compileGlob } from './glob-match.js';
 import type { GlobResult } from './sandbox.js';
 import { DEFAULT_GLOB_MAX_RESULTS } from './search-limits.js';
 import type { LocalSearchOptions } from './search-walk.js';
 import {
+  joinOutput,
   notADirectoryError,
   requireCount,
   resolveSearchRoot,
   searchTimeoutOf,
-  walkSearchTree,
+  walkSearchTreeBatches,
 } from './search-walk.js';
 import { SearchTimeoutError } from './errors.js';
 import { throwIfAborted } from './throw-if-aborted.js';
@@ -45,16 +45,17 @@ export async function findGlobMatches(
   const searchRoot = await resolveSearchRoot(root, 'glob', options.displayPath);
   if (!searchRoot.stats.isDirectory()) throw notADirectoryError(searchRoot.shown, 'glob');
   const paths: string[] = [];
-  let seen = 0;
-  for await (const entry of walkSearchTree(searchRoot, 'glob', options)) {
-    // Matching is linear, so only a huge tree can run long: the clock is read every 256 entries.
-    if ((++seen & 0xff) === 0 && Date.now() > deadline) {
+  for await (const batch of walkSearchTreeBatches(searchRoot, 'glob', options)) {
+    // Matching is linear, so only a huge tree can run long: the clock is read once per run.
+    if (Date.now() > deadline) {
       throw new SearchTimeoutError<GlobResult>('glob', timeoutMs, { paths, truncated: true });
     }
-    if (entry.isDirectory && !options.includeDirs) continue;
-    if (!matches(entry.relativePath)) continue;
-    paths.push(path.join(searchRoot.outputRoot, entry.relativePath));
-    if (paths.length > maxResults) return { paths: paths.slice(0, maxResults), truncated: true };
+    for (const entry of batch) {
+      if (entry.isDirectory && !options.includeDirs) continue;
+      if (!matches(entry.relativePath)) continue;
+      paths.push(joinOutput(searchRoot.outputRoot, entry.relativePath));
+      if (paths.length > maxResults) return { paths: paths.slice(0, maxResults), truncated: true };
+    }
   }
   return { paths, truncated: false };
 }

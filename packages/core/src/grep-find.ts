@@ -14,10 +14,16 @@ import {
   GREP_BATCH_FILES,
   MAX_GREP_LINE_LENGTH,
 } from './search-limits.js';
-import type { FileScanResult, SearchWorkerPool } from './search-worker-pool.js';
+import type { FileScanResults, SearchWorkerPool } from './search-worker-pool.js';
 import { searchWorkerPool } from './search-worker-pool.js';
 import type { LocalSearchOptions, SearchRoot } from './search-walk.js';
-import { requireCount, resolveSearchRoot, searchTimeoutOf, walkSearchTree } from './search-walk.js';
+import {
+  joinOutput,
+  requireCount,
+  resolveSearchRoot,
+  searchTimeoutOf,
+  walkSearchTreeBatches,
+} from './search-walk.js';
 import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface FindGrepOptions extends LocalSearchOptions {
@@ -30,7 +36,7 @@ export interface FindGrepOptions extends LocalSearchOptions {
   maxResults?: number;
   /** Files strictly larger are skipped. Default 1,000,000 bytes. */
   maxFileSize?: number;
-  /** Batches of files in flight at once. Default 2. */
+  /** Batches of files in flight at once (spread over the search's workers). Default 4. */
   concurrency?: number;
   /** Where matching runs; default: the process-wide pool. */
   pool?: SearchWorkerPool;
@@ -41,25 +47,35 @@ interface Candidate {
   outputPath: string;
 }
 
+function isAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/** Files to search, in walk order, a run at a time (see `walkSearchTreeBatches`). */
 async function* candidates(
   root: SearchRoot,
   glob: GlobMatcher | undefined,
   options: FindGrepOptions,
-): AsyncGenerator<Candidate, void, undefined> {
+): AsyncGenerator<Candidate[], void, undefined> {
   if (root.stats.isFile()) {
     // A single-file root is filtered by its name, the way the caller spelled it.
     if (!glob || glob(path.basename(root.outputRoot))) {
-      yield { realPath: root.realRoot, outputPath: root.outputRoot };
+      yield [{ realPath: root.realRoot, outputPath: root.outputRoot }];
     }
     return;
   }
-  for await (const entry of walkSearchTree(root, 'grep', options)) {
-    if (entry.isDirectory) continue;
-    if (glob && !glob(entry.relativePath)) continue;
-    yield {
-      realPath: entry.realPath,
-      outputPath: path.join(root.outputRoot, entry.relativePath),
-    };
+  for await (const batch of walkSearchTreeBatches(root, 'grep', options)) {
+    const files: Candidate[] = [];
+    for (const entry of batch) {
+      if (entry.isDirectory) continue;
+      if (glob && !glob(entry.relativePath)) continue;
+      files.push({
+        realPath: entry.realPath,
+        outputPath: joinOutput(root.outputRoot, entry.relativePath),
+      });
+    }
+    if (files.length > 0) yield files;
   }
 }
 
@@ -93,7 +109,7 @@ export async function findGrepMatches(
     options.maxFileSize ?? DEFAULT_MAX_FILE_SIZE_BYTES,
     0,
   );
-  const concurrency = requireCount('concurrency', options.concurrency ?? 2, 1);
+  const concurrency = requireCount('concurrency', options.concurrency ?? 4, 1);
   const timeoutMs = searchTimeoutOf(options);
   const logger = options.logger ?? silentLogger;
   throwIfAborted(options.signal);
@@ -110,12 +126,15 @@ export async function findGrepMatches(
   // One more than the limit decides `truncated` without a second pass.
   const wanted = maxResults + 1;
   const matches: GrepMatch[] = [];
+  const literal = literalPrefilter(regex.source, regex.flags);
   const task = {
     kind: 'scan-files' as const,
     regex: { source: regex.source, flags: regex.flags },
-    literal: literalPrefilter(regex.source, regex.flags),
+    literal,
+    literalAscii: literal !== undefined && isAscii(literal.source),
     wanted,
-    root: searchRoot.realRoot,
+    // Files are opened through their verified parent directory: for a single-file root, its own.
+    root: searchRoot.stats.isFile() ? path.dirname(searchRoot.realRoot) : searchRoot.realRoot,
     maxFileSize,
     maxLineLength: MAX_GREP_LINE_LENGTH,
     sniffBytes: BINARY_SNIFF_BYTES,
@@ -126,16 +145,17 @@ export async function findGrepMatches(
   interface Batch {
     files: string[];
     outputPaths: string[];
-    done: FileScanResult[];
+    /** Files with hits or errors, as they arrived: `[index, result]`, in file order. */
+    done: FileScanResults;
     consumed: number;
-    hits: Promise<FileScanResult[]>;
+    complete: boolean;
+    hits: Promise<FileScanResults>;
   }
   const window: Batch[] = [];
   /** Takes in the finished files of `batch` in order; true once `wanted` lines matched. */
   const consume = (batch: Batch): boolean => {
     for (; batch.consumed < batch.done.length; batch.consumed++) {
-      const f = batch.consumed;
-      const scanned = batch.done[f]!;
+      const [f, scanned] = batch.done[batch.consumed]!;
       if (typeof scanned === 'string') {
         logger.debug('grep skipped an unreadable file', { path: batch.files[f], code: scanned });
         continue;
@@ -153,7 +173,7 @@ export async function findGrepMatches(
     onTimeout: () => {
       // Results stay in walk order: only complete batches, then the finished prefix of the next.
       for (const batch of window) {
-        if (consume(batch) || batch.done.length < batch.files.length) break;
+        if (consume(batch) || !batch.complete) break;
       }
       return new SearchTimeoutError<GrepResult>('grep', timeoutMs, {
         matches: matches.slice(0, maxResults),
@@ -161,46 +181,60 @@ export async function findGrepMatches(
       });
     },
   };
-  return pool.withWorker(deadline, async (worker) => {
-    const signal = options.signal
-      ? AbortSignal.any([options.signal, worker.signal])
-      : worker.signal;
-    const source = candidates(searchRoot, glob, { ...options, signal });
-    let exhausted = false;
-    const refill = async () => {
-      while (!exhausted && window.length < concurrency) {
-        const files: string[] = [];
-        const outputPaths: string[] = [];
-        while (files.length < GREP_BATCH_FILES) {
-          const next = await source.next();
-          if (next.done) {
-            exhausted = true;
-            break;
+  // Two workers when free: reading and matching run on both cores, batches stay in walk order.
+  return pool.withWorker(
+    deadline,
+    async (worker) => {
+      const signal = options.signal
+        ? AbortSignal.any([options.signal, worker.signal])
+        : worker.signal;
+      const source = candidates(searchRoot, glob, { ...options, signal });
+      let exhausted = false;
+      let pending: Candidate[] = [];
+      const refill = async () => {
+        while (!exhausted && window.length < concurrency) {
+          while (pending.length < GREP_BATCH_FILES && !exhausted) {
+            const next = await source.next();
+            if (next.done) exhausted = true;
+            else pending = pending.length === 0 ? next.value : pending.concat(next.value);
           }
-          files.push(next.value.realPath);
-          outputPaths.push(next.value.outputPath);
+          const taken = pending.slice(0, GREP_BATCH_FILES);
+          pending = pending.slice(GREP_BATCH_FILES);
+          if (taken.length === 0) break;
+          const files = taken.map((c) => c.realPath);
+          const outputPaths = taken.map((c) => c.outputPath);
+          const done: FileScanResults = [];
+          const batch: Batch = {
+            files,
+            outputPaths,
+            done,
+            consumed: 0,
+            complete: false,
+            hits: worker.run({ ...task, files }, (index, result) => done.push([index, result])),
+          };
+          batch.hits.then(
+            () => (batch.complete = true),
+            // Observed at once: a batch still in flight when the search ends must not go unhandled.
+            () => undefined,
+          );
+          window.push(batch);
         }
-        if (files.length === 0) break;
-        const done: FileScanResult[] = [];
-        const hits = worker.run({ ...task, files }, (_index, result) => done.push(result));
-        // Observed at once: a batch still in flight when the search ends must not go unhandled.
-        hits.catch(() => undefined);
-        window.push({ files, outputPaths, done, consumed: 0, hits });
-      }
-    };
-    try {
-      await refill();
-      while (window.length > 0) {
-        throwIfAborted(options.signal);
-        const head = window[0]!;
-        await head.hits;
-        if (consume(head)) return { matches: matches.slice(0, maxResults), truncated: true };
-        window.shift();
+      };
+      try {
         await refill();
+        while (window.length > 0) {
+          throwIfAborted(options.signal);
+          const head = window[0]!;
+          await head.hits;
+          if (consume(head)) return { matches: matches.slice(0, maxResults), truncated: true };
+          window.shift();
+          await refill();
+        }
+        return { matches, truncated: false };
+      } finally {
+        await source.return(undefined);
       }
-      return { matches, truncated: false };
-    } finally {
-      await source.return(undefined);
-    }
-  });
+    },
+    { parallel: 2 },
+  );
 }

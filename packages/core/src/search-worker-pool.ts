@@ -16,6 +16,8 @@ export interface ScanFilesTask {
   regex: RegexSpec;
   /** A literal every match contains, as a regex; files without it are skipped unsplit. */
   literal?: RegexSpec | undefined;
+  /** The literal is ASCII: the worker may test it on the raw bytes (Latin-1 view). */
+  literalAscii?: boolean;
   wanted: number;
   /** Canonical search root: an opened file whose real path is elsewhere is skipped (Linux). */
   root?: string;
@@ -35,13 +37,16 @@ export interface TestLinesTask {
 /** Per file: its hits, or the error code of a file that could not be read. */
 export type FileScanResult = [number, string][] | string;
 
-type TaskResult<T> = T extends ScanFilesTask ? FileScanResult[] : number[];
+/** A scan's files with hits or errors, as `[index in the task's files, result]`, in order. */
+export type FileScanResults = [number, FileScanResult][];
+
+type TaskResult<T> = T extends ScanFilesTask ? FileScanResults : number[];
 
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (reason: unknown) => void;
-  /** File scans: each file's result as it arrives, in file order. */
-  progress?: FileScanResult[];
+  /** File scans: the results that arrived (files with hits or errors), in file order. */
+  progress?: FileScanResults;
   onProgress?: ((index: number, result: FileScanResult) => void) | undefined;
 }
 
@@ -77,7 +82,7 @@ class SearchWorker {
       if (!call) return;
       if (message.progress !== undefined) {
         const result = message.value as FileScanResult;
-        call.progress?.push(result);
+        call.progress?.push([message.progress, result]);
         call.onProgress?.(message.progress, result);
         return;
       }
@@ -134,7 +139,10 @@ export interface SearchWorkerPoolOptions {
 
 /** What a search body gets: one worker, held for the whole search. */
 export interface SearchWorkerHandle {
-  /** `onProgress` receives each file of a scan as it is done (in order), before the result. */
+  /**
+   * Runs a task on one of the search's workers (round robin). `onProgress` receives each file of
+   * a scan that has hits or an error as it is done (in order), before the result.
+   */
   run<T extends ScanFilesTask | TestLinesTask>(
     task: T,
     onProgress?: (index: number, result: FileScanResult) => void,
@@ -173,40 +181,69 @@ export class SearchWorkerPool {
   async withWorker<T>(
     deadline: SearchDeadline,
     body: (worker: SearchWorkerHandle) => Promise<T>,
+    options: { parallel?: number } = {},
   ): Promise<T> {
     const { signal } = deadline;
     if (signal?.aborted) throw new AbortedError('search aborted');
-    let worker: SearchWorker | undefined;
+    const workers: SearchWorker[] = [];
     let settle: ((error: Error) => void) | undefined;
     const stopped = new Promise<never>((_, reject) => {
       settle = reject;
     });
-    // The body's own rejection after a stop is expected (its worker was killed): observe it.
+    // The body's own rejection after a stop is expected (its workers were killed): observe it.
     stopped.catch(() => undefined);
     const stopping = new AbortController();
     const stop = (error: Error) => {
       stopping.abort(error);
-      worker?.kill(error);
+      for (const worker of workers) worker.kill(error);
       settle?.(error);
     };
     const timer = setTimeout(() => stop(deadline.onTimeout()), deadline.timeoutMs);
     const onAbort = () => stop(new AbortedError('search aborted'));
     signal?.addEventListener('abort', onAbort, { once: true });
     const acquired = this.acquire();
+    let owed = true;
     try {
-      worker = await Promise.race([acquired, stopped]);
+      workers.push(await Promise.race([acquired, stopped]));
+      owed = false;
+      // More workers only if free right now: a busy pool serves more searches, not wider ones.
+      for (let i = 1; i < (options.parallel ?? 1); i++) {
+        const extra = this.tryAcquire();
+        if (!extra) break;
+        workers.push(extra);
+      }
+      let turn = 0;
       const handle: SearchWorkerHandle = {
-        run: (task, onProgress) => (worker as SearchWorker).run(task, onProgress),
+        run: (task, onProgress) => {
+          const worker = workers[turn++ % workers.length] as SearchWorker;
+          return worker.run(task, onProgress);
+        },
         signal: stopping.signal,
       };
       return await Promise.race([body(handle), stopped]);
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      if (worker) this.release(worker);
+      for (const worker of workers) this.release(worker);
       // Stopped while queued: the worker we are still owed goes straight back.
-      else void acquired.then((w) => this.release(w));
+      if (owed) void acquired.then((w) => this.release(w));
     }
+  }
+
+  /** A worker if one is idle or may be started now, else undefined (never waits). */
+  private tryAcquire(): SearchWorker | undefined {
+    let worker = this.idle.pop();
+    while (worker?.dead) worker = this.idle.pop();
+    if (worker) {
+      this.running++;
+      worker.setBusy(true);
+      return worker;
+    }
+    if (this.running < this.maxWorkers && this.waiting.length === 0) {
+      this.running++;
+      return new SearchWorker();
+    }
+    return undefined;
   }
 
   private acquire(): Promise<SearchWorker> {

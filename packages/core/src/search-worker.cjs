@@ -8,7 +8,7 @@
 //
 // Protocol: the parent posts `{ id, task }`, the worker answers `{ id, ok: true, value }` or
 // `{ id, ok: false, message }`, one task at a time, in order; a file scan first sends
-// `{ id, progress: index, value }` for each file.
+// `{ id, progress: index, value }` for each file with hits or an error, in file order.
 const { parentPort } = require('node:worker_threads');
 const fs = require('node:fs');
 
@@ -20,6 +20,8 @@ const OPEN_FLAGS =
   fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
 const LINE_BREAK = /\r\n|\r|\n/;
 const HAS_PROC_FD = process.platform === 'linux';
+const DIRECTORY_FLAGS =
+  fs.constants.O_RDONLY | (fs.constants.O_DIRECTORY ?? 0) | (fs.constants.O_NOFOLLOW ?? 0);
 
 /** @type {Map<string, RegExp>} */
 const compiled = new Map();
@@ -58,26 +60,52 @@ function longerThan(line, max) {
 }
 
 /**
- * @param {string} file
+ * The directory a batch's files are opened through: its descriptor, verified to be the directory
+ * the walk listed (`O_NOFOLLOW`, and its real path is the expected one inside the search root).
+ * Files are then opened as `/proc/self/fd/N/name`, which the kernel resolves through the open
+ * directory itself: a directory swapped for a link after the walk cannot redirect the open, and
+ * the check costs one `readlink` per directory instead of one per file. Elsewhere files are
+ * opened by path with `O_NOFOLLOW` (best-effort).
+ * @param {string} dir
+ * @param {any} task
+ * @returns {{ fd: number, prefix: string } | string}
+ */
+function openDirectory(dir, task) {
+  if (!HAS_PROC_FD) return { fd: -1, prefix: dir === '/' ? '/' : `${dir}/` };
+  let fd = -1;
+  try {
+    fd = fs.openSync(dir, DIRECTORY_FLAGS);
+    const real = fs.readlinkSync(`/proc/self/fd/${fd}`);
+    const root = task.root;
+    const inside =
+      real === dir &&
+      (!root || real === root || real.startsWith(root.endsWith('/') ? root : `${root}/`));
+    if (!inside) {
+      fs.closeSync(fd);
+      return 'ESCAPED';
+    }
+    return { fd, prefix: `/proc/self/fd/${fd}/` };
+  } catch (err) {
+    if (fd >= 0) fs.closeSync(fd);
+    return errorCode(err);
+  }
+}
+
+/** @param {unknown} err */
+function errorCode(err) {
+  return String((err && /** @type {{ code?: unknown }} */ (err).code) || 'EIO');
+}
+
+/**
+ * @param {string} openPath
  * @param {any} task
  * @returns {[number, string][] | string} line number and line text of each hit (at most
  *   `task.wanted`), or the error code of a file that could not be read
  */
-function scanFile(file, task) {
+function scanFile(openPath, task) {
   let fd = -1;
   try {
-    fd = fs.openSync(file, OPEN_FLAGS);
-    // What was opened must still lie in the search root: a directory on the way swapped for a
-    // link after the walk listed it would otherwise be read through.
-    if (HAS_PROC_FD && task.root) {
-      const real = fs.readlinkSync(`/proc/self/fd/${fd}`);
-      if (
-        real !== task.root &&
-        !real.startsWith(task.root.endsWith('/') ? task.root : `${task.root}/`)
-      ) {
-        return 'ESCAPED';
-      }
-    }
+    fd = fs.openSync(openPath, OPEN_FLAGS);
     const stats = fs.fstatSync(fd);
     if (!stats.isFile() || stats.size > task.maxFileSize) return [];
     // Read what fstat announced and no further: a file growing meanwhile cannot blow the bound.
@@ -88,33 +116,79 @@ function scanFile(file, task) {
       if (n === 0) break;
       filled += n;
     }
-    const bytes = buffer.subarray(0, filled);
-    if (bytes.subarray(0, task.sniffBytes).includes(0)) return [];
-    const text = bytes.toString('utf8');
-    // A necessary condition checked once per file: a literal every match must contain. Linear,
-    // since a literal pattern cannot backtrack.
-    if (task.literal && !regexOf(task.literal).test(text)) return [];
-    const regex = regexOf(task.regex);
-    const lines = text.split(LINE_BREAK);
-    const last = lines.length - 1;
-    // A text ending in a line break leaves an empty final piece that is not a line.
-    const count = lines[last] === '' ? last : lines.length;
-    /** @type {[number, string][]} */
-    const hits = [];
-    for (let i = 0; i < count; i++) {
-      const line = lines[i];
-      // The length limit counts the line break, as the contract measures it.
-      if (longerThan(line, task.maxLineLength - (i < last ? 1 : 0))) continue;
-      if (!regex.test(line)) continue;
-      hits.push([i + 1, line]);
-      if (hits.length >= task.wanted) break;
-    }
-    return hits;
+    return scanBytes(buffer.subarray(0, filled), task);
   } catch (err) {
     // Unreadable (gone, a link swapped in, permissions): skipped, and the parent logs it.
-    return String((err && /** @type {{ code?: unknown }} */ (err).code) || 'EIO');
+    return errorCode(err);
   } finally {
     if (fd >= 0) fs.closeSync(fd);
+  }
+}
+
+/**
+ * @param {Buffer} bytes
+ * @param {any} task
+ * @returns {[number, string][]}
+ */
+function scanBytes(bytes, task) {
+  if (bytes.subarray(0, task.sniffBytes).includes(0)) return [];
+  // A necessary condition checked once per file: a literal every match must contain. Linear,
+  // since a literal pattern cannot backtrack. An ASCII literal is tested on the bytes read as
+  // Latin-1, which is exact (UTF-8 encodes ASCII as itself, and no other byte folds to ASCII)
+  // and cheaper than decoding UTF-8 for a file that turns out not to match.
+  if (task.literal && task.literalAscii && !regexOf(task.literal).test(bytes.toString('latin1'))) {
+    return [];
+  }
+  const text = bytes.toString('utf8');
+  if (task.literal && !task.literalAscii && !regexOf(task.literal).test(text)) return [];
+  const regex = regexOf(task.regex);
+  const lines = text.split(LINE_BREAK);
+  const last = lines.length - 1;
+  // A text ending in a line break leaves an empty final piece that is not a line.
+  const count = lines[last] === '' ? last : lines.length;
+  /** @type {[number, string][]} */
+  const hits = [];
+  for (let i = 0; i < count; i++) {
+    const line = lines[i];
+    // The length limit counts the line break, as the contract measures it.
+    if (longerThan(line, task.maxLineLength - (i < last ? 1 : 0))) continue;
+    if (!regex.test(line)) continue;
+    hits.push([i + 1, line]);
+    if (hits.length >= task.wanted) break;
+  }
+  return hits;
+}
+
+/**
+ * The files of a scan, in order, each opened through its verified directory (see
+ * `openDirectory`); one message per file with hits (or an error) as it is done.
+ * @param {number} id
+ * @param {any} task
+ */
+function scanFiles(id, task) {
+  /** @type {string | undefined} */
+  let dirPath;
+  /** @type {{ fd: number, prefix: string } | string} */
+  let dir = 'EIO';
+  try {
+    task.files.forEach((/** @type {string} */ file, /** @type {number} */ index) => {
+      const cut = file.lastIndexOf('/');
+      const parent = cut <= 0 ? '/' : file.slice(0, cut);
+      if (parent !== dirPath) {
+        if (typeof dir !== 'string' && dir.fd >= 0) fs.closeSync(dir.fd);
+        dirPath = parent;
+        dir = openDirectory(parent, task);
+      }
+      const value =
+        typeof dir === 'string' ? dir : scanFile(dir.prefix + file.slice(cut + 1), task);
+      // Files without hits send nothing: most files of a search, and a message each was the
+      // larger part of the cost. What arrives is still in file order.
+      if (typeof value === 'string' || value.length > 0) {
+        parentPort.postMessage({ id, progress: index, value });
+      }
+    });
+  } finally {
+    if (typeof dir !== 'string' && dir.fd >= 0) fs.closeSync(dir.fd);
   }
 }
 
@@ -126,9 +200,7 @@ function run(id, task) {
   switch (task.kind) {
     case 'scan-files':
       // One message per file as it is done: what was scanned before a deadline still counts.
-      task.files.forEach((/** @type {string} */ file, /** @type {number} */ index) => {
-        parentPort.postMessage({ id, progress: index, value: scanFile(file, task) });
-      });
+      scanFiles(id, task);
       return null;
     case 'test-lines': {
       const regex = regexOf(task.regex);
