@@ -11,6 +11,8 @@ import {
   walkSearchTreeBatches,
 } from './search-walk.js';
 import { SearchTimeoutError } from './errors.js';
+import type { SearchWorkerPool } from './search-worker-pool.js';
+import { searchWorkerPool } from './search-worker-pool.js';
 import { throwIfAborted } from './throw-if-aborted.js';
 
 export interface FindGlobOptions extends LocalSearchOptions {
@@ -18,6 +20,8 @@ export interface FindGlobOptions extends LocalSearchOptions {
   includeDirs?: boolean;
   /** Default 200. */
   maxResults?: number;
+  /** Where the walk runs; default: the process-wide pool. */
+  pool?: SearchWorkerPool;
 }
 
 /**
@@ -29,8 +33,9 @@ export interface FindGlobOptions extends LocalSearchOptions {
  * `truncated` is true exactly when more than `maxResults` paths match: the walk looks for one
  * match past the limit and stops there. A missing root throws `SandboxFileNotFoundError`, a root
  * that is not a directory `SandboxFileError` with kind `ENOTDIR`, a bad pattern
- * `InvalidArgumentError` before any I/O. Past `timeoutMs` (default 10 s) the walk stops with
- * `SearchTimeoutError`, whose `partial` holds the paths found so far.
+ * `InvalidArgumentError` before any I/O. The walk runs on a search worker; past `timeoutMs`
+ * (default 10 s) it is stopped with `SearchTimeoutError`, whose `partial` holds the paths found
+ * so far.
  */
 export async function findGlobMatches(
   root: string,
@@ -41,21 +46,37 @@ export async function findGlobMatches(
   const maxResults = requireCount('maxResults', options.maxResults ?? DEFAULT_GLOB_MAX_RESULTS, 1);
   throwIfAborted(options.signal);
   const timeoutMs = searchTimeoutOf(options);
-  const deadline = Date.now() + timeoutMs;
   const searchRoot = await resolveSearchRoot(root, 'glob', options.displayPath);
   if (!searchRoot.stats.isDirectory()) throw notADirectoryError(searchRoot.shown, 'glob');
   const paths: string[] = [];
-  for await (const batch of walkSearchTreeBatches(searchRoot, 'glob', options)) {
-    // Matching is linear, so only a huge tree can run long: the clock is read once per run.
-    if (Date.now() > deadline) {
-      throw new SearchTimeoutError<GlobResult>('glob', timeoutMs, { paths, truncated: true });
+  const pool = options.pool ?? searchWorkerPool();
+  const deadline = {
+    timeoutMs,
+    signal: options.signal,
+    onTimeout: () =>
+      new SearchTimeoutError<GlobResult>('glob', timeoutMs, {
+        paths: paths.slice(0, maxResults),
+        truncated: true,
+      }),
+  };
+  return pool.withWorker(deadline, async (worker) => {
+    const signal = options.signal
+      ? AbortSignal.any([options.signal, worker.signal])
+      : worker.signal;
+    for await (const batch of walkSearchTreeBatches(
+      searchRoot,
+      'glob',
+      { ...options, signal },
+      worker,
+    )) {
+      for (const entry of batch) {
+        if (entry.isDirectory && !options.includeDirs) continue;
+        if (!matches(entry.relativePath)) continue;
+        paths.push(joinOutput(searchRoot.outputRoot, entry.relativePath));
+        if (paths.length > maxResults)
+          return { paths: paths.slice(0, maxResults), truncated: true };
+      }
     }
-    for (const entry of batch) {
-      if (entry.isDirectory && !options.includeDirs) continue;
-      if (!matches(entry.relativePath)) continue;
-      paths.push(joinOutput(searchRoot.outputRoot, entry.relativePath));
-      if (paths.length > maxResults) return { paths: paths.slice(0, maxResults), truncated: true };
-    }
-  }
-  return { paths, truncated: false };
+    return { paths, truncated: false };
+  });
 }

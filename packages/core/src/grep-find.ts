@@ -14,7 +14,11 @@ import {
   GREP_BATCH_FILES,
   MAX_GREP_LINE_LENGTH,
 } from './search-limits.js';
-import type { FileScanResults, SearchWorkerPool } from './search-worker-pool.js';
+import type {
+  FileScanResults,
+  SearchWorkerHandle,
+  SearchWorkerPool,
+} from './search-worker-pool.js';
 import { searchWorkerPool } from './search-worker-pool.js';
 import type { LocalSearchOptions, SearchRoot } from './search-walk.js';
 import {
@@ -57,6 +61,7 @@ async function* candidates(
   root: SearchRoot,
   glob: GlobMatcher | undefined,
   options: FindGrepOptions,
+  worker: SearchWorkerHandle,
 ): AsyncGenerator<Candidate[], void, undefined> {
   if (root.stats.isFile()) {
     // A single-file root is filtered by its name, the way the caller spelled it.
@@ -65,7 +70,7 @@ async function* candidates(
     }
     return;
   }
-  for await (const batch of walkSearchTreeBatches(root, 'grep', options)) {
+  for await (const batch of walkSearchTreeBatches(root, 'grep', options, worker)) {
     const files: Candidate[] = [];
     for (const entry of batch) {
       if (entry.isDirectory) continue;
@@ -188,7 +193,7 @@ export async function findGrepMatches(
       const signal = options.signal
         ? AbortSignal.any([options.signal, worker.signal])
         : worker.signal;
-      const source = candidates(searchRoot, glob, { ...options, signal });
+      const source = candidates(searchRoot, glob, { ...options, signal }, worker);
       let exhausted = false;
       let pending: Candidate[] = [];
       const refill = async () => {

@@ -244,7 +244,14 @@ function reverseLexically(hostPath: string, roots: ReadonlyMap<PathMapping, stri
   const owner = ownerOf(hostPath, roots);
   if (!owner) return hostPath;
   const root = roots.get(owner) as string;
-  const rel = hostPath.slice(root.length).split(path.sep).filter(Boolean).join('/');
+  let start = root.length;
+  while (hostPath.charCodeAt(start) === 0x2f) start++;
+  // POSIX paths below a canonical root need no re-joining; other separators do.
+  const tail = hostPath.slice(start);
+  const rel =
+    path.sep === '/' && !tail.includes('//') && !tail.endsWith('/')
+      ? tail
+      : tail.split(path.sep).filter(Boolean).join('/');
   if (!rel) return owner.containerPath;
   return owner.containerPath === '/' ? `/${rel}` : `${owner.containerPath}/${rel}`;
 }

@@ -61,17 +61,38 @@ export const IGNORE_PATTERNS: readonly string[] = Object.freeze([
 
 const WILDCARD = /[*?[]/;
 
-function buildMatcher(caseInsensitive: boolean): (name: string) => boolean {
+/**
+ * The ignore list as data: exact names (folded when case-insensitive) and one combined expression
+ * for the wildcards. The search worker rebuilds the same predicate from it, so the walk it runs
+ * ignores exactly what `shouldIgnoreName` ignores.
+ */
+export function ignoreMatcherSpec(caseInsensitive: boolean): {
+  names: string[];
+  source: string;
+  flags: string;
+  fold: boolean;
+} {
   const fold = (s: string) => (caseInsensitive ? s.toLowerCase() : s);
-  const exact = new Set(IGNORE_PATTERNS.filter((p) => !WILDCARD.test(p)).map(fold));
+  const names = IGNORE_PATTERNS.filter((p) => !WILDCARD.test(p)).map(fold);
   // One combined expression: the walkers ask this for every directory entry they see.
   const sources = IGNORE_PATTERNS.filter((p) => WILDCARD.test(p)).map(
     (p) =>
       picomatch.makeRe(p, { dot: true, posix: true, windows: false, nocase: caseInsensitive })
         .source,
   );
-  const combined = new RegExp(sources.map((s) => `(?:${s})`).join('|'), caseInsensitive ? 'i' : '');
-  return (name) => exact.has(fold(name)) || combined.test(name);
+  return {
+    names,
+    source: sources.map((s) => `(?:${s})`).join('|'),
+    flags: caseInsensitive ? 'i' : '',
+    fold: caseInsensitive,
+  };
+}
+
+function buildMatcher(caseInsensitive: boolean): (name: string) => boolean {
+  const spec = ignoreMatcherSpec(caseInsensitive);
+  const exact = new Set(spec.names);
+  const combined = new RegExp(spec.source, spec.flags);
+  return (name) => exact.has(spec.fold ? name.toLowerCase() : name) || combined.test(name);
 }
 
 const caseSensitiveMatcher = buildMatcher(false);

@@ -29,4 +29,4 @@ export const REMOTE_LIST_DIR_LIMIT = 500;
 export const DEFAULT_SEARCH_TIMEOUT_MS = 10_000;
 
 /** Files a local grep sends to its worker in one message. */
-export const GREP_BATCH_FILES = 64;
+export const GREP_BATCH_FILES = 128;

@@ -10,9 +10,9 @@ import {
 } from './errors.js';
 import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
-import { shouldIgnoreName } from './search-ignore.js';
+import { ignoreMatcherSpec } from './search-ignore.js';
+import type { SearchWorkerHandle } from './search-worker-pool.js';
 import { DEFAULT_SEARCH_TIMEOUT_MS } from './search-limits.js';
-import { compareNames } from './search-order.js';
 import { throwIfAborted } from './throw-if-aborted.js';
 
 /** Options every local search walker accepts. */
@@ -168,121 +168,61 @@ export async function readVerifiedDirectory(dir: string): Promise<Dirent[]> {
   return entries;
 }
 
-async function listSorted(dir: string): Promise<Dirent[]> {
-  return (await readVerifiedDirectory(dir)).sort((a, b) => compareNames(a.name, b.name));
-}
-
-/** Directory listings started ahead of the walk: sibling directories listed in parallel. */
-const PREFETCH_DIRECTORIES = 16;
-
-type Listing = Promise<Dirent[]>;
-
-interface Frame {
-  realPath: string;
-  relativePath: string;
-  entries: Dirent[];
-  next: number;
-  /** Listings already started for directories of `entries`, by index. */
-  prefetched: Map<number, Listing>;
-  /** Index up to which `entries` was scanned for directories to prefetch. */
-  scanned: number;
-}
-
-function isWalkable(entry: Dirent): boolean {
-  return (
-    (entry.isDirectory() || entry.isFile()) &&
-    !shouldIgnoreName(entry.name, { caseInsensitive: caseInsensitiveNames })
-  );
-}
-
-/**
- * Starts the listings of the next directories of `frame` (at most `PREFETCH_DIRECTORIES` in
- * flight per frame). Listing one directory at a time left the walk waiting on one libuv round trip
- * after another; a few in parallel keep the thread pool busy, and the order of the results is
- * still the walk's, since each listing is awaited when the walk reaches its directory.
- */
-function prefetch(frame: Frame): void {
-  while (frame.prefetched.size < PREFETCH_DIRECTORIES && frame.scanned < frame.entries.length) {
-    const index = frame.scanned++;
-    const entry = frame.entries[index]!;
-    if (!entry.isDirectory() || !isWalkable(entry)) continue;
-    const listing = listSorted(path.join(frame.realPath, entry.name));
-    // Awaited later (or abandoned when the consumer stops early): never an unhandled rejection.
-    listing.catch(() => undefined);
-    frame.prefetched.set(index, listing);
-  }
-}
+const WALK_CHUNK_ENTRIES = 2048;
+let nextWalkId = 0;
 
 /**
  * Depth-first walk with sorted listings, yielding regular files and directories in the order of
- * `compareRelativePaths`. Ignored names are neither yielded nor descended; symbolic links and
- * special files (FIFOs, sockets, devices) are never yielded or followed, so the walk cannot leave
- * the root and never blocks opening a FIFO. Entry types come from the directory listing itself:
- * no `stat` per entry. Directories are listed a few at a time ahead of the walk. An unreadable
- * root throws; an unreadable subdirectory is logged and skipped. The consumer may stop early
- * (`break`); at most the prefetched listings are read after that.
- */
-export async function* walkSearchTree(
-  root: SearchRoot,
-  operation: string,
-  options: LocalSearchOptions,
-): AsyncGenerator<WalkEntry, void, undefined> {
-  for await (const batch of walkSearchTreeBatches(root, operation, options)) yield* batch;
-}
-
-/**
- * `walkSearchTree` in runs: each batch is a run of consecutive entries of one directory, ending
- * with a directory the walk descends into next (or with the directory's last entry). One await per
- * run instead of one per entry keeps a walk over many small files from being dominated by promise
- * hops; the order is the same.
+ * `compareRelativePaths`, in chunks. The walk itself runs on the search worker (`worker`):
+ * synchronous listings there cost a fraction of one async round trip per directory here, and the
+ * event loop only receives the entries. Ignored names are neither yielded nor descended; symbolic
+ * links and special files (FIFOs, sockets, devices) are never yielded or followed, so the walk
+ * cannot leave the root and never blocks opening a FIFO; every directory is listed through a
+ * verified descriptor (see `readVerifiedDirectory`). Entry types come from the listing itself: no
+ * `stat` per entry. An unreadable root throws; an unreadable subdirectory is logged and skipped.
+ * The consumer may stop early (`break`): the worker forgets the walk.
  */
 export async function* walkSearchTreeBatches(
   root: SearchRoot,
   operation: string,
   options: LocalSearchOptions,
+  worker: SearchWorkerHandle,
 ): AsyncGenerator<WalkEntry[], void, undefined> {
   const logger = options.logger ?? silentLogger;
-  let rootEntries: Dirent[];
+  const walkId = nextWalkId++;
+  const started = await worker.runPinned({
+    kind: 'walk-start',
+    walkId,
+    root: root.realRoot,
+    ignore: ignoreMatcherSpec(caseInsensitiveNames),
+  });
+  if (started.error !== null) {
+    throw searchRootError(
+      Object.assign(new Error(started.error), { code: started.error }),
+      root.shown,
+      operation,
+    );
+  }
+  const base = root.realRoot === '/' ? '' : root.realRoot;
+  let done = false;
   try {
-    rootEntries = await listSorted(root.realRoot);
-  } catch (err) {
-    throw searchRootError(err, root.shown, operation);
-  }
-  const frameOf = (realPath: string, relativePath: string, entries: Dirent[]): Frame => {
-    const frame = { realPath, relativePath, entries, next: 0, prefetched: new Map(), scanned: 0 };
-    prefetch(frame);
-    return frame;
-  };
-  const stack: Frame[] = [frameOf(root.realRoot, '', rootEntries)];
-  let batch: WalkEntry[] = [];
-  while (stack.length > 0) {
-    const frame = stack[stack.length - 1]!;
-    const index = frame.next++;
-    const entry = frame.entries[index];
-    if (entry === undefined) {
-      stack.pop();
-      continue;
+    while (!done) {
+      throwIfAborted(options.signal);
+      const chunk = await worker.runPinned({ kind: 'walk-next', walkId, max: WALK_CHUNK_ENTRIES });
+      done = chunk.done;
+      for (const [path, code] of chunk.skipped) {
+        logger.debug('search skipped an unreadable directory', { path, code });
+      }
+      if (chunk.entries.length === 0) continue;
+      yield chunk.entries.map(([relativePath, isDirectory]) => ({
+        name: relativePath.slice(relativePath.lastIndexOf('/') + 1),
+        relativePath,
+        realPath: `${base}/${relativePath}`,
+        isDirectory,
+      }));
     }
-    if (!isWalkable(entry)) continue;
-    const isDirectory = entry.isDirectory();
-    const relativePath = frame.relativePath ? `${frame.relativePath}/${entry.name}` : entry.name;
-    const realPath = `${frame.realPath === '/' ? '' : frame.realPath}/${entry.name}`;
-    batch.push({ name: entry.name, relativePath, realPath, isDirectory });
-    if (!isDirectory) continue;
-    yield batch;
-    batch = [];
-    throwIfAborted(options.signal);
-    const listing = frame.prefetched.get(index) ?? listSorted(realPath);
-    frame.prefetched.delete(index);
-    prefetch(frame);
-    try {
-      stack.push(frameOf(realPath, relativePath, await listing));
-    } catch (err) {
-      logger.debug('search skipped an unreadable directory', {
-        path: realPath,
-        code: errnoCode(err),
-      });
-    }
+  } finally {
+    // Stopped early: the worker drops the walk's state (a killed worker has none left anyway).
+    if (!done) await worker.runPinned({ kind: 'walk-end', walkId }).catch(() => undefined);
   }
-  if (batch.length > 0) yield batch;
 }

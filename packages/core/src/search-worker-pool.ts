@@ -34,13 +34,58 @@ export interface TestLinesTask {
   maxLineLength: number;
 }
 
+/** The ignore list as the worker applies it (see `ignoreMatcherSpec`). */
+export interface IgnoreSpec {
+  names: string[];
+  source: string;
+  flags: string;
+  fold: boolean;
+}
+
+export interface WalkStartTask {
+  kind: 'walk-start';
+  walkId: number;
+  /** Canonical root directory. */
+  root: string;
+  ignore: IgnoreSpec;
+}
+
+export interface WalkNextTask {
+  kind: 'walk-next';
+  walkId: number;
+  max: number;
+}
+
+export interface WalkEndTask {
+  kind: 'walk-end';
+  walkId: number;
+}
+
+export interface WalkChunk {
+  /** `[relativePath, isDirectory]`, in walk order. */
+  entries: [string, boolean][];
+  /** Directories that could not be listed: `[realPath, errno code]`. */
+  skipped: [string, string][];
+  done: boolean;
+}
+
+type SearchTask = ScanFilesTask | TestLinesTask | WalkStartTask | WalkNextTask | WalkEndTask;
+
 /** Per file: its hits, or the error code of a file that could not be read. */
 export type FileScanResult = [number, string][] | string;
 
 /** A scan's files with hits or errors, as `[index in the task's files, result]`, in order. */
 export type FileScanResults = [number, FileScanResult][];
 
-type TaskResult<T> = T extends ScanFilesTask ? FileScanResults : number[];
+type TaskResult<T> = T extends ScanFilesTask
+  ? FileScanResults
+  : T extends TestLinesTask
+    ? number[]
+    : T extends WalkStartTask
+      ? { error: string | null }
+      : T extends WalkNextTask
+        ? WalkChunk
+        : null;
 
 interface Pending {
   resolve: (value: unknown) => void;
@@ -96,7 +141,7 @@ class SearchWorker {
     });
   }
 
-  run<T extends ScanFilesTask | TestLinesTask>(
+  run<T extends SearchTask>(
     task: T,
     onProgress?: (index: number, result: FileScanResult) => void,
   ): Promise<TaskResult<T>> {
@@ -143,12 +188,14 @@ export interface SearchWorkerHandle {
    * Runs a task on one of the search's workers (round robin). `onProgress` receives each file of
    * a scan that has hits or an error as it is done (in order), before the result.
    */
-  run<T extends ScanFilesTask | TestLinesTask>(
+  run<T extends SearchTask>(
     task: T,
     onProgress?: (index: number, result: FileScanResult) => void,
   ): Promise<TaskResult<T>>;
   /** Aborted when the search is stopped (deadline or caller abort): the body's own I/O stops too. */
   signal: AbortSignal;
+  /** Runs a task on the search's first worker: walks keep their state there. */
+  runPinned<T extends SearchTask>(task: T): Promise<TaskResult<T>>;
 }
 
 export interface SearchDeadline {
@@ -212,12 +259,14 @@ export class SearchWorkerPool {
         if (!extra) break;
         workers.push(extra);
       }
-      let turn = 0;
+      // Scans start on the second worker: the first also runs the walk.
+      let turn = 1;
       const handle: SearchWorkerHandle = {
         run: (task, onProgress) => {
           const worker = workers[turn++ % workers.length] as SearchWorker;
           return worker.run(task, onProgress);
         },
+        runPinned: (task) => (workers[0] as SearchWorker).run(task),
         signal: stopping.signal,
       };
       return await Promise.race([body(handle), stopped]);

@@ -106,23 +106,33 @@ function scanFile(openPath, task) {
   let fd = -1;
   try {
     fd = fs.openSync(openPath, OPEN_FLAGS);
-    const stats = fs.fstatSync(fd);
-    if (!stats.isFile() || stats.size > task.maxFileSize) return [];
-    // Read what fstat announced and no further: a file growing meanwhile cannot blow the bound.
-    const buffer = Buffer.allocUnsafe(stats.size);
+    // One shared buffer, read until EOF or one byte past the size limit: no `fstat` and no
+    // allocation per file (most files of a search are small and do not match). The walk listed
+    // a regular file; one swapped for a FIFO reads nothing (O_NONBLOCK), and the cap bounds the rest.
+    const limit = task.maxFileSize + 1;
+    const buffer = sharedBuffer(limit);
     let filled = 0;
-    while (filled < stats.size) {
-      const n = fs.readSync(fd, buffer, filled, stats.size - filled, filled);
+    while (filled < limit) {
+      const n = fs.readSync(fd, buffer, filled, limit - filled, null);
       if (n === 0) break;
       filled += n;
     }
+    if (filled > task.maxFileSize) return [];
     return scanBytes(buffer.subarray(0, filled), task);
   } catch (err) {
-    // Unreadable (gone, a link swapped in, permissions): skipped, and the parent logs it.
+    // Unreadable (gone, a link swapped in, permissions, a FIFO): skipped, and the parent logs it.
     return errorCode(err);
   } finally {
     if (fd >= 0) fs.closeSync(fd);
   }
+}
+
+/** @type {Buffer | undefined} */
+let shared;
+/** @param {number} size */
+function sharedBuffer(size) {
+  if (!shared || shared.length < size) shared = Buffer.allocUnsafe(size);
+  return shared;
 }
 
 /**
@@ -192,6 +202,103 @@ function scanFiles(id, task) {
   }
 }
 
+/** Walks in progress, by id: the state a `walk-next` continues. */
+const walks = new Map();
+
+/** @type {Map<string, (name: string) => boolean>} */
+const ignoreMatchers = new Map();
+/** @param {{ names: string[], source: string, flags: string, fold: boolean }} spec */
+function ignoreOf(spec) {
+  const key = JSON.stringify(spec);
+  let matcher = ignoreMatchers.get(key);
+  if (!matcher) {
+    const names = new Set(spec.names);
+    const combined = new RegExp(spec.source, spec.flags);
+    matcher = (name) => names.has(spec.fold ? name.toLowerCase() : name) || combined.test(name);
+    ignoreMatchers.set(key, matcher);
+  }
+  return matcher;
+}
+
+/**
+ * The sorted entries of `dir`, listed through a descriptor verified to be `dir` itself: a
+ * directory swapped for a link after its parent was listed is refused (see `readVerifiedDirectory`
+ * on the main thread, which this mirrors).
+ * @param {string} dir
+ */
+function listVerified(dir) {
+  let entries;
+  if (HAS_PROC_FD) {
+    const fd = fs.openSync(dir, DIRECTORY_FLAGS);
+    try {
+      if (fs.readlinkSync(`/proc/self/fd/${fd}`) !== dir) {
+        throw Object.assign(new Error('directory changed while listed'), { code: 'ELOOP' });
+      }
+      entries = fs.readdirSync(`/proc/self/fd/${fd}`, { withFileTypes: true });
+    } finally {
+      fs.closeSync(fd);
+    }
+  } else {
+    entries = fs.readdirSync(dir, { withFileTypes: true });
+  }
+  // Code-unit order, as `compareNames`.
+  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** @param {any} task */
+function walkStart(task) {
+  let entries;
+  try {
+    entries = listVerified(task.root);
+  } catch (err) {
+    return { error: errorCode(err) };
+  }
+  walks.set(task.walkId, {
+    ignore: ignoreOf(task.ignore),
+    stack: [{ dir: task.root, rel: '', entries, next: 0 }],
+  });
+  return { error: null };
+}
+
+/**
+ * The next `task.max` entries of a walk, depth first with sorted listings: regular files and
+ * directories only (links and special files are neither listed nor followed), ignored names
+ * neither listed nor descended. `skipped` names the directories that could not be listed.
+ * @param {any} task
+ */
+function walkNext(task) {
+  const state = walks.get(task.walkId);
+  /** @type {[string, boolean][]} */
+  const entries = [];
+  /** @type {[string, string][]} */
+  const skipped = [];
+  if (!state) return { entries, skipped, done: true };
+  const stack = state.stack;
+  while (stack.length > 0 && entries.length < task.max) {
+    const frame = stack[stack.length - 1];
+    const entry = frame.entries[frame.next++];
+    if (entry === undefined) {
+      stack.pop();
+      continue;
+    }
+    const isDirectory = entry.isDirectory();
+    if (!isDirectory && !entry.isFile()) continue;
+    if (state.ignore(entry.name)) continue;
+    const rel = frame.rel ? `${frame.rel}/${entry.name}` : entry.name;
+    entries.push([rel, isDirectory]);
+    if (!isDirectory) continue;
+    const dir = `${frame.dir === '/' ? '' : frame.dir}/${entry.name}`;
+    try {
+      stack.push({ dir, rel, entries: listVerified(dir), next: 0 });
+    } catch (err) {
+      skipped.push([dir, errorCode(err)]);
+    }
+  }
+  const done = stack.length === 0;
+  if (done) walks.delete(task.walkId);
+  return { entries, skipped, done };
+}
+
 /**
  * @param {number} id
  * @param {any} task
@@ -201,6 +308,13 @@ function run(id, task) {
     case 'scan-files':
       // One message per file as it is done: what was scanned before a deadline still counts.
       scanFiles(id, task);
+      return null;
+    case 'walk-start':
+      return walkStart(task);
+    case 'walk-next':
+      return walkNext(task);
+    case 'walk-end':
+      walks.delete(task.walkId);
       return null;
     case 'test-lines': {
       const regex = regexOf(task.regex);

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { maskLocalPathsInOutput, pathMapping } from '@sbx/core';
 import { LocalSandbox, LocalSandboxProvider, findShell } from '@sbx/local';
 import { NEEDLE, ensureTree } from './generate-tree.mjs';
+import { loopDelayRows, rangedReadRows } from './search-safety.bench.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../../..');
@@ -316,6 +317,7 @@ function markdown(result) {
     );
   }
   const m = result.memory;
+  if (!m) return `${out.join('\n')}\n`;
   out.push(
     '',
     `Provider memory: ${m.threads.toLocaleString('en-US')} distinct threads acquired (and looked up) through one provider, ` +
@@ -332,6 +334,21 @@ async function main() {
   const started = new Date().toISOString();
   log('search benchmarks...');
   const tree = await searchBenchmarks();
+  log('event-loop delay and ranged-read memory...');
+  for (const r of [...(await loopDelayRows(TREE, NEEDLE)), ...(await rangedReadRows())]) {
+    row(r.name, r.ours, r.baselineName, r.baseline, r.note);
+  }
+  if (process.env.SBX_BENCH_ONLY === 'search') {
+    const machine = {
+      platform: `${process.platform} ${os.release()}`,
+      node: process.version,
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memGb: Math.round(os.totalmem() / 2 ** 30),
+    };
+    process.stdout.write(markdown({ rows, tree, machine, started }));
+    return;
+  }
   log('exec benchmark...');
   await execBenchmark();
   log('masking benchmark...');
