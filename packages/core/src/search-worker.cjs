@@ -106,17 +106,13 @@ function scanFile(openPath, task) {
   let fd = -1;
   try {
     fd = fs.openSync(openPath, OPEN_FLAGS);
-    // One shared buffer, read until EOF or one byte past the size limit: no `fstat` and no
-    // allocation per file (most files of a search are small and do not match). The walk listed
-    // a regular file; one swapped for a FIFO reads nothing (O_NONBLOCK), and the cap bounds the rest.
+    // One shared buffer, read up to one byte past the size limit: no `fstat` and no allocation per
+    // file (most files of a search are small and do not match). The walk listed a regular file;
+    // one swapped for a FIFO reads nothing (O_NONBLOCK), and the cap bounds the rest.
     const limit = task.maxFileSize + 1;
     const buffer = sharedBuffer(limit);
-    let filled = 0;
-    while (filled < limit) {
-      const n = fs.readSync(fd, buffer, filled, limit - filled, null);
-      if (n === 0) break;
-      filled += n;
-    }
+    // A short read of a regular file is its end (POSIX): one read call per file, not two.
+    const filled = fs.readSync(fd, buffer, 0, limit, null);
     if (filled > task.maxFileSize) return [];
     return scanBytes(buffer.subarray(0, filled), task);
   } catch (err) {
