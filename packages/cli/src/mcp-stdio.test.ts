@@ -20,6 +20,22 @@ if (!built && servicesRequired()) {
 }
 if (!built) console.warn(`[skip] sbx mcp over stdio: ${BIN} is not built (npm run build)`);
 
+/** `sbx mcp` as a child, once its banner says it listens: its stdin, stderr so far and exit. */
+async function startMcp(home: string) {
+  const child = spawn(process.execPath, [BIN, 'mcp'], {
+    env: { PATH: process.env.PATH ?? '', SBX_HOME: home },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const output = { stderr: '' };
+  child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.once('exit', (c, s) => resolve([c, s])),
+  );
+  // Wait for the banner so the server is listening before its input ends.
+  await new Promise<void>((resolve) => child.stderr.once('data', () => resolve()));
+  return { child, output, exited };
+}
+
 const WS = '/mnt/user-data/workspace';
 
 function text(result: unknown): string {
@@ -113,39 +129,23 @@ describe.skipIf(!built)('sbx mcp over stdio (built executable)', () => {
   });
 
   it('exits 0 by itself when the client closes its end of stdin', async () => {
-    const child = spawn(process.execPath, [BIN, 'mcp'], {
-      env: { PATH: process.env.PATH ?? '', SBX_HOME: home.dir },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    // Wait for the banner so the server is listening before its input ends.
-    await new Promise<void>((resolve) => child.stderr.once('data', () => resolve()));
+    const { child, output, exited } = await startMcp(home.dir);
     child.stdin.end();
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-      child.once('exit', (c, s) => resolve([c, s])),
-    );
+    const [code, signal] = await exited;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
-    expect(stderr).toMatch(
+    expect(output.stderr).toMatch(
       /^sbx mcp: serving ls, glob, grep, read_file, write_file, str_replace over stdio/,
     );
   });
 
   it('a message over the 10 MiB transport limit ends the server with a failure and a reason', async () => {
-    const child = spawn(process.execPath, [BIN, 'mcp'], {
-      env: { PATH: process.env.PATH ?? '', SBX_HOME: home.dir },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    await new Promise<void>((resolve) => child.stderr.once('data', () => resolve()));
-    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-      child.once('exit', (c, s) => resolve([c, s])),
-    );
+    const { child, output, exited } = await startMcp(home.dir);
     child.stdin.on('error', () => undefined);
     child.stdin.write('x'.repeat(11 * 1024 * 1024));
     const [code] = await exited;
     expect(code).toBe(1);
-    expect(stderr).toMatch(/sbx mcp: stopped: ReadBuffer exceeded maximum size of 10485760 bytes/);
+    expect(output.stderr).toMatch(
+      /sbx mcp: stopped: ReadBuffer exceeded maximum size of 10485760 bytes/,
+    );
   });
 });

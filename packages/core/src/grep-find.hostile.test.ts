@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runIsolated } from './testing/isolated-run.js';
+import { LOOP_PROBE_SCRIPT, runIsolated } from './testing/isolated-run.js';
 
 /**
  * Patterns and file contents both come from the model. Each case runs the search in a child
@@ -40,13 +40,7 @@ async function hostileGrep(pattern: string, timeoutMs: number): Promise<Outcome>
     timeoutMs: 30_000,
     script: `
       import { findGrepMatches } from '@sbx/core';
-      let last = performance.now();
-      let worstLateMs = 0;
-      const tick = setInterval(() => {
-        const now = performance.now();
-        worstLateMs = Math.max(worstLateMs, now - last - 20);
-        last = now;
-      }, 20);
+      ${LOOP_PROBE_SCRIPT}
       const t0 = performance.now();
       let out;
       try {
@@ -55,8 +49,8 @@ async function hostileGrep(pattern: string, timeoutMs: number): Promise<Outcome>
       } catch (err) {
         out = { ok: false, code: err.code, matches: 0, partial: err.partial?.matches.length };
       }
-      clearInterval(tick);
-      console.log(JSON.stringify({ ...out, ms: performance.now() - t0, worstLateMs }));
+      stopLoopProbe();
+      console.log(JSON.stringify({ ...out, ms: performance.now() - t0, worstLateMs: worstLateMs() }));
     `,
   });
   expect(run.timedOut, run.stderr).toBe(false);

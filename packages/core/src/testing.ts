@@ -83,5 +83,5 @@ export { recordingLogger } from './testing/recording-logger.js';
 export type { LogLevel, LogLine, RecordingLogger } from './testing/recording-logger.js';
 
 // @section isolated-run
-export { runIsolated } from './testing/isolated-run.js';
+export { LOOP_PROBE_SCRIPT, runIsolated } from './testing/isolated-run.js';
 export type { IsolatedRunOptions, IsolatedRunResult } from './testing/isolated-run.js';

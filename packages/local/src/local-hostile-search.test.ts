@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { runIsolated } from '@sbx/core/testing';
+import { LOOP_PROBE_SCRIPT, runIsolated } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 let base: string;
@@ -36,22 +36,16 @@ describe('a hostile grep of one thread leaves other threads unaffected', () => {
         await runTool('write_file', { path: '/mnt/user-data/workspace/a.txt', content: 'aaa$ first\\n' }, evil);
         await runTool('write_file', { path: '/mnt/user-data/workspace/b.txt', content: '${'a'.repeat(28)}!\\n' }, evil);
         await runTool('write_file', { path: '/mnt/user-data/workspace/n.txt', content: 'hello\\n' }, other);
-        let last = performance.now();
-        let worstLateMs = 0;
-        const tick = setInterval(() => {
-          const now = performance.now();
-          worstLateMs = Math.max(worstLateMs, now - last - 20);
-          last = now;
-        }, 20);
+        ${LOOP_PROBE_SCRIPT}
         const grep = runTool('grep', { path: '/mnt/user-data/workspace', pattern: '(a+)+\\\\$|first' }, evil);
         await new Promise((r) => setTimeout(r, 200));
         const t0 = performance.now();
         const read = await runTool('read_file', { path: '/mnt/user-data/workspace/n.txt' }, other);
         const readMs = performance.now() - t0;
         const grepText = await grep;
-        clearInterval(tick);
+        stopLoopProbe();
         await provider.shutdown();
-        console.log(JSON.stringify({ grep: grepText, readMs, read, worstLateMs }));
+        console.log(JSON.stringify({ grep: grepText, readMs, read, worstLateMs: worstLateMs() }));
       `,
     });
     expect(run.timedOut, run.stderr).toBe(false);

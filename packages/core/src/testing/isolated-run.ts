@@ -1,6 +1,23 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 
+/**
+ * Script text for `runIsolated` that starts a 20 ms interval timer and defines
+ * `worstLateMs()`, the worst lateness of that timer so far: how a test shows the event loop stayed
+ * free while a hostile call ran. Call `stopLoopProbe()` before the script ends.
+ */
+export const LOOP_PROBE_SCRIPT = `
+  let loopProbeLast = performance.now();
+  let loopProbeWorst = 0;
+  const loopProbe = setInterval(() => {
+    const now = performance.now();
+    loopProbeWorst = Math.max(loopProbeWorst, now - loopProbeLast - 20);
+    loopProbeLast = now;
+  }, 20);
+  const worstLateMs = () => loopProbeWorst;
+  const stopLoopProbe = () => clearInterval(loopProbe);
+`;
+
 export interface IsolatedRunOptions {
   /**
    * An ES module body, run in a fresh Node process. It may import workspace packages
