@@ -58,6 +58,7 @@ const REASONS: Record<FileErrorKind, string> = {
   EFBIG: 'File too large',
   EILSEQ: 'File is not valid UTF-8 text',
   EIO: 'I/O error',
+  EINVAL: 'Not a regular file',
 };
 
 /**
