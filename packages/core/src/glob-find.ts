@@ -69,10 +69,10 @@ export async function findGlobMatches(
       { ...options, signal },
       worker,
     )) {
-      for (const entry of batch) {
-        if (entry.isDirectory && !options.includeDirs) continue;
-        if (!matches(entry.relativePath)) continue;
-        paths.push(joinOutput(searchRoot.outputRoot, entry.relativePath));
+      for (const [relativePath, isDirectory] of batch) {
+        if (isDirectory && !options.includeDirs) continue;
+        if (!matches(relativePath)) continue;
+        paths.push(joinOutput(searchRoot.outputRoot, relativePath));
         if (paths.length > maxResults)
           return { paths: paths.slice(0, maxResults), truncated: true };
       }

@@ -73,13 +73,24 @@ export function compileGlob(pattern: string, options: GlobMatchOptions = {}): Gl
   return (relativePath) => {
     const subject = fold ? relativePath.toLowerCase() : relativePath;
     if (nameOnly) {
-      const name = Array.from(subject.slice(subject.lastIndexOf('/') + 1));
+      const name = characters(subject.slice(subject.lastIndexOf('/') + 1));
       return alternatives.some((segments) => matchName(segments[0] as Segment, name));
     }
     const parts = subject.split('/').filter((p) => p !== '');
-    const names = parts.map((p) => Array.from(p));
+    const names = parts.map(characters);
     return alternatives.some((segments) => matchSegments(segments, names));
   };
+}
+
+const SURROGATE = /[\ud800-\udfff]/;
+
+/**
+ * A name as a sequence of characters (code points) to match: the string itself when it has no
+ * surrogate pair (every code unit is then one character), which spares an array per name on the
+ * hot path of a walk; `Array.from` otherwise.
+ */
+function characters(name: string): ArrayLike<string> {
+  return SURROGATE.test(name) ? Array.from(name) : name;
 }
 
 /** One-off form of `compileGlob(pattern)(relativePath)`. */
@@ -259,7 +270,7 @@ function tokenMatches(token: Token, ch: string): boolean {
  * revisiting, since a later star can absorb anything an earlier one could, which bounds the work
  * at O(name × tokens).
  */
-function matchName(segment: Segment, name: readonly string[]): boolean {
+function matchName(segment: Segment, name: ArrayLike<string>): boolean {
   if (segment.kind === 'globstar') return true;
   const tokens = segment.tokens;
   let t = 0;
@@ -286,10 +297,7 @@ function matchName(segment: Segment, name: readonly string[]): boolean {
 }
 
 /** Segments against path parts, `**` playing the role of `*` one level up (same algorithm). */
-function matchSegments(
-  segments: readonly Segment[],
-  parts: readonly (readonly string[])[],
-): boolean {
+function matchSegments(segments: readonly Segment[], parts: readonly ArrayLike<string>[]): boolean {
   let s = 0;
   let p = 0;
   let starSegment = -1;
@@ -299,7 +307,7 @@ function matchSegments(
     if (segment !== undefined && segment.kind === 'globstar') {
       starSegment = s++;
       starPart = p;
-    } else if (segment !== undefined && matchName(segment, parts[p] as readonly string[])) {
+    } else if (segment !== undefined && matchName(segment, parts[p] as ArrayLike<string>)) {
       s++;
       p++;
     } else if (starSegment >= 0) {

@@ -23,6 +23,7 @@ import { searchWorkerPool } from './search-worker-pool.js';
 import type { LocalSearchOptions, SearchRoot } from './search-walk.js';
 import {
   joinOutput,
+  walkRealPath,
   requireCount,
   resolveSearchRoot,
   searchTimeoutOf,
@@ -72,12 +73,12 @@ async function* candidates(
   }
   for await (const batch of walkSearchTreeBatches(root, 'grep', options, worker)) {
     const files: Candidate[] = [];
-    for (const entry of batch) {
-      if (entry.isDirectory) continue;
-      if (glob && !glob(entry.relativePath)) continue;
+    for (const [relativePath, isDirectory] of batch) {
+      if (isDirectory) continue;
+      if (glob && !glob(relativePath)) continue;
       files.push({
-        realPath: entry.realPath,
-        outputPath: joinOutput(root.outputRoot, entry.relativePath),
+        realPath: walkRealPath(root, relativePath),
+        outputPath: joinOutput(root.outputRoot, relativePath),
       });
     }
     if (files.length > 0) yield files;

@@ -128,13 +128,12 @@ export function joinOutput(root: string, relativePath: string): string {
   return root.endsWith('/') ? `${root}${relativePath}` : `${root}/${relativePath}`;
 }
 
-export interface WalkEntry {
-  name: string;
-  /** `/`-separated, relative to the root. */
-  relativePath: string;
-  /** Where to read it: under the canonical root. */
-  realPath: string;
-  isDirectory: boolean;
+/** One entry of a walk: its `/`-separated path relative to the root, and whether it is a directory. */
+export type WalkEntry = readonly [relativePath: string, isDirectory: boolean];
+
+/** Where a walk entry is read from: under the canonical root. */
+export function walkRealPath(root: SearchRoot, relativePath: string): string {
+  return root.realRoot === '/' ? `/${relativePath}` : `${root.realRoot}/${relativePath}`;
 }
 
 const caseInsensitiveNames = process.platform === 'win32';
@@ -203,7 +202,6 @@ export async function* walkSearchTreeBatches(
       operation,
     );
   }
-  const base = root.realRoot === '/' ? '' : root.realRoot;
   let done = false;
   try {
     while (!done) {
@@ -213,13 +211,9 @@ export async function* walkSearchTreeBatches(
       for (const [path, code] of chunk.skipped) {
         logger.debug('search skipped an unreadable directory', { path, code });
       }
-      if (chunk.entries.length === 0) continue;
-      yield chunk.entries.map(([relativePath, isDirectory]) => ({
-        name: relativePath.slice(relativePath.lastIndexOf('/') + 1),
-        relativePath,
-        realPath: `${base}/${relativePath}`,
-        isDirectory,
-      }));
+      if (chunk.paths.length === 0) continue;
+      // A consumer builds only the paths it needs (glob never needs the real one).
+      yield chunk.paths.map((p, i): WalkEntry => [p, chunk.dirs[i] === 1]);
     }
   } finally {
     // Stopped early: the worker drops the walk's state (a killed worker has none left anyway).

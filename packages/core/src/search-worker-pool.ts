@@ -62,8 +62,10 @@ export interface WalkEndTask {
 }
 
 export interface WalkChunk {
-  /** `[relativePath, isDirectory]`, in walk order. */
-  entries: [string, boolean][];
+  /** Relative paths, in walk order. */
+  paths: string[];
+  /** 1 where `paths[i]` is a directory. */
+  dirs: Uint8Array;
   /** Directories that could not be listed: `[realPath, errno code]`. */
   skipped: [string, string][];
   done: boolean;
