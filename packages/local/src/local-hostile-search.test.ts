@@ -60,4 +60,46 @@ describe('a hostile grep of one thread leaves other threads unaffected', () => {
     // The file scanned before the stall is kept.
     expect(report.grep).toContain('/mnt/user-data/workspace/a.txt:1: aaa$ first');
   });
+
+  it('hostile glob, write and path arguments of one thread: another thread reads within 100 ms, the timer is never 100 ms late', async () => {
+    const run = await runIsolated({
+      timeoutMs: 30_000,
+      script: `
+        import { mkdirSync, writeFileSync } from 'node:fs';
+        import { createToolContext, runTool } from '@sbx/core';
+        import { LocalSandboxProvider } from '@sbx/local';
+        const provider = new LocalSandboxProvider({ baseDir: ${JSON.stringify(base)} });
+        const evil = createToolContext({ provider, userId: 'mallory', threadId: 'm1' });
+        const other = createToolContext({ provider, userId: 'alice', threadId: 'a1' });
+        await runTool('ls', { path: '/mnt/user-data/workspace' }, evil);
+        const ws = ${JSON.stringify(base)} + '/users/mallory/threads/m1/user-data/workspace';
+        for (let i = 0; i < 50; i++) writeFileSync(ws + '/' + 'a'.repeat(200) + i, 'x');
+        await runTool('write_file', { path: '/mnt/user-data/workspace/n.txt', content: 'hello\\n' }, other);
+        ${LOOP_PROBE_SCRIPT}
+        const attacks = [
+          () => runTool('glob', { path: '/mnt/user-data/workspace', pattern: '*a*a*a*a*a*a*a*a*b' }, evil),
+          () => runTool('write_file', { path: '/mnt/user-data/workspace/w.txt', content: '/mnt/user-data/'.repeat(5400) }, evil),
+          () => runTool('read_file', { path: '/mnt/user-data/workspace/' + 'a/'.repeat(16000) }, evil),
+          () => runTool('grep', { path: '/mnt/user-data/workspace', pattern: 'x', glob: '*a*a*a*a*a*a*a*b' }, evil),
+        ];
+        let worstReadMs = 0;
+        for (const attack of attacks) {
+          const pending = attack();
+          const t0 = performance.now();
+          const read = await runTool('read_file', { path: '/mnt/user-data/workspace/n.txt' }, other);
+          worstReadMs = Math.max(worstReadMs, performance.now() - t0);
+          if (read !== 'hello\\n') throw new Error('unexpected read: ' + read);
+          await pending;
+        }
+        stopLoopProbe();
+        await provider.shutdown();
+        console.log(JSON.stringify({ worstReadMs, worstLateMs: worstLateMs() }));
+      `,
+    });
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout) as { worstReadMs: number; worstLateMs: number };
+    expect(report.worstReadMs).toBeLessThan(100);
+    expect(report.worstLateMs).toBeLessThan(100);
+  });
 });
