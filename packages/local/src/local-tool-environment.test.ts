@@ -51,3 +51,26 @@ describe('LocalSandbox reports its tool environment to the tool layer', () => {
     expect(env?.threadData).toEqual(provider.threadData('u1', 't1'));
   });
 });
+
+describe('host bash is one switch', () => {
+  it('a provider built with allowHostBash runs bash without the tool config repeating it; an explicit false still refuses', async () => {
+    const base = await mkdtemp(path.join(tmpdir(), 'sbx-onebash-'));
+    const provider = new LocalSandboxProvider({ baseDir: base, allowHostBash: true });
+    try {
+      const implicit = createToolContext({ provider, userId: 'u', threadId: 't' });
+      expect(await runTool('bash', { command: 'echo on' }, implicit)).toBe('on\n');
+      const refused = createToolContext({
+        provider,
+        userId: 'u',
+        threadId: 't',
+        config: { allowHostBash: false },
+      });
+      expect(await runTool('bash', { command: 'echo on' }, refused)).toMatch(
+        /^Error: Host bash execution is disabled/,
+      );
+    } finally {
+      await provider.shutdown();
+      await rm(base, { recursive: true, force: true });
+    }
+  });
+});

@@ -56,7 +56,14 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
     let result: string;
     try {
       const local = isLocalSandbox(sandbox);
-      if (local && !config.allowHostBash) return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
+      // One switch: unless the tool configuration says otherwise, a local sandbox built with host
+      // bash on (`sandbox.allow_host_bash`) runs commands; an explicit `allowHostBash: false` here
+      // still refuses them.
+      const explicit = (context.config as { allowHostBash?: boolean } | undefined)?.allowHostBash;
+      const sandboxAllows = (sandbox as { allowHostBash?: unknown }).allowHostBash === true;
+      if (local && !(explicit ?? (config.allowHostBash || sandboxAllows))) {
+        return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
+      }
       env = await requestEnv(context);
       const prepared = prepareLocalBashCommand(context, sandbox, command);
 
