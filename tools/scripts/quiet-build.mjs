@@ -3,6 +3,46 @@
 // then the build's exit status is returned. Usage: node tools/scripts/quiet-build.mjs [-- command...]
 // (the command defaults to the workspace build; tests pass another).
 import { spawn } from 'node:child_process';
+import { chmod, lstat, mkdir, readFile, readdir, symlink } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/**
+ * Links the bins of the workspace packages into node_modules/.bin where npm did not: on a fresh
+ * clone `npm ci` runs before any `dist/` exists, so it links no `sbx`, and `npx sbx` would then
+ * not find the command (or fetch an unrelated package of that name).
+ */
+async function linkWorkspaceBins() {
+  const binDir = path.join(root, 'node_modules', '.bin');
+  await mkdir(binDir, { recursive: true });
+  for (const dir of await readdir(path.join(root, 'packages'))) {
+    let manifest;
+    try {
+      manifest = JSON.parse(
+        await readFile(path.join(root, 'packages', dir, 'package.json'), 'utf8'),
+      );
+    } catch {
+      continue;
+    }
+    const bins =
+      typeof manifest.bin === 'string'
+        ? { [manifest.name.split('/').pop()]: manifest.bin }
+        : (manifest.bin ?? {});
+    for (const [name, target] of Object.entries(bins)) {
+      const link = path.join(binDir, name);
+      const exists = await lstat(link).then(
+        () => true,
+        () => false,
+      );
+      if (exists) continue;
+      const resolved = path.join(root, 'node_modules', manifest.name, target);
+      await chmod(resolved, 0o755);
+      await symlink(path.relative(binDir, resolved), link);
+    }
+  }
+}
 
 const separator = process.argv.indexOf('--');
 const command =
@@ -23,6 +63,12 @@ child.on('error', (err) => {
 child.on('close', (code, signal) => {
   if (code === 0) {
     process.stderr.write(`built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+    if (separator < 0) {
+      linkWorkspaceBins().catch((err) => {
+        process.stderr.write(`could not link the workspace bins: ${err.message}\n`);
+        process.exitCode = 1;
+      });
+    }
     return;
   }
   process.stderr.write(Buffer.concat(log));

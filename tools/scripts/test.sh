@@ -127,6 +127,11 @@ else
   record FAIL "config reference (build failed)" 0
 fi
 step "typecheck" npx nx run-many -t typecheck --output-style=stream || true
+if [[ "$build_ok" == 1 ]]; then
+  # The README's commands, as a newcomer runs them on a fresh clone: the demo, then the CLI through
+  # npx (--no-install: never the unrelated public package of the same name).
+  step "README commands" bash -c 'npm run demo --silent >/dev/null && npx --no-install sbx --help >/dev/null' || true
+fi
 
 rm -f "$results_json"
 # Bounded: a test stuck in a busy loop blocks vitest's own timeouts, and would otherwise run until
