@@ -53,4 +53,24 @@ describe.runIf(hasProcFs)('nothing a local sandbox started outlives it', () => {
     await provider.shutdown();
     expect(await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).toEqual([]);
   });
+
+  it('release() of a sandbox evicted from the cache still kills what it started', async () => {
+    const small = new LocalSandboxProvider({
+      baseDir: base,
+      allowHostBash: true,
+      maxCachedThreads: 1,
+    });
+    try {
+      const a = await small.acquire({ userId: 'u', threadId: 'a' });
+      await small.get(a)!.executeCommand(ESCAPES[0]!);
+      const tag = await small.get(a)!.executeCommand(`printf %s "$${PROVIDER_PROCESS_MARKER}"`);
+      await small.acquire({ userId: 'u', threadId: 'b' }); // evicts a
+      expect(small.get(a)).toBeUndefined();
+      expect(await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).toHaveLength(1);
+      await small.release(a);
+      expect(await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).toEqual([]);
+    } finally {
+      await small.shutdown();
+    }
+  });
 });

@@ -339,6 +339,16 @@ export class LocalSandboxProvider extends SandboxProvider {
    * the sandbox itself (and what it remembers about written files) stays cached.
    */
   override async release(sandboxId: string): Promise<void> {
+    const cached =
+      sandboxId === GENERIC_LOCAL_SANDBOX_ID
+        ? this.genericSandbox
+        : this.threads.peek(sandboxId)?.sandbox;
+    // A cached sandbox that ran no command since its last release left nothing to find; one no
+    // longer cached (evicted) may have, so it is scanned for.
+    if (cached) {
+      if (cached.hasUnreapedCommands) await cached.killProcesses();
+      return;
+    }
     await killMarkedProcesses(SANDBOX_PROCESS_MARKER, this.processTagOf(sandboxId), this.logger);
   }
 

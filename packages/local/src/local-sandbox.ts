@@ -132,6 +132,7 @@ export class LocalSandbox extends Sandbox {
   private readonly envPolicy: EnvPolicyMode;
   private readonly envAllow: readonly string[];
   private readonly processTags: { sandbox: string; provider?: string } | undefined;
+  private commandsSinceReap = false;
   private readonly shell: string | undefined;
   private readonly maxCaptureBytes: number | undefined;
   private readonly agentWritten: Set<string>;
@@ -202,7 +203,16 @@ export class LocalSandbox extends Sandbox {
    */
   async killProcesses(): Promise<number> {
     if (!this.processTags) return 0;
+    this.commandsSinceReap = false;
     return killMarkedProcesses(SANDBOX_PROCESS_MARKER, this.processTags.sandbox, this.logger);
+  }
+
+  /**
+   * Whether a command ran since the last `killProcesses()`: a sandbox whose agent only used the
+   * file tools left nothing running, and its release need not scan `/proc`.
+   */
+  get hasUnreapedCommands(): boolean {
+    return this.commandsSinceReap;
   }
 
   /** Resolves a virtual path through the mount table (see `PathMappingTable.resolve`). */
@@ -254,6 +264,7 @@ export class LocalSandbox extends Sandbox {
     const shell = this.shell ?? (await sharedDefaultShell());
     const env = buildSandboxEnv(options.env, { mode: this.envPolicy, allow: this.envAllow });
     // Set last, so neither the host nor an injected variable can hide a command from the reaper.
+    this.commandsSinceReap = true;
     if (this.processTags) {
       env[SANDBOX_PROCESS_MARKER] = this.processTags.sandbox;
       if (this.processTags.provider) env[PROVIDER_PROCESS_MARKER] = this.processTags.provider;
