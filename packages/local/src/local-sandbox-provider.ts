@@ -33,7 +33,9 @@ import type {
   ThreadDataPaths,
   ThreadLayout,
 } from '@sbx/core';
+import { canonicalPathSync } from './canonical-path.js';
 import { LocalSandbox } from './local-sandbox.js';
+import { localSandboxId, type SkillsMode } from './local-sandbox-id.js';
 import {
   PROVIDER_PROCESS_MARKER,
   SANDBOX_PROCESS_MARKER,
@@ -99,23 +101,11 @@ export interface LocalProviderOptions {
   env?: Readonly<Record<string, string | undefined>>;
 }
 
-type SkillsMode = 'shared' | 'policy';
-
 interface ThreadEntry {
   readonly sandbox: LocalSandbox;
   readonly mode: SkillsMode;
   readonly userId: string;
   readonly threadId: string;
-}
-
-/**
- * Sandbox id of a thread. A policy-scoped run has its own id (and sandbox), so a plain acquire of
- * the same thread (a subagent, an upload sync, a re-acquire after eviction) can never replace the
- * policy run's filtered skills view with the shared one. `/policy` cannot occur in a user id
- * (no `/` allowed), so the two forms never collide.
- */
-export function localSandboxId(userId: string, threadId: string, mode: SkillsMode): string {
-  return mode === 'policy' ? `local:${userId}/policy:${threadId}` : `local:${userId}:${threadId}`;
 }
 
 const requiredLogger: Logger = {
@@ -133,21 +123,6 @@ function positiveInteger(name: string, value: unknown): number | undefined {
     ]);
   }
   return value;
-}
-
-/**
- * `realpath` of the deepest existing ancestor plus the missing tail. Synchronous on purpose: it
- * runs once, at provider construction (start-up configuration), never on a request path.
- */
-function canonicalPathSync(target: string): string {
-  try {
-    return realpathSync(target);
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') throw err;
-    const parent = path.dirname(target);
-    return parent === target ? target : path.join(canonicalPathSync(parent), path.basename(target));
-  }
 }
 
 function optionalString(name: string, value: unknown): string | undefined {

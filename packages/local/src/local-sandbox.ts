@@ -21,8 +21,6 @@ import {
   findGrepMatches,
   listDirTree,
   normalizeVirtualRoot,
-  openConfined,
-  ensureDirectoryConfined,
   redactSecrets,
   silentLogger,
   translateContainerPaths,
@@ -44,6 +42,7 @@ import type {
   WriteFileOptions,
 } from '@sbx/core';
 import { toFileError } from './file-errors.js';
+import { mountsBelow, openSandboxFile, type FileAccess } from './sandbox-file-open.js';
 import { runPosixCommand, type PosixRunOptions, type PosixRunResult } from './posix-runner.js';
 import { findShell } from './shell.js';
 import {
@@ -317,40 +316,12 @@ export class LocalSandbox extends Sandbox {
     }
   }
 
-  /**
-   * Resolves `filePath` through the mount table and opens it confined (`openConfined`): the
-   * descriptor is verified after the open, so a link swapped in between the check and the use
-   * is refused instead of followed, and special files are refused before any read can block.
-   * Writes create missing parent directories first.
-   */
-  private async openFile(
+  private openFile(
     filePath: string,
-    access: 'read' | 'write' | 'append',
+    access: FileAccess,
     operation: string,
   ): Promise<{ handle: FileHandle; hostPath: string }> {
-    const resolved = await this.table.resolve(filePath, access === 'read' ? 'read' : 'write');
-    try {
-      if (access !== 'read') {
-        await ensureDirectoryConfined(
-          resolved.root ?? '/',
-          path.dirname(resolved.hostPath),
-          filePath,
-        );
-      }
-      const handle = await openConfined(resolved.hostPath, {
-        // The unconfined generic sandbox serves host paths: only special files are refused there.
-        root: resolved.root ?? '/',
-        access,
-        shown: filePath,
-        operation,
-        ...(access === 'read'
-          ? {}
-          : { verify: (real: string) => this.table.assertWritableAt(real, filePath) }),
-      });
-      return { handle, hostPath: resolved.hostPath };
-    } catch (err) {
-      throw toFileError(err, filePath, operation);
-    }
+    return openSandboxFile(this.table, filePath, access, operation);
   }
 
   override async downloadFile(filePath: string): Promise<Uint8Array> {
@@ -414,7 +385,7 @@ export class LocalSandbox extends Sandbox {
   }
 
   override async listDir(dirPath: string, options: ListDirOptions = {}): Promise<string[]> {
-    const parentOfMounts = this.mountsBelow(dirPath);
+    const parentOfMounts = mountsBelow(this.table, dirPath);
     if (parentOfMounts) return parentOfMounts;
     const { hostPath } = await this.table.resolve(dirPath, 'read');
     const hostEntries = await listDirTree(hostPath, {
@@ -440,23 +411,6 @@ export class LocalSandbox extends Sandbox {
       }
     }
     return [...listed].sort();
-  }
-
-  /**
-   * In a confined table, a directory no mount covers but that holds mounts (`/mnt/skills` over
-   * its categories) lists those mounts and nothing else: it exists only as their parent.
-   */
-  private mountsBelow(dirPath: string): string[] | undefined {
-    if (!this.table.confined || this.table.match(dirPath)) return undefined;
-    const parent = normalizeVirtualRoot(dirPath);
-    const prefix = parent === '/' ? '/' : `${parent}/`;
-    const children = new Set<string>();
-    for (const mapping of this.table.mappings) {
-      if (!mapping.containerPath.startsWith(prefix)) continue;
-      const child = mapping.containerPath.slice(prefix.length).split('/')[0];
-      if (child) children.add(`${prefix}${child}/`);
-    }
-    return children.size > 0 ? [...children].sort() : undefined;
   }
 
   override async glob(
