@@ -90,12 +90,17 @@ export function requiredLiteral(source: string): string | undefined {
   return best.length >= MIN_LITERAL_LENGTH ? best : undefined;
 }
 
+/** A `{n}`, `{n,}` or `{n,m}` quantifier at an index (sticky: bounded by its own length). */
+const BRACE_QUANTIFIER = /\{\d*(?:,\d*)?\}/y;
+
 function skipQuantifier(source: string, i: number): number {
   const next = source[i + 1];
   if (next === '*' || next === '+' || next === '?') return skipLazy(source, i + 1);
   if (next === '{') {
-    const close = source.indexOf('}', i + 1);
-    return close === -1 ? i : skipLazy(source, close);
+    BRACE_QUANTIFIER.lastIndex = i + 1;
+    // Not a quantifier (`a{b`): a literal `{`, which the caller's next step ends the run at.
+    if (!BRACE_QUANTIFIER.test(source)) return i;
+    return skipLazy(source, BRACE_QUANTIFIER.lastIndex - 1);
   }
   return i;
 }

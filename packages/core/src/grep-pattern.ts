@@ -14,6 +14,8 @@ export interface TranslatedRegex {
 }
 
 const INLINE_FLAGS = /^\(\?([aiLmsux]+)\)/;
+/** `{,n}` at a given index (sticky: no copy of the rest of the pattern per `{`). */
+const OPEN_UPPER_BOUND = /\{,(\d+)\}/y;
 /** Letter escapes Python's `re` knows, plus JS's `\k<name>` (`\N{…}`, named characters, is not supported). */
 const PYTHON_LETTER_ESCAPES = new Set([...'abBdDfnrsStvwWxuUAZz', 'k']);
 
@@ -76,6 +78,11 @@ export function translatePythonRegex(pattern: string): TranslatedRegex {
   }
   if (verbose) source = stripVerbose(source);
 
+  // The next `)` at or after each index, computed once: looking it up per `(?P=` or `(?#` would
+  // rescan the rest of the pattern each time (quadratic on `(?#(?#(?#…` without a `)`).
+  const closeAt = new Int32Array(source.length + 1).fill(-1);
+  for (let j = source.length - 1; j >= 0; j--) closeAt[j] = source[j] === ')' ? j : closeAt[j + 1]!;
+  const nextClose = (from: number): number => closeAt[from] ?? -1;
   let out = '';
   let inClass = false;
   for (let i = 0; i < source.length; i++) {
@@ -121,7 +128,7 @@ export function translatePythonRegex(pattern: string): TranslatedRegex {
       continue;
     }
     if (ch === '(' && source.startsWith('(?P=', i)) {
-      const close = source.indexOf(')', i);
+      const close = nextClose(i);
       if (close !== -1) {
         out += `\\k<${source.slice(i + 4, close)}>`;
         i = close;
@@ -129,14 +136,15 @@ export function translatePythonRegex(pattern: string): TranslatedRegex {
       }
     }
     if (ch === '(' && source.startsWith('(?#', i)) {
-      const close = source.indexOf(')', i);
+      const close = nextClose(i);
       if (close !== -1) {
         i = close;
         continue;
       }
     }
     if (ch === '{') {
-      const m = /^\{,(\d+)\}/.exec(source.slice(i));
+      OPEN_UPPER_BOUND.lastIndex = i;
+      const m = OPEN_UPPER_BOUND.exec(source);
       if (m) {
         out += `{0,${m[1]}}`;
         i += m[0].length - 1;
