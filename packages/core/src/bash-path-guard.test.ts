@@ -1,7 +1,13 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { runIsolated } from './testing/isolated-run.js';
 import { SandboxPermissionError, SandboxRuntimeError } from './errors.js';
-import { mcpFilesystemRoots, validateLocalBashCommandPaths } from './bash-path-guard.js';
+import {
+  URL_IN_COMMAND,
+  mcpFilesystemRoots,
+  urlSpans,
+  validateLocalBashCommandPaths,
+} from './bash-path-guard.js';
 import { splitShellWords } from './bash-path-guard-tokens.js';
 import type { ThreadDataPaths } from './virtual-paths.js';
 
@@ -161,5 +167,53 @@ describe('validateLocalBashCommandPaths is linear (hostile commands)', () => {
     expect(() => validateLocalBashCommandPaths('echo $(ls) cd', td)).not.toThrow(
       /command substitution/,
     );
+  });
+});
+
+describe('urlSpans (the linear URL scan of the bash path guard)', () => {
+  it('property: finds exactly the matches of URL_IN_COMMAND', () => {
+    const piece = fc.constantFrom(
+      'a',
+      'B',
+      '1',
+      '.',
+      '+',
+      '-',
+      '_',
+      ':',
+      '/',
+      '://',
+      ' ',
+      '"',
+      'file',
+      'x:',
+    );
+    fc.assert(
+      fc.property(
+        fc.array(piece, { maxLength: 16 }).map((p) => p.join('')),
+        (text) => {
+          const expected = [...text.matchAll(URL_IN_COMMAND)].map(
+            (m) => [m.index, m.index + m[0].length] as [number, number],
+          );
+          expect(urlSpans(text)).toEqual(expected);
+        },
+      ),
+      { numRuns: 5000 },
+    );
+  });
+
+  it("is linear where the regex is not: 'a.' x 60,000 is screened at once", async () => {
+    const run = await runIsolated({
+      timeoutMs: 20_000,
+      script: `
+        import { validateLocalBashCommandPaths } from '@sbx/core';
+        const t0 = performance.now();
+        validateLocalBashCommandPaths('echo ' + 'a.'.repeat(60000), { workspacePath: '/w' });
+        console.log(performance.now() - t0);
+      `,
+    });
+    expect(run.timedOut, run.stderr).toBe(false);
+    expect(run.code, run.stderr).toBe(0);
+    expect(Number(run.stdout)).toBeLessThan(1_000);
   });
 });

@@ -99,7 +99,48 @@ const REDIRECTIONS = new Set(['<', '>', '<<', '>>', '<<<', '<>', '>&', '<&', '&>
 const ABSOLUTE_PATH = /(?<![:.\p{L}\p{N}_])(?<!:\/)\/[^\s"'`;&|<>()]+/gu;
 const FILE_URL = /\bfile:\/\/\S+/i;
 const URL_WITH_SCHEME = /^[a-z][a-z0-9+.-]*:\/\//i;
-const URL_IN_COMMAND = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'`;&|<>()]+/gi;
+/** What `urlSpans` finds, as a regex: kept as the specification (and for its property test). */
+export const URL_IN_COMMAND = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'`;&|<>()]+/gi;
+
+const SCHEME_CHAR = /[a-z0-9+.-]/i;
+const WORD_CHAR = /[A-Za-z0-9_]/;
+const LETTER = /[a-z]/i;
+const URL_STOP = /[\s"'`;&|<>()]/;
+
+/**
+ * The matches of `URL_IN_COMMAND` (start, end), found in linear time: the regex backtracks over
+ * every start inside a run like `a.a.a.a…` (quadratic: a 40 KB command took a second). Each `://`
+ * is found with `indexOf`; its scheme is the leftmost letter at a word boundary in the run of
+ * scheme characters before it (runs never cross a `://`, so each character is visited a bounded
+ * number of times); its tail runs up to a stop character.
+ */
+export function urlSpans(command: string): Array<[number, number]> {
+  const spans: Array<[number, number]> = [];
+  let cursor = 0;
+  for (
+    let k = command.indexOf('://', cursor);
+    k >= 0;
+    k = command.indexOf('://', Math.max(cursor, k + 1))
+  ) {
+    let runStart = k;
+    while (runStart > cursor && SCHEME_CHAR.test(command[runStart - 1] as string)) runStart--;
+    let start = -1;
+    for (let i = runStart; i < k; i++) {
+      if (!LETTER.test(command[i] as string)) continue;
+      const before = i === 0 ? '' : (command[i - 1] as string);
+      if (before === '' || !WORD_CHAR.test(before)) {
+        start = i;
+        break;
+      }
+    }
+    let end = k + 3;
+    while (end < command.length && !URL_STOP.test(command[end] as string)) end++;
+    if (start < 0 || end === k + 3) continue;
+    spans.push([start, end]);
+    cursor = end;
+  }
+  return spans;
+}
 const DOTDOT_SEGMENT = /(?:^|[/\\=])\.\.(?:$|[/\\])/;
 const CD_WORD = /\b(?:cd|pushd)\b/g;
 const BRACE_BLOCK = /\{([^{}]*)\}/g;
@@ -299,16 +340,15 @@ export function validateLocalBashCommandPaths(
 
   checkShellWords(command, options);
 
-  const urlSpans: Array<[number, number]> = [];
-  for (const m of command.matchAll(URL_IN_COMMAND)) {
-    if (!m[0].toLowerCase().startsWith('file://')) urlSpans.push([m.index, m.index + m[0].length]);
-  }
+  const urls = urlSpans(command).filter(
+    ([start, end]) => !command.slice(start, end).toLowerCase().startsWith('file://'),
+  );
   const unsafe = new Set<string>();
   // Paths and URL spans both come in text order: one forward pointer keeps this linear.
   let span = 0;
   for (const m of command.matchAll(ABSOLUTE_PATH)) {
-    while (span < urlSpans.length && (urlSpans[span] as [number, number])[1] <= m.index) span++;
-    const current = urlSpans[span];
+    while (span < urls.length && (urls[span] as [number, number])[1] <= m.index) span++;
+    const current = urls[span];
     if (current && m.index >= current[0] && m.index < current[1]) continue;
     const candidate = m[0];
     if (isLiteralFragment(candidate)) continue;
