@@ -195,6 +195,9 @@ function parseSegments(pattern: string): Segment[] {
 function parseName(part: string): Token[] {
   const chars = Array.from(part);
   const tokens: Token[] = [];
+  // Once a `[` finds no closing `]`, no later `[` can (its scan would see a subset of the same
+  // characters): they are literal without scanning again, which keeps `[[[[…` linear.
+  let classesClose = true;
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i] as string;
     if (ch === '\\' && i + 1 < chars.length) {
@@ -205,11 +208,12 @@ function parseName(part: string): Token[] {
     } else if (ch === '?') {
       tokens.push({ kind: 'any' });
     } else if (ch === '[') {
-      const parsed = parseClass(chars, i);
+      const parsed = classesClose ? parseClass(chars, i) : undefined;
       if (parsed) {
         tokens.push(parsed.token);
         i = parsed.end;
       } else {
+        classesClose = false;
         tokens.push({ kind: 'char', ch });
       }
     } else {

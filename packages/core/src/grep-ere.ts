@@ -34,6 +34,12 @@ type Node =
   | { t: 'group'; alt: Node[][] }
   | { t: 'quant'; node: Node; min: number; max: number | null };
 
+// Sticky: matched at the parser's position without copying the rest of the pattern each time
+// (a copy per `{` made the conversion quadratic on a pattern of braces).
+const BRACE_QUANTIFIER = /\{(\d+)(?:(,)(\d*))?\}/y;
+const HEX2 = /[0-9A-Fa-f]{2}/y;
+const HEX4 = /[0-9A-Fa-f]{4}/y;
+
 const ERE_SPECIAL = new Set(['.', '[', '\\', '(', ')', '*', '+', '?', '{', '|', '^', '$']);
 const RE_DUP_MAX = 255;
 const ANY: Node = { t: 'atom', ere: '.' };
@@ -85,7 +91,8 @@ class Parser {
     else if (ch === '+') [min, max] = [1, null];
     else if (ch === '?') [min, max] = [0, 1];
     else if (ch === '{') {
-      const m = /^\{(\d+)(?:(,)(\d*))?\}/.exec(this.s.slice(this.pos));
+      BRACE_QUANTIFIER.lastIndex = this.pos;
+      const m = BRACE_QUANTIFIER.exec(this.s);
       if (!m) return node;
       min = Number(m[1]);
       max = m[2] === undefined ? min : m[3] === '' ? null : Number(m[3]);
@@ -195,13 +202,15 @@ class Parser {
         }
         return '\\';
       case 'x': {
-        const m = /^[0-9A-Fa-f]{2}/.exec(this.s.slice(this.pos));
+        HEX2.lastIndex = this.pos;
+        const m = HEX2.exec(this.s);
         if (!m) return 'x';
         this.pos += 2;
         return String.fromCharCode(parseInt(m[0], 16));
       }
       case 'u': {
-        const m = /^[0-9A-Fa-f]{4}/.exec(this.s.slice(this.pos));
+        HEX4.lastIndex = this.pos;
+        const m = HEX4.exec(this.s);
         if (!m) return 'u';
         this.pos += 4;
         return String.fromCharCode(parseInt(m[0], 16));
