@@ -127,6 +127,15 @@ describe('sbx MCP server (in-memory transport, official SDK client)', () => {
     expect(text(unknown)).toMatch(/^Error: Unknown tool 'rm'/);
   });
 
+  it('a successful call whose text starts with "Error:" is not an isError result', async () => {
+    const { client } = await connect();
+    const path = `${WS}/log.txt`;
+    await client.callTool({ name: 'write_file', arguments: { path, content: 'Error: data\n' } });
+    const read = await client.callTool({ name: 'read_file', arguments: { path } });
+    expect(read.isError).toBe(false);
+    expect(text(read)).toBe('Error: data\n');
+  });
+
   it('gives every session its own thread unless one is named', async () => {
     const a = await connect();
     const b = await connect();

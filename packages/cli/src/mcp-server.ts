@@ -11,11 +11,12 @@ import {
   TOOL_NAMES,
   getToolDefinitions,
   isToolName,
-  runTool,
+  runToolCall,
   silentLogger,
   type Logger,
   type SandboxConfig,
   type SandboxProvider,
+  type ToolCallResult,
   type ToolContext,
   type ToolDefinition,
   type ToolName,
@@ -78,9 +79,10 @@ function toMcpTool(definition: ToolDefinition): Tool {
   };
 }
 
-function textResult(text: string): CallToolResult {
-  // The tool layer never throws to the agent; its failures are result texts starting "Error:".
-  return { content: [{ type: 'text', text }], isError: text.startsWith('Error:') };
+function textResult(result: ToolCallResult): CallToolResult {
+  // The tool decides whether its result is a failure; the text alone cannot tell (a file may
+  // start with "Error:").
+  return { content: [{ type: 'text', text: result.text }], isError: result.isError };
 }
 
 /**
@@ -144,15 +146,16 @@ export async function createSbxMcpServer(options: SbxMcpServerOptions): Promise<
     const offered = await offeredTools();
     if (!offered.some((tool) => tool.name === name)) {
       const names = offered.map((tool) => tool.name).join(', ') || '(none)';
-      return textResult(
-        isToolName(name)
+      return textResult({
+        text: isToolName(name)
           ? `Error: Tool '${name}' is not available in this session. Available tools: ${names}`
           : `Error: Unknown tool '${name}'. Available tools: ${names}`,
-      );
+        isError: true,
+      });
     }
     // Same state and session as every other call; only the cancellation is per request.
     const callContext: ToolContext = { ...context, signal: extra.signal };
-    return textResult(await runTool(name, args ?? {}, callContext));
+    return textResult(await runToolCall(name, args ?? {}, callContext));
   });
 
   let closing: Promise<void> | undefined;

@@ -76,6 +76,61 @@ describe('sbx tool', () => {
     });
   });
 
+  it('a file whose text starts with "Error:" reads with exit 0: the tool decides, not the text', async () => {
+    const content = 'Error: this line is data\n';
+    await sbx(['tool', 'write_file', JSON.stringify({ path: NOTE, content })], { env: env() });
+    const read = await sbx(['tool', 'read_file', JSON.stringify({ path: NOTE })], { env: env() });
+    expect(read).toMatchObject({ code: ExitCode.OK, stdout: content });
+  });
+
+  it('prints {ok:false, error:{code, message}} for a failed tool with --json', async () => {
+    const missing = '/mnt/user-data/workspace/missing.md';
+    const run = await sbx(['tool', '--json', 'read_file', JSON.stringify({ path: missing })], {
+      env: env(),
+    });
+    expect(run.code).toBe(ExitCode.FAILURE);
+    expect(JSON.parse(run.stdout)).toEqual({
+      ok: false,
+      tool: 'read_file',
+      sandboxId: 'local:default:cli',
+      error: { code: 'NOT_FOUND', message: `File not found: ${missing}` },
+    });
+  });
+
+  it('exits 3 naming the host when the E2B API is unreachable', async () => {
+    const { createServer } = await import('node:net');
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const config = `${home.dir}/e2b.yaml`;
+    const { writeFile } = await import('node:fs/promises');
+    await writeFile(
+      config,
+      [
+        'sandbox:',
+        '  use: "@sbx/e2b"',
+        '  e2b:',
+        '    api_key: e2b_test_key',
+        `    api_url: http://127.0.0.1:${port}`,
+        '',
+      ].join('\n'),
+    );
+    const run = await sbx(
+      ['tool', '--json', '--config', config, 'ls', JSON.stringify({ path: '/mnt/user-data' })],
+      { env: env() },
+    );
+    expect(run.code).toBe(ExitCode.UNAVAILABLE);
+    const printed = JSON.parse(run.stdout) as {
+      ok: boolean;
+      error: { code: string; message: string };
+    };
+    expect(printed.ok).toBe(false);
+    expect(printed.error.code).toBe('SANDBOX_RUNTIME');
+    expect(printed.error.message).toContain(`E2B API at 127.0.0.1:${port} is unreachable`);
+    expect(run.stdout).not.toContain('e2b_test_key');
+  });
+
   it('exits 2 for an unknown tool or arguments that are not a JSON object', async () => {
     const unknown = await sbx(['tool', 'rm', '{}'], { env: env() });
     expect(unknown.code).toBe(ExitCode.USAGE);

@@ -2,8 +2,9 @@ import {
   InvalidArgumentError,
   TOOL_NAMES,
   isToolName,
-  runTool,
+  runToolCall,
   type SandboxProvider,
+  type ToolCallResult,
   type ToolContext,
 } from '@sbx/core';
 import { loadCliConfig } from './cli-config.js';
@@ -40,9 +41,31 @@ export function parseToolArguments(text: string | undefined): Record<string, unk
 }
 
 /**
+ * Failures that mean sbx could not do the work (no sandbox, no store, no provider), as opposed to
+ * a tool that ran and refused or failed: these exit `UNAVAILABLE` like every other command's.
+ */
+const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
+  'SANDBOX_RUNTIME',
+  'SANDBOX_NOT_FOUND',
+  'SANDBOX_CAPACITY_EXCEEDED',
+  'SANDBOX_BEING_DESTROYED',
+  'OWNERSHIP_BACKEND',
+  'CAPACITY_BACKEND',
+  'MISSING_DEPENDENCY',
+  'PROVIDER_LOAD',
+  'PROVIDER_CLOSED',
+  'ACQUIRE_SERIALIZER_CLOSED',
+]);
+
+export function toolExitCode(result: ToolCallResult): number {
+  if (!result.error) return ExitCode.OK;
+  return UNAVAILABLE_CODES.has(result.error.code) ? ExitCode.UNAVAILABLE : ExitCode.FAILURE;
+}
+
+/**
  * `sbx tool <name> '<json>'`: one agent tool call through core's `runTool`, exactly as an agent
  * would make it (same validation, path confinement, truncation and error texts). Prints the tool's
- * result; exits 1 when the result is an error.
+ * result; exits 1 when the tool reports a failure, 3 when sbx could not reach a sandbox.
  *
  * Each invocation is a new tool session, so read-before-write marks do not carry over between
  * invocations: editing an existing file needs a `read_file` in the same session, which one CLI call
@@ -80,14 +103,21 @@ export async function toolCommand(
       signal,
     });
     context = ctx;
-    const result = await withProgress(progress, `running ${name}`, () => runTool(name, input, ctx));
-    const isError = result.startsWith('Error:');
+    const result = await withProgress(progress, `running ${name}`, () =>
+      runToolCall(name, input, ctx),
+    );
+    const sandboxId = ctx.state.sandboxId;
     if (options.json) {
-      printJson(io, { ok: !isError, tool: name, sandboxId: ctx.state.sandboxId, result });
+      printJson(
+        io,
+        result.error
+          ? { ok: false, tool: name, sandboxId, error: result.error }
+          : { ok: true, tool: name, sandboxId, result: result.text },
+      );
     } else {
-      writeLine(io.stdout, result.replace(/\n$/, ''));
+      writeLine(io.stdout, result.text.replace(/\n$/, ''));
     }
-    return isError ? ExitCode.FAILURE : ExitCode.OK;
+    return toolExitCode(result);
   } catch (err) {
     progress.stop();
     reportFailure(io, options, err);

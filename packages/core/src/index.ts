@@ -470,7 +470,11 @@ export type {
   WriteFileInput,
   StrReplaceInput,
 } from './tools/tool-schemas.js';
-export { runTool, TOOL_FUNCTIONS } from './tools/run-tool.js';
+export { runTool, runToolCall, TOOL_FUNCTIONS } from './tools/run-tool.js';
+export { ToolErrorCode, toolFailure } from './tools/tool-result.js';
+/** The message of anything thrown (`String(err)` for non-errors): the one helper for log fields. */
+export { errorMessage } from './tools/tool-errors.js';
+export type { ToolCallResult, ToolErrorCodeValue } from './tools/tool-result.js';
 export { bashTool, withWorkspaceCwd } from './tools/bash-tool.js';
 export { lsTool } from './tools/ls-tool.js';
 export { globTool, formatGlobResult, GLOB_TRUNCATED_NOTICE } from './tools/glob-tool.js';

@@ -1,4 +1,4 @@
-import { loadOptionalDependency } from '@sbx/core';
+import { SandboxRuntimeError, errorMessage, loadOptionalDependency } from '@sbx/core';
 import type {
   E2BClient,
   E2BConnectOptions,
@@ -54,6 +54,40 @@ function wrap(sandbox: SdkSandboxInstance): E2BRemoteSandbox {
   };
 }
 
+/** Where the SDK's control-plane calls go, as an operator would look it up. */
+export function e2bApiHost(connection: E2BSdkConnection): string {
+  if (connection.apiUrl) {
+    try {
+      return new URL(connection.apiUrl).host;
+    } catch {
+      return connection.apiUrl;
+    }
+  }
+  return `api.${connection.domain ?? 'e2b.app'}`;
+}
+
+/** The network-level failure of a fetch (refused, unresolvable, reset), not an HTTP answer. */
+function isUnreachable(err: unknown): err is Error {
+  return err instanceof TypeError && err.message === 'fetch failed';
+}
+
+/**
+ * The SDK reports an unreachable API as a bare `TypeError: fetch failed`; the operator needs the
+ * host and the cause, and callers need a typed error they can classify as "sbx could not work".
+ */
+async function reachable<T>(connection: E2BSdkConnection, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!isUnreachable(err)) throw err;
+    const cause = err.cause === undefined ? err.message : errorMessage(err.cause);
+    throw new SandboxRuntimeError(
+      `E2B API at ${e2bApiHost(connection)} is unreachable (${cause}); check sandbox.e2b.api_url or domain and the network`,
+      { cause: err },
+    );
+  }
+}
+
 /**
  * The real `E2BClient`: the `e2b` SDK, imported on first use (it is an optional peer dependency;
  * a missing install raises `MissingDependencyError` naming the install command).
@@ -73,15 +107,17 @@ export class SdkE2BClient implements E2BClient {
 
   async create(opts: E2BCreateOptions): Promise<E2BRemoteSandbox> {
     const { Sandbox } = await this.#sdk();
-    const sandbox = await Sandbox.create(
-      defined({
-        ...this.#connection,
-        template: opts.template,
-        metadata: opts.metadata,
-        timeoutMs: opts.timeoutMs,
-        envs: opts.envs,
-        signal: opts.signal,
-      }),
+    const sandbox = await reachable(this.#connection, () =>
+      Sandbox.create(
+        defined({
+          ...this.#connection,
+          template: opts.template,
+          metadata: opts.metadata,
+          timeoutMs: opts.timeoutMs,
+          envs: opts.envs,
+          signal: opts.signal,
+        }),
+      ),
     );
     return wrap(sandbox);
   }
@@ -89,9 +125,11 @@ export class SdkE2BClient implements E2BClient {
   async connect(sandboxId: string, opts: E2BConnectOptions = {}): Promise<E2BRemoteSandbox> {
     const { Sandbox } = await this.#sdk();
     return wrap(
-      await Sandbox.connect(
-        sandboxId,
-        defined({ ...this.#connection, timeoutMs: opts.timeoutMs, signal: opts.signal }),
+      await reachable(this.#connection, () =>
+        Sandbox.connect(
+          sandboxId,
+          defined({ ...this.#connection, timeoutMs: opts.timeoutMs, signal: opts.signal }),
+        ),
       ),
     );
   }
@@ -114,7 +152,10 @@ export class SdkE2BClient implements E2BClient {
       get nextToken() {
         return inner?.nextToken;
       },
-      nextItems: async () => (await load()).nextItems(),
+      nextItems: async () => {
+        const paginator = await load();
+        return reachable(this.#connection, () => paginator.nextItems());
+      },
     };
   }
 }

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
+import { MemoryOwnershipStore, SandboxRuntimeError, parseSandboxConfig } from '@sbx/core';
 import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
@@ -165,4 +165,23 @@ describeProviderContract('E2BSandboxProvider over the real SDK and the stand-in'
       await rm(baseDir, { recursive: true, force: true });
     },
   };
+});
+
+describe('an unreachable E2B API', () => {
+  it('is a SandboxRuntimeError naming the host and the cause, not a bare "fetch failed"', async () => {
+    const { createServer } = await import('node:net');
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const offline = new SdkE2BClient({ apiKey: 'e2b_test', apiUrl: `http://127.0.0.1:${port}` });
+    const failure = await offline.create({ template: 'base' }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(SandboxRuntimeError);
+    expect((failure as Error).message).toContain(`E2B API at 127.0.0.1:${port} is unreachable`);
+    expect((failure as Error).message).toContain('ECONNREFUSED');
+    await expect(offline.list().nextItems()).rejects.toThrow(`127.0.0.1:${port}`);
+  });
 });

@@ -1,4 +1,4 @@
-import { isSbxError } from '../errors.js';
+import { HostBashDisabledError, isSbxError } from '../errors.js';
 import type { ExecuteCommandOptions, Sandbox } from '../sandbox.js';
 import { VIRTUAL_WORKSPACE_PATH } from '../virtual-paths.js';
 import { redactSecrets } from '../env-policy.js';
@@ -16,6 +16,7 @@ import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type BashInput } from './tool-schemas.js';
 import { truncateBashOutput } from './truncation.js';
+import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
@@ -62,7 +63,10 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
       const explicit = (context.config as { allowHostBash?: boolean } | undefined)?.allowHostBash;
       const sandboxAllows = (sandbox as { allowHostBash?: unknown }).allowHostBash === true;
       if (local && !(explicit ?? (config.allowHostBash || sandboxAllows))) {
-        return `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`;
+        return toolFailure(
+          HostBashDisabledError.CODE,
+          `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`,
+        );
       }
       env = await requestEnv(context);
       const prepared = prepareLocalBashCommand(context, sandbox, command);
@@ -77,8 +81,11 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
         : await sandbox.executeCommand(full, options);
     } catch (err) {
       result = isSbxError(err)
-        ? `Error: ${err.message}`
-        : `Error: Unexpected error executing command: ${describeError(err)}`;
+        ? toolFailure(err.code, `Error: ${err.message}`)
+        : toolFailure(
+            ToolErrorCode.UNEXPECTED,
+            `Error: Unexpected error executing command: ${describeError(err)}`,
+          );
     }
     const masked = await maskHostPaths(context, sandbox, result);
     return truncateBashOutput(redactSecrets(masked, env), config.bashOutputMaxChars);

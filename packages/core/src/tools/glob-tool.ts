@@ -8,6 +8,7 @@ import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type GlobInput } from './tool-schemas.js';
+import { ToolErrorCode, failureCodeOf, toolFailure } from './tool-result.js';
 
 export const GLOB_TRUNCATED_NOTICE =
   'Results truncated. Narrow the path or pattern to see fewer matches.';
@@ -53,13 +54,29 @@ export function globTool(context: ToolContext, input: GlobInput): Promise<string
     } catch (err) {
       const partial = partialOf<GlobResult>(err);
       if (partial) {
-        result = `Error: ${(err as Error).message}\n${formatGlobResult(args.path, partial.paths, true)}`;
-      } else if (isNotFoundError(err)) result = `Error: Directory not found: ${args.path}`;
-      else if (fileErrorKind(err) === 'ENOTDIR') {
-        result = `Error: Path is not a directory: ${args.path}`;
-      } else if (isPermissionError(err)) result = `Error: Permission denied: ${args.path}`;
-      else if (isSbxError(err)) result = `Error: ${err.message}`;
-      else result = `Error: Unexpected error searching paths: ${describeError(err)}`;
+        result = toolFailure(
+          failureCodeOf(err),
+          `Error: ${(err as Error).message}\n${formatGlobResult(args.path, partial.paths, true)}`,
+        );
+      } else if (isNotFoundError(err)) {
+        result = toolFailure(ToolErrorCode.NOT_FOUND, `Error: Directory not found: ${args.path}`);
+      } else if (fileErrorKind(err) === 'ENOTDIR') {
+        result = toolFailure(
+          ToolErrorCode.NOT_A_DIRECTORY,
+          `Error: Path is not a directory: ${args.path}`,
+        );
+      } else if (isPermissionError(err)) {
+        result = toolFailure(
+          ToolErrorCode.PERMISSION_DENIED,
+          `Error: Permission denied: ${args.path}`,
+        );
+      } else if (isSbxError(err)) result = toolFailure(err.code, `Error: ${err.message}`);
+      else {
+        result = toolFailure(
+          ToolErrorCode.UNEXPECTED,
+          `Error: Unexpected error searching paths: ${describeError(err)}`,
+        );
+      }
     }
     return maskHostPaths(context, sandbox, result);
   });

@@ -13,6 +13,7 @@ import {
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type GrepInput } from './tool-schemas.js';
+import { ToolErrorCode, failureCodeOf, toolFailure } from './tool-result.js';
 
 export const GREP_TRUNCATED_NOTICE = 'Results truncated. Narrow the path or add a glob filter.';
 
@@ -61,21 +62,40 @@ export function grepTool(context: ToolContext, input: GrepInput): Promise<string
     } catch (err) {
       const partial = partialOf<GrepResult>(err);
       if (partial) {
-        result = `Error: ${(err as Error).message}\n${formatGrepResult(args.path, partial.matches, true)}`;
+        result = toolFailure(
+          failureCodeOf(err),
+          `Error: ${(err as Error).message}\n${formatGrepResult(args.path, partial.matches, true)}`,
+        );
       } else if (
         err instanceof InvalidArgumentError ||
         (isSbxError(err) && err.code === InvalidArgumentError.CODE)
       ) {
         // Sandboxes compile the pattern before any I/O and report a bad one as INVALID_ARGUMENT.
-        result = err.message.startsWith(INVALID_REGEX_PREFIX)
-          ? `Error: ${err.message}`
-          : `Error: ${INVALID_REGEX_PREFIX}: ${err.message}`;
-      } else if (isNotFoundError(err)) result = `Error: Directory not found: ${args.path}`;
-      else if (fileErrorKind(err) === 'ENOTDIR') {
-        result = `Error: Path is not a directory: ${args.path}`;
-      } else if (isPermissionError(err)) result = `Error: Permission denied: ${args.path}`;
-      else if (isSbxError(err)) result = `Error: ${err.message}`;
-      else result = `Error: Unexpected error searching file contents: ${describeError(err)}`;
+        result = toolFailure(
+          ToolErrorCode.INVALID_PATTERN,
+          err.message.startsWith(INVALID_REGEX_PREFIX)
+            ? `Error: ${err.message}`
+            : `Error: ${INVALID_REGEX_PREFIX}: ${err.message}`,
+        );
+      } else if (isNotFoundError(err)) {
+        result = toolFailure(ToolErrorCode.NOT_FOUND, `Error: Directory not found: ${args.path}`);
+      } else if (fileErrorKind(err) === 'ENOTDIR') {
+        result = toolFailure(
+          ToolErrorCode.NOT_A_DIRECTORY,
+          `Error: Path is not a directory: ${args.path}`,
+        );
+      } else if (isPermissionError(err)) {
+        result = toolFailure(
+          ToolErrorCode.PERMISSION_DENIED,
+          `Error: Permission denied: ${args.path}`,
+        );
+      } else if (isSbxError(err)) result = toolFailure(err.code, `Error: ${err.message}`);
+      else {
+        result = toolFailure(
+          ToolErrorCode.UNEXPECTED,
+          `Error: Unexpected error searching file contents: ${describeError(err)}`,
+        );
+      }
     }
     return maskHostPaths(context, sandbox, result);
   });

@@ -7,6 +7,7 @@ import { VIRTUAL_PATH_PREFIX } from '../virtual-paths.js';
 import { replaceVirtualPathsInCommand } from '../virtual-paths-thread.js';
 import type { LocalToolEnvironment, ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
+import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 /**
  * A local sandbox runs on the host: its shell can reach any host path, so the tool layer adds its own
@@ -101,8 +102,12 @@ export async function fileToolPathRefusal(
   } catch (err) {
     // The validator's sentence already names the path and the allowed roots; the rendered
     // details would only repeat the path.
-    if (isSbxError(err)) return `Error: ${err.baseMessage}`;
-    return `Error: Unexpected error validating path: ${describeError(err)}`;
+    if (isSbxError(err))
+      return toolFailure(ToolErrorCode.PATH_NOT_ALLOWED, `Error: ${err.baseMessage}`);
+    return toolFailure(
+      ToolErrorCode.UNEXPECTED,
+      `Error: Unexpected error validating path: ${describeError(err)}`,
+    );
   }
 }
 

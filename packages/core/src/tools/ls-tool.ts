@@ -7,6 +7,7 @@ import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type LsInput } from './tool-schemas.js';
 import { truncateLsOutput } from './truncation.js';
+import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 /** `ls`: a two-level tree of a directory, one absolute virtual path per line. */
 export function lsTool(context: ToolContext, input: LsInput): Promise<string> {
@@ -26,10 +27,17 @@ export function lsTool(context: ToolContext, input: LsInput): Promise<string> {
       // A missing directory lists as empty (the sandbox contract returns []), unlike glob/grep.
       result = entries.length === 0 ? '(empty)' : entries.join('\n');
     } catch (err) {
-      if (isNotFoundError(err)) result = `Error: Directory not found: ${path}`;
-      else if (isPermissionError(err)) result = `Error: Permission denied: ${path}`;
-      else if (isSbxError(err)) result = `Error: ${err.message}`;
-      else result = `Error: Unexpected error listing directory: ${describeError(err)}`;
+      if (isNotFoundError(err)) {
+        result = toolFailure(ToolErrorCode.NOT_FOUND, `Error: Directory not found: ${path}`);
+      } else if (isPermissionError(err)) {
+        result = toolFailure(ToolErrorCode.PERMISSION_DENIED, `Error: Permission denied: ${path}`);
+      } else if (isSbxError(err)) result = toolFailure(err.code, `Error: ${err.message}`);
+      else {
+        result = toolFailure(
+          ToolErrorCode.UNEXPECTED,
+          `Error: Unexpected error listing directory: ${describeError(err)}`,
+        );
+      }
     }
     return truncateLsOutput(await maskHostPaths(context, sandbox, result), config.lsOutputMaxChars);
   });

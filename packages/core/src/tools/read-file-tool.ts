@@ -15,6 +15,7 @@ import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type ReadFileInput } from './tool-schemas.js';
 import { truncateReadFileOutput } from './truncation.js';
+import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 export function binaryFileMessage(path: string): string {
   return (
@@ -45,7 +46,7 @@ export function readFileTool(context: ToolContext, input: ReadFileInput): Promis
     const start = parsed.value.start_line ?? undefined;
     const end = parsed.value.end_line ?? undefined;
     const problem = rangeProblem(start, end);
-    if (problem) return problem;
+    if (problem) return toolFailure(ToolErrorCode.INVALID_ARGUMENTS, problem);
 
     const config = resolveToolConfig(context.config);
     const acquired = await sandboxForTool(context);
@@ -80,13 +81,27 @@ export function readFileTool(context: ToolContext, input: ReadFileInput): Promis
       // File content is returned verbatim (not path-masked): it is what a later write compares to.
       return truncateReadFileOutput(content, config.readFileOutputMaxChars);
     } catch (err) {
-      if (isMissingFileError(err)) result = `Error: File not found: ${path}`;
-      else if (isPermissionError(err)) result = `Error: Permission denied reading file: ${path}`;
-      else if (fileErrorKind(err) === 'EISDIR') {
-        result = `Error: Path is a directory, not a file: ${path}`;
-      } else if (fileErrorKind(err) === 'EILSEQ') result = binaryFileMessage(path);
-      else if (isSbxError(err)) result = `Error: ${err.message}`;
-      else result = `Error: Unexpected error reading file: ${describeError(err)}`;
+      if (isMissingFileError(err)) {
+        result = toolFailure(ToolErrorCode.NOT_FOUND, `Error: File not found: ${path}`);
+      } else if (isPermissionError(err)) {
+        result = toolFailure(
+          ToolErrorCode.PERMISSION_DENIED,
+          `Error: Permission denied reading file: ${path}`,
+        );
+      } else if (fileErrorKind(err) === 'EISDIR') {
+        result = toolFailure(
+          ToolErrorCode.IS_A_DIRECTORY,
+          `Error: Path is a directory, not a file: ${path}`,
+        );
+      } else if (fileErrorKind(err) === 'EILSEQ') {
+        result = toolFailure(ToolErrorCode.BINARY_FILE, binaryFileMessage(path));
+      } else if (isSbxError(err)) result = toolFailure(err.code, `Error: ${err.message}`);
+      else {
+        result = toolFailure(
+          ToolErrorCode.UNEXPECTED,
+          `Error: Unexpected error reading file: ${describeError(err)}`,
+        );
+      }
     }
     return maskHostPaths(context, sandbox, result);
   });

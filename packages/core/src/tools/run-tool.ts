@@ -7,6 +7,8 @@ import { readFileTool } from './read-file-tool.js';
 import { strReplaceTool } from './str-replace-tool.js';
 import type { ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
+import { runToolInvocationWithOutcome } from './tool-invocation.js';
+import { ToolErrorCode, toolCallResult, toolFailure, type ToolCallResult } from './tool-result.js';
 import { TOOL_NAMES, isToolName, type ToolInputs, type ToolName } from './tool-schemas.js';
 import { writeFileTool } from './write-file-tool.js';
 
@@ -32,7 +34,10 @@ export const TOOL_FUNCTIONS: { readonly [K in ToolName]: ToolFunction<K> } = {
  */
 export async function runTool(name: string, input: unknown, context: ToolContext): Promise<string> {
   if (!isToolName(name)) {
-    return `Error: Unknown tool '${name}'. Available tools: ${TOOL_NAMES.join(', ')}`;
+    return toolFailure(
+      ToolErrorCode.UNKNOWN_TOOL,
+      `Error: Unknown tool '${name}'. Available tools: ${TOOL_NAMES.join(', ')}`,
+    );
   }
   const fn = TOOL_FUNCTIONS[name] as (context: ToolContext, input: unknown) => Promise<string>;
   try {
@@ -40,6 +45,25 @@ export async function runTool(name: string, input: unknown, context: ToolContext
   } catch (err) {
     // Each tool handles its own failures; this only guards the "never throws" promise.
     const detail = await maskHostPaths(context, undefined, describeError(err));
-    return `Error: Unexpected error running ${name}: ${detail}`;
+    return toolFailure(
+      ToolErrorCode.UNEXPECTED,
+      `Error: Unexpected error running ${name}: ${detail}`,
+    );
   }
+}
+
+/**
+ * `runTool` with the outcome as data: the same text plus `isError` and an error code, decided by
+ * the tool itself. Hosts, the MCP server and the CLI use this instead of inspecting the text.
+ * Each call is its own tool invocation (one authorization decision).
+ */
+export async function runToolCall(
+  name: string,
+  input: unknown,
+  context: ToolContext,
+): Promise<ToolCallResult> {
+  const { value, failureCode } = await runToolInvocationWithOutcome(context, () =>
+    runTool(name, input, context),
+  );
+  return toolCallResult(value, failureCode);
 }

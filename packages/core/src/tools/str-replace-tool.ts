@@ -8,6 +8,7 @@ import { describeError, isMissingFileError, isPermissionError } from './tool-err
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type StrReplaceInput } from './tool-schemas.js';
+import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 export function stringNotFoundMessage(path: string): string {
   return `Error: String to replace not found in file: ${path}`;
@@ -66,13 +67,20 @@ export function strReplaceTool(context: ToolContext, input: StrReplaceInput): Pr
               path,
               toolName: 'str_replace',
             });
-            if (blocked) return blocked;
+            if (blocked) return toolFailure(ToolErrorCode.READ_BEFORE_WRITE, blocked);
           }
           const content = await sandbox.readFile(path);
           if (oldStr === '') return 'OK';
           const occurrences = content === '' ? 0 : countOccurrences(content, oldStr);
-          if (occurrences === 0) return stringNotFoundMessage(path);
-          if (occurrences > 1 && !replaceAll) return ambiguousStringMessage(path, occurrences);
+          if (occurrences === 0) {
+            return toolFailure(ToolErrorCode.NO_MATCH, stringNotFoundMessage(path));
+          }
+          if (occurrences > 1 && !replaceAll) {
+            return toolFailure(
+              ToolErrorCode.AMBIGUOUS_MATCH,
+              ambiguousStringMessage(path, occurrences),
+            );
+          }
           // A function replacement keeps `$&`, `$1`, ... in new_str literal.
           const updated = replaceAll
             ? content.split(oldStr).join(newStr)
@@ -83,10 +91,20 @@ export function strReplaceTool(context: ToolContext, input: StrReplaceInput): Pr
         },
       );
     } catch (err) {
-      if (isMissingFileError(err)) result = `Error: File not found: ${path}`;
-      else if (isPermissionError(err)) result = `Error: Permission denied accessing file: ${path}`;
-      else if (isSbxError(err)) result = `Error: ${err.message}`;
-      else result = `Error: Unexpected error replacing string: ${describeError(err)}`;
+      if (isMissingFileError(err)) {
+        result = toolFailure(ToolErrorCode.NOT_FOUND, `Error: File not found: ${path}`);
+      } else if (isPermissionError(err)) {
+        result = toolFailure(
+          ToolErrorCode.PERMISSION_DENIED,
+          `Error: Permission denied accessing file: ${path}`,
+        );
+      } else if (isSbxError(err)) result = toolFailure(err.code, `Error: ${err.message}`);
+      else {
+        result = toolFailure(
+          ToolErrorCode.UNEXPECTED,
+          `Error: Unexpected error replacing string: ${describeError(err)}`,
+        );
+      }
     }
     return maskHostPaths(context, sandbox, result);
   });

@@ -133,3 +133,137 @@ describe('input validation', () => {
     expect(parseToolInput('ls', 'path')).toMatchObject({ ok: false });
   });
 });
+
+/** Every own property name, enumerable or not, of every object in `value`, recursively. */
+function hiddenProperties(value: unknown, path = '$'): string[] {
+  if (typeof value !== 'object' || value === null) return [];
+  const hidden: string[] = [];
+  for (const key of Reflect.ownKeys(value)) {
+    const descriptor = Object.getOwnPropertyDescriptor(value, key);
+    if (typeof key === 'symbol' || !descriptor?.enumerable) hidden.push(`${path}.${String(key)}`);
+    hidden.push(
+      ...hiddenProperties(
+        (value as Record<string, unknown>)[key as string],
+        `${path}.${String(key)}`,
+      ),
+    );
+  }
+  return hidden;
+}
+
+/** The strict-mode rules of OpenAI function calling, as its structured-outputs guide states them. */
+function strictModeProblems(schema: Record<string, unknown>, path = '$'): string[] {
+  const allowed = new Set([
+    'type',
+    'description',
+    'enum',
+    'anyOf',
+    'properties',
+    'required',
+    'additionalProperties',
+    'items',
+    'minimum',
+    'maximum',
+    'pattern',
+  ]);
+  const problems: string[] = [];
+  for (const key of Object.keys(schema)) {
+    if (!allowed.has(key)) problems.push(`${path}: keyword '${key}' is not supported`);
+  }
+  if (schema.type === 'object') {
+    const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+    if (schema.additionalProperties !== false) {
+      problems.push(`${path}: additionalProperties must be false`);
+    }
+    const required = new Set((schema.required ?? []) as string[]);
+    for (const [name, property] of Object.entries(properties)) {
+      if (!required.has(name)) problems.push(`${path}.${name}: every property must be required`);
+      problems.push(...strictModeProblems(property, `${path}.${name}`));
+    }
+  }
+  for (const branch of (schema.anyOf ?? []) as Record<string, unknown>[]) {
+    problems.push(...strictModeProblems(branch, `${path}|`));
+  }
+  return problems;
+}
+
+describe('tool definitions are plain JSON for every SDK', () => {
+  it.each([false, true])(
+    'strict=%s: JSON and structured-clone round trips are equal, nothing hidden',
+    (strict) => {
+      const defs = getToolDefinitions({ strict });
+      expect(JSON.parse(JSON.stringify(defs))).toEqual(defs);
+      expect(structuredClone(defs)).toEqual(defs);
+      expect(hiddenProperties(defs).filter((p) => !p.endsWith('.length'))).toEqual([]);
+    },
+  );
+
+  it.each([false, true])(
+    'strict=%s: compiles under ajv strict mode, closed objects',
+    async (strict) => {
+      const { Ajv2020 } = await import('ajv/dist/2020.js');
+      const ajv = new Ajv2020({ strict: true });
+      for (const def of getToolDefinitions({ strict })) {
+        expect(def.inputSchema.additionalProperties).toBe(false);
+        const validate = ajv.compile(def.inputSchema);
+        expect(validate({ unknown_field: 1 })).toBe(false);
+      }
+    },
+  );
+
+  it('advertises the bounds the tools apply: start_line/end_line >= 1, max_results capped', () => {
+    const read = byName('read_file').schema.properties as Record<string, { anyOf?: unknown[] }>;
+    expect(read.start_line?.anyOf?.[0]).toEqual({ type: 'integer', minimum: 1 });
+    expect(read.end_line?.anyOf?.[0]).toEqual({ type: 'integer', minimum: 1 });
+    expect(byName('glob').schema.properties.max_results).toMatchObject({
+      minimum: 1,
+      maximum: 1000,
+    });
+    expect(byName('grep').schema.properties.max_results).toMatchObject({
+      minimum: 1,
+      maximum: 500,
+    });
+  });
+
+  it('the strict variant follows the strict-mode rules and the tools accept what it allows', () => {
+    for (const def of getToolDefinitions({ strict: true })) {
+      expect(strictModeProblems(def.inputSchema), def.name).toEqual([]);
+      expect(def.inputSchema.$schema).toBeUndefined();
+    }
+    // A strict-mode model sends every field, optional ones as null: that means "omitted".
+    const parsed = parseToolInput('glob', {
+      description: null,
+      pattern: '*.ts',
+      path: '/mnt/user-data/workspace',
+      include_dirs: null,
+      max_results: null,
+    });
+    expect(parsed).toEqual({
+      ok: true,
+      value: {
+        description: '',
+        pattern: '*.ts',
+        path: '/mnt/user-data/workspace',
+        include_dirs: false,
+        max_results: 200,
+      },
+    });
+  });
+
+  it('plain and strict schemas accept the same real calls (ajv against the tools’ own parser)', async () => {
+    const { Ajv2020 } = await import('ajv/dist/2020.js');
+    const ajv = new Ajv2020({ strict: true });
+    const strict = Object.fromEntries(
+      getToolDefinitions({ strict: true }).map((d) => [d.name, ajv.compile(d.inputSchema)]),
+    );
+    const call = {
+      description: null,
+      path: '/mnt/user-data/workspace/a.txt',
+      start_line: 2,
+      end_line: null,
+    };
+    expect(strict.read_file?.(call)).toBe(true);
+    expect(parseToolInput('read_file', call).ok).toBe(true);
+    expect(strict.read_file?.({ ...call, start_line: 0 })).toBe(false);
+  });
+});

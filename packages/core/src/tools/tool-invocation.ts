@@ -22,6 +22,11 @@ interface MutableInvocation {
   authorized: boolean;
   /** The in-flight decision, shared by concurrent touches inside one invocation. */
   pending: Promise<void> | undefined;
+  /**
+   * Set by the tool body when its result is a failure (see `toolFailure`). The tool decides; the
+   * caller never infers failure from the text, which may legitimately start with `Error:`.
+   */
+  failureCode: string | undefined;
 }
 
 const storage = new AsyncLocalStorage<MutableInvocation>();
@@ -38,8 +43,38 @@ export function runToolInvocation<T>(context: ToolContext, fn: () => Promise<T>)
     context,
     authorized: false,
     pending: undefined,
+    failureCode: undefined,
   };
   return storage.run(invocation, fn);
+}
+
+/**
+ * Runs `fn` as one tool invocation and reports the failure code its tool body recorded, if any.
+ * Always a fresh invocation (never joins an outer one): the outcome belongs to exactly this call.
+ */
+export async function runToolInvocationWithOutcome<T>(
+  context: ToolContext,
+  fn: () => Promise<T>,
+): Promise<{ value: T; failureCode: string | undefined }> {
+  const invocation: MutableInvocation = {
+    id: nextId++,
+    context,
+    authorized: false,
+    pending: undefined,
+    failureCode: undefined,
+  };
+  const value = await storage.run(invocation, fn);
+  return { value, failureCode: invocation.failureCode };
+}
+
+/**
+ * Marks the current invocation's result as a failure with `code`. The first code wins: a later
+ * step (masking, truncation) must not overwrite the reason the tool gave. Outside an invocation it
+ * is a no-op; the text alone is the result then.
+ */
+export function recordToolFailure(code: string): void {
+  const invocation = storage.getStore();
+  if (invocation && invocation.failureCode === undefined) invocation.failureCode = code;
 }
 
 /** The invocation the caller runs in, if any. */

@@ -4,6 +4,7 @@ import { ensureSandboxInitialized } from './ensure-sandbox.js';
 import { maskHostPaths } from './local-sandbox-guard.js';
 import type { ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
+import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 export type ToolSandboxResult = { ok: true; sandbox: Sandbox } | { ok: false; error: string };
 
@@ -16,9 +17,11 @@ export async function sandboxForTool(context: ToolContext): Promise<ToolSandboxR
     return { ok: true, sandbox: await ensureSandboxInitialized(context) };
   } catch (err) {
     if (isSbxError(err)) {
-      return { ok: false, error: `Error: ${await maskHostPaths(context, undefined, err.message)}` };
+      const message = await maskHostPaths(context, undefined, err.message);
+      return { ok: false, error: toolFailure(err.code, `Error: ${message}`) };
     }
     const detail = await maskHostPaths(context, undefined, describeError(err));
-    return { ok: false, error: `Error: Unexpected error initializing sandbox: ${detail}` };
+    const error = `Error: Unexpected error initializing sandbox: ${detail}`;
+    return { ok: false, error: toolFailure(ToolErrorCode.UNEXPECTED, error) };
   }
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MAX_GLOB_PATTERN_LENGTH } from '../glob-match.js';
 import { MAX_PATH_BYTES } from '../path-limits.js';
+import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 /**
  * Model-facing input schemas of the seven sandbox tools. Field names are the wire contract with the
@@ -169,6 +170,18 @@ export function isToolName(value: unknown): value is ToolName {
 }
 
 /**
+ * A top-level `null` argument means "omitted": strict function calling makes the model send every
+ * field, optional ones as `null`, and a default-valued field (`description`, `include_dirs`) must
+ * then take its default rather than fail as "expected string, received null".
+ */
+function withoutNulls(input: unknown): unknown {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return input;
+  const entries = Object.entries(input as Record<string, unknown>);
+  if (!entries.some(([, value]) => value === null)) return input;
+  return Object.fromEntries(entries.filter(([, value]) => value !== null));
+}
+
+/**
  * Validates a tool call's arguments. On failure returns the model-facing error text naming every
  * bad field, so the model can correct the call.
  */
@@ -176,7 +189,9 @@ export function parseToolInput<K extends ToolName>(
   name: K,
   input: unknown,
 ): { ok: true; value: ParsedToolInputs[K] } | { ok: false; error: string } {
-  const result = TOOL_INPUT_SCHEMAS[name].safeParse(input ?? {}, { reportInput: true });
+  const result = TOOL_INPUT_SCHEMAS[name].safeParse(withoutNulls(input ?? {}), {
+    reportInput: true,
+  });
   if (result.success) return { ok: true, value: result.data as ParsedToolInputs[K] };
   const problems = result.error.issues.map((issue) => {
     const field = issue.path.map(String).join('.');
@@ -186,5 +201,6 @@ export function parseToolInput<K extends ToolName>(
         : issue.message.replace(/^Invalid input: /, '');
     return field ? `${field}: ${message}` : message;
   });
-  return { ok: false, error: `Error: Invalid arguments for ${name}: ${problems.join('; ')}` };
+  const error = `Error: Invalid arguments for ${name}: ${problems.join('; ')}`;
+  return { ok: false, error: toolFailure(ToolErrorCode.INVALID_ARGUMENTS, error) };
 }

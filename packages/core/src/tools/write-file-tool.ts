@@ -15,6 +15,7 @@ import { runToolInvocation } from './tool-invocation.js';
 import { parseToolInput, type WriteFileInput } from './tool-schemas.js';
 import { truncateMiddle } from './truncation.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';
+import { ToolErrorCode, failureCodeOf, toolFailure } from './tool-result.js';
 
 export const WRITE_FILE_ERROR_MAX_CHARS = 2000;
 
@@ -39,13 +40,27 @@ async function failureResult(
   err: unknown,
 ): Promise<string> {
   if (isAuthorizationDenial(err)) {
-    return `Error: ${await maskHostPaths(context, sandbox, (err as Error).message)}`;
+    const message = await maskHostPaths(context, sandbox, (err as Error).message);
+    return toolFailure(failureCodeOf(err), `Error: ${message}`);
   }
-  if (isPermissionError(err)) return `Error: Permission denied writing to file: ${path}`;
-  if (fileErrorKind(err) === 'EISDIR') return `Error: Path is a directory, not a file: ${path}`;
+  if (isPermissionError(err)) {
+    return toolFailure(
+      ToolErrorCode.PERMISSION_DENIED,
+      `Error: Permission denied writing to file: ${path}`,
+    );
+  }
+  if (fileErrorKind(err) === 'EISDIR') {
+    return toolFailure(
+      ToolErrorCode.IS_A_DIRECTORY,
+      `Error: Path is a directory, not a file: ${path}`,
+    );
+  }
   // Low-level write errors can be long (paths, errno details); keep head and tail, bounded.
   const text = `Error: Failed to write file '${path}': ${await maskHostPaths(context, sandbox, describeError(err))}`;
-  return truncateMiddle(text, WRITE_FILE_ERROR_MAX_CHARS, writeErrorMarker);
+  return toolFailure(
+    failureCodeOf(err),
+    truncateMiddle(text, WRITE_FILE_ERROR_MAX_CHARS, writeErrorMarker),
+  );
 }
 
 /**
@@ -63,7 +78,9 @@ export function writeFileTool(context: ToolContext, input: WriteFileInput): Prom
     // unbounded append was one tool argument away from exhausting the gateway's memory.
     const limit = effectiveWriteFileMaxBytes(config);
     const bytes = Buffer.byteLength(content, 'utf8');
-    if (limit > 0 && bytes > limit) return writeFileTooLargeMessage(bytes, limit, append);
+    if (limit > 0 && bytes > limit) {
+      return toolFailure(ToolErrorCode.TOO_LARGE, writeFileTooLargeMessage(bytes, limit, append));
+    }
 
     let sandbox: Sandbox | undefined;
     try {
@@ -84,7 +101,7 @@ export function writeFileTool(context: ToolContext, input: WriteFileInput): Prom
             path,
             toolName: 'write_file',
           });
-          if (blocked) return blocked;
+          if (blocked) return toolFailure(ToolErrorCode.READ_BEFORE_WRITE, blocked);
         }
         await target.writeFile(path, content, { append });
         if (config.readBeforeWrite.enabled) await refreshFileMark(context, target, path);
