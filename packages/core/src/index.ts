@@ -475,6 +475,10 @@ export { ToolErrorCode, toolFailure } from './tools/tool-result.js';
 /** The message of anything thrown (`String(err)` for non-errors): the one helper for log fields. */
 export { errorMessage } from './tools/tool-errors.js';
 export type { ToolCallResult, ToolErrorCodeValue } from './tools/tool-result.js';
+export { createToolRunner } from './tools/tool-runner.js';
+export type { ToolCallOptions, ToolRunner, ToolRunnerOptions } from './tools/tool-runner.js';
+export { describingToolSchema } from './tools/tool-standard-schema.js';
+export type { RawToolArguments, StandardJsonSchemaV1 } from './tools/tool-standard-schema.js';
 export { bashTool, withWorkspaceCwd } from './tools/bash-tool.js';
 export { lsTool } from './tools/ls-tool.js';
 export { globTool, formatGlobResult, GLOB_TRUNCATED_NOTICE } from './tools/glob-tool.js';

@@ -50,11 +50,15 @@ describe('validateLocalToolPath', () => {
     );
   });
 
-  it('§10.5.55 the bare /mnt/user-data is rejected; its sub-paths are readable and writable', () => {
+  // §10.5.55 rejects the bare root for reading too; sbx lets ls/glob/grep read it (it lists the
+  // workspace, uploads and outputs), and still refuses it as a write target.
+  it('§10.5.55 (changed) the bare /mnt/user-data is readable, never writable; its sub-paths are both', () => {
     expect(() => validateLocalToolPath('/mnt/user-data', TD)).toThrow(SandboxPermissionError);
-    expect(() => validateLocalToolPath('/mnt/user-data', TD, { readOnly: true })).toThrow(
-      SandboxPermissionError,
+    expect(message(() => validateLocalToolPath('/mnt/user-data/', TD))).toContain(
+      '/mnt/user-data itself is not writable; write below /mnt/user-data/workspace/',
     );
+    expect(() => validateLocalToolPath('/mnt/user-data', TD, { readOnly: true })).not.toThrow();
+    expect(() => validateLocalToolPath('/mnt/user-data/', TD, { readOnly: true })).not.toThrow();
     expect(() => validateLocalToolPath('/mnt/user-data/outputs/x', TD)).not.toThrow();
     expect(() =>
       validateLocalToolPath('/mnt/user-data/uploads/x', TD, { readOnly: true }),

@@ -60,10 +60,15 @@ export function rejectPathTraversal(p: string): void {
   }
 }
 
+/** `/mnt/user-data` or `/mnt/user-data/`: the parent of the thread's three data directories. */
+export function isUserDataRoot(p: string): boolean {
+  return p === VIRTUAL_PATH_PREFIX || p === `${VIRTUAL_PATH_PREFIX}/`;
+}
+
 /**
  * Tool-layer gate for a file tool on a host-backed sandbox. Checks, in order: thread data present;
- * no `..`; skills and ACP paths only for reading; `/mnt/user-data/...` (the bare root is not a
- * file target); configured mounts (writes refused on read-only ones); nothing else. Skills, ACP and
+ * no `..`; the bare `/mnt/user-data` only for reading (listing and searching the three data
+ * directories); skills and ACP paths only for reading; `/mnt/user-data/...`; configured mounts (writes refused on read-only ones); nothing else. Skills, ACP and
  * mount paths stay virtual for the sandbox's own mount table; user-data paths are then confined by
  * `resolveAndValidateUserDataPath`.
  */
@@ -75,6 +80,15 @@ export function validateLocalToolPath(
   if (!threadData) throw new SandboxRuntimeError(THREAD_DATA_UNAVAILABLE_MESSAGE);
   rejectPathTraversal(p);
   const readOnly = options.readOnly ?? false;
+  if (isUserDataRoot(p)) {
+    // Listing or searching the root shows the thread's workspace, uploads and outputs; nothing is
+    // stored in the root itself, so it is never a write target.
+    if (readOnly) return;
+    throw new SandboxPermissionError(
+      `${VIRTUAL_PATH_PREFIX} itself is not writable; write below ${VIRTUAL_PATH_PREFIX}/workspace/, uploads/ or outputs/`,
+      { path: p, kind: 'EROFS' },
+    );
+  }
   if (isSkillsPath(p, options)) {
     if (readOnly) return;
     throw new SandboxPermissionError(`Write access to skills path is not allowed: ${p}`, {

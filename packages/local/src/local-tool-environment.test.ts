@@ -74,3 +74,55 @@ describe('host bash is one switch', () => {
     }
   });
 });
+
+describe('the /mnt/user-data root on a local sandbox', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeAll(async () => {
+    baseDir = await mkdtemp(path.join(tmpdir(), 'sbx-local-root-'));
+    provider = new LocalSandboxProvider({ baseDir });
+  });
+  afterAll(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  it('ls, glob and grep of the root cover workspace, uploads and outputs; writing it is refused', async () => {
+    const ctx = createToolContext({ provider, userId: 'u1', threadId: 'root' });
+    await runTool(
+      'write_file',
+      { path: '/mnt/user-data/workspace/a.txt', content: 'needle\n' },
+      ctx,
+    );
+    await runTool(
+      'write_file',
+      { path: '/mnt/user-data/outputs/b.txt', content: 'needle 2\n' },
+      ctx,
+    );
+    for (const root of ['/mnt/user-data', '/mnt/user-data/']) {
+      expect(await runTool('ls', { path: root }, ctx)).toBe(
+        [
+          '/mnt/user-data/outputs/',
+          '/mnt/user-data/outputs/b.txt',
+          '/mnt/user-data/uploads/',
+          '/mnt/user-data/workspace/',
+          '/mnt/user-data/workspace/a.txt',
+        ].join('\n'),
+      );
+      expect(await runTool('glob', { path: root, pattern: '*.txt' }, ctx)).toBe(
+        [
+          `Found 2 paths under ${root}`,
+          '1. /mnt/user-data/outputs/b.txt',
+          '2. /mnt/user-data/workspace/a.txt',
+        ].join('\n'),
+      );
+      expect(await runTool('grep', { path: root, pattern: 'needle 2' }, ctx)).toBe(
+        [`Found 1 match under ${root}`, '/mnt/user-data/outputs/b.txt:1: needle 2'].join('\n'),
+      );
+    }
+    expect(await runTool('write_file', { path: '/mnt/user-data', content: 'x' }, ctx)).toMatch(
+      /^Error: \/mnt\/user-data itself is not writable/,
+    );
+  });
+});

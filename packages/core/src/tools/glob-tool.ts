@@ -20,7 +20,7 @@ export function formatGlobResult(
 ): string {
   if (paths.length === 0) return `No files matched under ${root}`;
   const lines = [
-    `Found ${paths.length} paths under ${root}${truncated ? ` (showing first ${paths.length})` : ''}`,
+    `Found ${paths.length} ${paths.length === 1 ? 'path' : 'paths'} under ${root}${truncated ? ` (showing first ${paths.length})` : ''}`,
     ...paths.map((p, i) => `${i + 1}. ${p}`),
   ];
   if (truncated) lines.push(GLOB_TRUNCATED_NOTICE);

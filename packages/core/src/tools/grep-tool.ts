@@ -24,7 +24,7 @@ export function formatGrepResult(
 ): string {
   if (matches.length === 0) return `No matches found under ${root}`;
   const lines = [
-    `Found ${matches.length} matches under ${root}${truncated ? ` (showing first ${matches.length})` : ''}`,
+    `Found ${matches.length} ${matches.length === 1 ? 'match' : 'matches'} under ${root}${truncated ? ` (showing first ${matches.length})` : ''}`,
     ...matches.map((m) => `${m.path}:${m.lineNumber}: ${m.line}`),
   ];
   if (truncated) lines.push(GREP_TRUNCATED_NOTICE);

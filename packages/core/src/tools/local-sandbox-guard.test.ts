@@ -82,9 +82,14 @@ describe('§10.5 file-tool path validation on a local sandbox', () => {
     expect(await tools().read('/Users/someone/config.yaml')).toBe(ONLY);
   });
 
-  it('rejects the bare /mnt/user-data root but allows its sub-paths (#55)', async () => {
+  // #55 refuses the bare root for ls too; sbx lets it be listed (a changed behaviour).
+  it('lists the bare /mnt/user-data root, refuses it as a write target, allows its sub-paths (#55)', async () => {
     const t = tools();
-    expect(await t.ls('/mnt/user-data')).toBe(ONLY);
+    expect(await t.ls('/mnt/user-data')).not.toMatch(/^Error:/);
+    expect(await t.ls('/mnt/user-data/')).not.toMatch(/^Error:/);
+    expect(await t.write('/mnt/user-data')).toBe(
+      'Error: /mnt/user-data itself is not writable; write below /mnt/user-data/workspace/, uploads/ or outputs/',
+    );
     expect(await t.write('/mnt/user-data/outputs/new.md')).toBe('OK');
   });
 

@@ -1,7 +1,11 @@
 import { validateLocalBashCommandPaths } from '../bash-path-guard.js';
 import { isSbxError } from '../errors.js';
 import { maskLocalPathsInOutput } from '../path-masking.js';
-import { resolveAndValidateUserDataPath, validateLocalToolPath } from '../path-validation.js';
+import {
+  isUserDataRoot,
+  resolveAndValidateUserDataPath,
+  validateLocalToolPath,
+} from '../path-validation.js';
 import type { Sandbox } from '../sandbox.js';
 import { VIRTUAL_PATH_PREFIX } from '../virtual-paths.js';
 import { replaceVirtualPathsInCommand } from '../virtual-paths-thread.js';
@@ -81,7 +85,8 @@ export async function guardFileToolPath(
     ...(local?.skillsContainerPath ? { skillsContainerPath: local.skillsContainerPath } : {}),
     ...(local?.customMounts ? { customMounts: local.customMounts } : {}),
   });
-  if (threadData && path.startsWith(`${VIRTUAL_PATH_PREFIX}/`)) {
+  // The root itself maps to no data directory; the sandbox lists and walks it through its mounts.
+  if (threadData && path.startsWith(`${VIRTUAL_PATH_PREFIX}/`) && !isUserDataRoot(path)) {
     await resolveAndValidateUserDataPath(path, threadData);
   }
 }

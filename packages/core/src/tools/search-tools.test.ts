@@ -95,13 +95,13 @@ describe('§9A.4 grep', () => {
       'Found 2 matches',
     );
     expect(await grepTool(ctx, { pattern: '(a+b)', path: W, literal: true })).toBe(
-      [`Found 1 matches under ${W}`, `${W}/c.md:1: x (a+b) y`].join('\n'),
+      [`Found 1 match under ${W}`, `${W}/c.md:1: x (a+b) y`].join('\n'),
     );
   });
 
   it('accepts a single file', async () => {
     expect(await grepTool(setup(files), { pattern: 'fine', path: `${W}/a.py` })).toBe(
-      [`Found 1 matches under ${W}/a.py`, `${W}/a.py:2: fine`].join('\n'),
+      [`Found 1 match under ${W}/a.py`, `${W}/a.py:2: fine`].join('\n'),
     );
   });
 

@@ -1,0 +1,74 @@
+import { createToolContext, type CreateToolContextOptions } from './create-tool-context.js';
+import { runToolCall } from './run-tool.js';
+import type { ToolContext } from './tool-context.js';
+import { getToolDefinitions, type ToolDefinition } from './tool-definitions.js';
+import { toolSessionOf } from './read-before-write.js';
+import { ToolErrorCode, toolCallResult, type ToolCallResult } from './tool-result.js';
+import { TOOL_NAMES, type ToolName } from './tool-schemas.js';
+
+interface ToolSelection {
+  /** Tools to offer, in this order. Default: all seven. */
+  tools?: readonly ToolName[];
+  /** Strict-mode schemas (see `getToolDefinitions`). */
+  strict?: boolean;
+}
+
+/** Either the pieces of a new tool context, or an existing one (shared state, session, hooks). */
+export type ToolRunnerOptions =
+  | (CreateToolContextOptions & ToolSelection & { context?: undefined })
+  | (ToolSelection & { context: ToolContext });
+
+export interface ToolCallOptions {
+  /** Cancels this call (a framework's per-call abort signal), in addition to the context's. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * What a framework adapter needs from sbx: the definitions to offer and one call per tool-use,
+ * every call on the same context, so the sandbox id, the read-before-write marks, the lease owner
+ * and the authorization hook are exactly those of `runTool` for one agent run.
+ */
+export interface ToolRunner {
+  readonly context: ToolContext;
+  readonly definitions: readonly ToolDefinition[];
+  call(name: string, input: unknown, options?: ToolCallOptions): Promise<ToolCallResult>;
+}
+
+function combinedSignal(
+  a: AbortSignal | undefined,
+  b: AbortSignal | undefined,
+): AbortSignal | undefined {
+  if (!a) return b;
+  if (!b || a === b) return a;
+  return AbortSignal.any([a, b]);
+}
+
+/**
+ * One tool context for a run of an agent framework, and its tools' definitions. Each call gets a
+ * shallow copy of the context with the combined signal: state (`sandboxId`) and session are shared
+ * objects, so what one call acquires or reads the next call sees.
+ */
+export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
+  const { tools = TOOL_NAMES, strict, ...rest } = options;
+  const context =
+    rest.context ?? createToolContext(rest as CreateToolContextOptions & { context?: undefined });
+  // Per-call copies of the context must share one session (the read marks), also when the host's
+  // context came without one.
+  toolSessionOf(context);
+  const definitions = getToolDefinitions({ tools, strict: strict === true });
+  const offered = new Set<string>(tools);
+  return {
+    context,
+    definitions,
+    async call(name, input, callOptions = {}) {
+      if (!offered.has(name)) {
+        const available = [...offered].join(', ') || '(none)';
+        const text = `Error: Tool '${name}' is not available here. Available tools: ${available}`;
+        return toolCallResult(text, ToolErrorCode.UNKNOWN_TOOL);
+      }
+      const signal = combinedSignal(context.signal, callOptions.signal);
+      const callContext: ToolContext = signal ? { ...context, signal } : context;
+      return runToolCall(name, input, callContext);
+    },
+  };
+}
