@@ -1,0 +1,162 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SandboxAuthorizationError, silentLogger } from '@sbx/core';
+import { LocalSandboxProvider } from '@sbx/local';
+import { generateText, stepCountIs, type ModelMessage } from 'ai';
+import { MockLanguageModelV4 } from 'ai/test';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSbxTools } from './create-sbx-tools.js';
+
+type ScriptedCall = { tool: string; input: Record<string, unknown> };
+type LanguageModelResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
+
+const usage = {
+  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
+  outputTokens: { total: 1, text: 1, reasoning: 0 },
+};
+
+function toolStep(calls: ScriptedCall[], step: number): LanguageModelResult {
+  return {
+    content: calls.map((call, i) => ({
+      type: 'tool-call' as const,
+      toolCallId: `call-${step}-${i}`,
+      toolName: call.tool,
+      input: JSON.stringify(call.input),
+    })),
+    finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+    usage,
+    warnings: [],
+  };
+}
+
+/** A model that issues the scripted tool calls step by step, then answers "done". */
+function scriptedModel(steps: ScriptedCall[][]) {
+  const prompts: ModelMessage[][] = [];
+  let step = 0;
+  const model = new MockLanguageModelV4({
+    doGenerate: async (options) => {
+      prompts.push(options.prompt as ModelMessage[]);
+      const calls = steps[step];
+      step += 1;
+      if (calls) return toolStep(calls, step);
+      return {
+        content: [{ type: 'text', text: 'done' }],
+        finishReason: { unified: 'stop', raw: 'stop' },
+        usage,
+        warnings: [],
+      };
+    },
+  });
+  return { model, prompts };
+}
+
+const FILE = '/mnt/user-data/workspace/hello.py';
+
+describe('@sbx/ai-sdk with the real AI SDK and a scripted model', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-ai-sdk-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  it('runs a multi-step loop that writes, reads, edits and runs a file', async () => {
+    const { model } = scriptedModel([
+      [{ tool: 'write_file', input: { path: FILE, content: 'print("hello")\n' } }],
+      [{ tool: 'read_file', input: { path: FILE } }],
+      [{ tool: 'str_replace', input: { path: FILE, old_str: 'hello', new_str: 'sbx' } }],
+      [{ tool: 'bash', input: { command: 'cat hello.py; echo ran' } }],
+    ]);
+    const tools = createSbxTools({ provider, userId: 'alice', threadId: 't1' });
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(10), prompt: 'go' });
+    const outputs = result.steps.flatMap((s) => s.toolResults.map((r) => [r.toolName, r.output]));
+    expect(outputs).toEqual([
+      ['write_file', 'OK'],
+      ['read_file', 'print("hello")\n'],
+      ['str_replace', 'OK'],
+      ['bash', 'print("sbx")\nran\n'],
+    ]);
+    expect(result.text).toBe('done');
+  });
+
+  it('a bad argument is a tool-error carrying sbx’s message, and the loop goes on', async () => {
+    const { model, prompts } = scriptedModel([[{ tool: 'read_file', input: { path: 7 } }]]);
+    const tools = createSbxTools({ provider, threadId: 't1' });
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'go' });
+    const errors = result.steps.flatMap((s) => s.content.filter((c) => c.type === 'tool-error'));
+    expect(errors).toHaveLength(1);
+    const error = (errors[0] as { error: { message: string; code: string } }).error;
+    expect(error.message).toBe(
+      'Error: Invalid arguments for read_file: path: expected string, received number',
+    );
+    expect(error.code).toBe('INVALID_ARGUMENTS');
+    // The model's next prompt holds sbx's text as the tool's error output.
+    expect(JSON.stringify(prompts[1])).toContain('Invalid arguments for read_file: path:');
+  });
+
+  it('a file whose text starts with "Error:" is a normal result, not a tool-error', async () => {
+    const { model } = scriptedModel([
+      [{ tool: 'write_file', input: { path: FILE, content: 'Error: just data\n' } }],
+      [{ tool: 'read_file', input: { path: FILE } }],
+    ]);
+    const tools = createSbxTools({ provider, threadId: 't1' });
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'go' });
+    expect(result.steps.flatMap((s) => s.toolResults.map((r) => r.output))).toEqual([
+      'OK',
+      'Error: just data\n',
+    ]);
+  });
+
+  it('an authorization deny reaches the model as a tool-error and touches no sandbox', async () => {
+    const { model } = scriptedModel([[{ tool: 'ls', input: { path: '/mnt/user-data' } }]]);
+    let acquires = 0;
+    const acquire = provider.acquire.bind(provider);
+    provider.acquire = (options) => {
+      acquires += 1;
+      return acquire(options);
+    };
+    const tools = createSbxTools({
+      provider,
+      threadId: 't1',
+      authorize: async () => {
+        throw new SandboxAuthorizationError(undefined, 'guest');
+      },
+    });
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'go' });
+    const errors = result.steps.flatMap((s) => s.content.filter((c) => c.type === 'tool-error'));
+    expect((errors[0] as { error: { code: string } }).error.code).toBe('SANDBOX_AUTHORIZATION');
+    expect(acquires).toBe(0);
+  });
+
+  it('the SDK’s abort signal stops a running command', async () => {
+    const controller = new AbortController();
+    const { model } = scriptedModel([[{ tool: 'bash', input: { command: 'sleep 30' } }]]);
+    const tools = createSbxTools({ provider, threadId: 't1' });
+    const ended: unknown[] = [];
+    const run = generateText({
+      model,
+      tools,
+      stopWhen: stepCountIs(5),
+      prompt: 'go',
+      abortSignal: controller.signal,
+      onToolExecutionStart: () => {
+        setImmediate(() => controller.abort());
+      },
+      onToolExecutionEnd: (event) => {
+        ended.push(event);
+      },
+    });
+    await expect(run).rejects.toThrow();
+    // The sandbox call itself ended on the signal (a 30 s sleep killed), not only the SDK's loop.
+    expect(ended).toHaveLength(1);
+    expect(ended[0]).toMatchObject({
+      toolOutput: { type: 'tool-error', error: { name: 'SbxToolError', code: 'ABORTED' } },
+    });
+  });
+});

@@ -1,0 +1,58 @@
+import {
+  createToolRunner,
+  describingToolSchema,
+  type RawToolArguments,
+  type ToolName,
+  type ToolRunner,
+  type ToolRunnerOptions,
+} from '@sbx/core';
+import type { Tool } from 'ai';
+import { SbxToolError } from './sbx-tool-error.js';
+
+/** One AI SDK tool per sbx tool, keyed by the tool's name. */
+export type SbxToolSet = { [K in ToolName]?: Tool<RawToolArguments, string> };
+
+/**
+ * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
+ * `leaseManager`, ...) or an existing `context`, plus `tools` (which of the seven to offer) and
+ * `strict` (strict-mode schemas, for providers that enforce them).
+ */
+export type CreateSbxToolsOptions = ToolRunnerOptions;
+
+function aiSdkTool(runner: ToolRunner, name: ToolName): Tool<RawToolArguments, string> {
+  const definition = runner.definitions.find((d) => d.name === name);
+  if (!definition) throw new Error(`no definition for ${name}`);
+  return {
+    description: definition.description,
+    // Describes the arguments to the model; sbx validates them inside the call, so a bad one
+    // comes back as sbx's message instead of the SDK's schema error.
+    inputSchema: describingToolSchema(definition),
+    execute: async (input, { abortSignal }) => {
+      const result = await runner.call(name, input, { signal: abortSignal });
+      if (result.isError) throw new SbxToolError(result);
+      return result.text;
+    },
+    // Tool results are plain text for the model, as the tools write them.
+    toModelOutput: ({ output }) => ({ type: 'text', value: output }),
+  };
+}
+
+/**
+ * The sbx tools as a Vercel AI SDK `ToolSet`, for `generateText` / `streamText` / agents:
+ *
+ *     const tools = createSbxTools({ provider, threadId: 't1' });
+ *     await generateText({ model, tools, stopWhen: stepCountIs(10), prompt });
+ *
+ * Every call runs through `runToolCall` on one shared tool context: the same sandbox, lease owner,
+ * read-before-write marks and authorization hook as `runTool`. A failure is thrown as
+ * `SbxToolError`, which the SDK turns into a `tool-error` the model reads; the SDK's abort signal
+ * cancels the sandbox call. Needs no runtime import of `ai` (it is a peer for the types only).
+ */
+export function createSbxTools(options: CreateSbxToolsOptions): SbxToolSet {
+  const runner = createToolRunner(options);
+  const tools: SbxToolSet = {};
+  for (const definition of runner.definitions) {
+    tools[definition.name] = aiSdkTool(runner, definition.name);
+  }
+  return tools;
+}

@@ -1,0 +1,3 @@
+export { createSbxTools } from './create-sbx-tools.js';
+export type { CreateSbxToolsOptions, SbxToolSet } from './create-sbx-tools.js';
+export { SbxToolError } from './sbx-tool-error.js';

@@ -1,0 +1,132 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { SandboxAuthorizationError, getToolDefinitions, silentLogger } from '@sbx/core';
+import { LocalSandboxProvider } from '@sbx/local';
+import { createAgent } from 'langchain';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSbxTools, SbxToolError } from './create-sbx-tools.js';
+import { ScriptedChatModel, type ScriptedCall } from './scripted-chat-model.test-support.js';
+
+const FILE = '/mnt/user-data/workspace/hello.py';
+
+function toolMessages(messages: BaseMessage[]): ToolMessage[] {
+  return messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
+}
+
+describe('@sbx/langchain with real LangChain and a scripted chat model', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-langchain-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  async function runAgent(script: ScriptedCall[][], options = {}, signal?: AbortSignal) {
+    const model = new ScriptedChatModel(script);
+    const tools = await createSbxTools({ provider, userId: 'alice', threadId: 't1', ...options });
+    const agent = createAgent({ model, tools });
+    const state = await agent.invoke(
+      { messages: [{ role: 'user', content: 'go' }] },
+      signal ? { signal } : {},
+    );
+    return { model, messages: state.messages as BaseMessage[] };
+  }
+
+  it('runs a multi-step loop that writes, reads, edits and runs a file', async () => {
+    const { model, messages } = await runAgent([
+      [{ tool: 'write_file', args: { path: FILE, content: 'print("hello")\n' } }],
+      [{ tool: 'read_file', args: { path: FILE } }],
+      [{ tool: 'str_replace', args: { path: FILE, old_str: 'hello', new_str: 'sbx' } }],
+      [{ tool: 'bash', args: { command: 'cat hello.py; echo ran' } }],
+    ]);
+    expect(toolMessages(messages).map((m) => [m.name, m.status, m.content])).toEqual([
+      ['write_file', 'success', 'OK'],
+      ['read_file', 'success', 'print("hello")\n'],
+      ['str_replace', 'success', 'OK'],
+      ['bash', 'success', 'print("sbx")\nran\n'],
+    ]);
+    // The model was offered sbx's own JSON schemas.
+    const readFile = model.boundTools.find((t) => t.function.name === 'read_file');
+    const plain = getToolDefinitions({ tools: ['read_file'] })[0]!.inputSchema;
+    expect(readFile?.function.parameters).toMatchObject({
+      properties: plain.properties,
+      required: plain.required,
+      additionalProperties: false,
+    });
+  });
+
+  it('a bad argument reaches sbx and comes back as an error ToolMessage with sbx’s text', async () => {
+    const { model, messages } = await runAgent([[{ tool: 'read_file', args: { path: 7 } }]]);
+    const [message] = toolMessages(messages);
+    expect(message?.status).toBe('error');
+    expect(message?.content).toBe(
+      'Error: Invalid arguments for read_file: path: expected string, received number',
+    );
+    expect(model.prompts).toHaveLength(2);
+  });
+
+  it('a file whose text starts with "Error:" is a success', async () => {
+    const { messages } = await runAgent([
+      [{ tool: 'write_file', args: { path: FILE, content: 'Error: just data\n' } }],
+      [{ tool: 'read_file', args: { path: FILE } }],
+    ]);
+    expect(toolMessages(messages).map((m) => m.status)).toEqual(['success', 'success']);
+  });
+
+  it('an authorization deny is an error ToolMessage and acquires nothing', async () => {
+    let acquires = 0;
+    const acquire = provider.acquire.bind(provider);
+    provider.acquire = (options) => {
+      acquires += 1;
+      return acquire(options);
+    };
+    const { messages } = await runAgent([[{ tool: 'ls', args: { path: '/mnt/user-data' } }]], {
+      authorize: async () => {
+        throw new SandboxAuthorizationError(undefined, 'guest');
+      },
+    });
+    const [message] = toolMessages(messages);
+    expect(message?.status).toBe('error');
+    expect(message?.metadata).toMatchObject({ sbx_error_code: 'SANDBOX_AUTHORIZATION' });
+    expect(acquires).toBe(0);
+  });
+
+  it('the run’s abort signal reaches the sandbox call and kills the command', async () => {
+    const tools = await createSbxTools({ provider, threadId: 't1' });
+    const bash = tools.find((t) => t.name === 'bash')!;
+    const controller = new AbortController();
+    const call = bash.invoke(
+      { id: 'call-1', name: 'bash', args: { command: 'sleep 30.123' }, type: 'tool_call' },
+      { signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(), 100);
+    await expect(call).rejects.toThrow();
+    // LangChain rejects an aborted call by itself; the sleep must be gone too (its death is not
+    // an event we can await, hence the bounded check inside the sandbox).
+    const check = await bash.invoke({
+      id: 'call-2',
+      name: 'bash',
+      args: {
+        command:
+          "for i in $(seq 50); do pgrep -f 'sleep 30[.]123' >/dev/null || { echo gone; exit 0; }; sleep 0.1; done; echo alive",
+      },
+      type: 'tool_call',
+    });
+    expect((check as ToolMessage).content).toBe('gone\n');
+  });
+
+  it('a direct invoke outside a tool call throws SbxToolError with the code', async () => {
+    const tools = await createSbxTools({ provider, threadId: 't1' });
+    const read = tools.find((t) => t.name === 'read_file')!;
+    await expect(read.invoke({ path: '/mnt/user-data/workspace/missing.txt' })).rejects.toSatisfy(
+      (err: unknown) => err instanceof SbxToolError && err.code === 'NOT_FOUND',
+    );
+  });
+});

@@ -1,0 +1,83 @@
+import {
+  createToolRunner,
+  describingToolSchema,
+  type ToolCallResult,
+  type ToolDefinition,
+  type ToolRunner,
+  type ToolRunnerOptions,
+} from '@sbx/core';
+import type { RunnableConfig } from '@langchain/core/runnables';
+import type { DynamicStructuredTool } from '@langchain/core/tools';
+import { langChainModules, type LangChainModules } from './langchain-modules.js';
+
+/**
+ * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
+ * `leaseManager`, ...) or an existing `context`, plus `tools` (which of the seven to offer) and
+ * `strict` (strict-mode schemas).
+ */
+export type CreateSbxToolsOptions = ToolRunnerOptions;
+
+/** Thrown for a failed call made outside a tool call (a direct `tool.invoke(args)`). */
+export class SbxToolError extends Error {
+  override readonly name = 'SbxToolError';
+  readonly code: string;
+
+  constructor(result: ToolCallResult) {
+    super(result.text);
+    this.code = result.error?.code ?? 'UNEXPECTED';
+  }
+}
+
+type ToolCallConfig = RunnableConfig & { toolCall?: { id?: string } };
+
+function langChainTool(
+  modules: LangChainModules,
+  runner: ToolRunner,
+  definition: ToolDefinition,
+): DynamicStructuredTool {
+  const { name } = definition;
+  return modules.tools.tool(
+    async (input: unknown, config: ToolCallConfig) => {
+      const result = await runner.call(name, input, { signal: config.signal });
+      if (!result.isError) return result.text;
+      const toolCallId = config.toolCall?.id;
+      if (toolCallId === undefined) throw new SbxToolError(result);
+      // The native failure of a tool call: an error ToolMessage carrying sbx's text as it is.
+      return new modules.messages.ToolMessage({
+        content: result.text,
+        status: 'error',
+        tool_call_id: toolCallId,
+        name,
+        metadata: { sbx_error_code: result.error?.code },
+      });
+    },
+    {
+      name,
+      description: definition.description,
+      // Describes the arguments to the model; sbx validates them inside the call, so a bad one
+      // reaches the model as sbx's message instead of "did not match expected schema".
+      // LangChain reads Standard JSON Schemas (`toJsonSchema`) though its `tool()` typing does not
+      // list them yet.
+      schema: describingToolSchema(definition) as unknown as Record<string, unknown>,
+    },
+  ) as unknown as DynamicStructuredTool;
+}
+
+/**
+ * The sbx tools as LangChain tools, for `model.bindTools(tools)`, `ToolNode` and LangGraph agents:
+ *
+ *     const tools = await createSbxTools({ provider, threadId: 't1' });
+ *     const agent = createAgent({ model, tools });
+ *
+ * Every call runs through `runToolCall` on one shared tool context: the same sandbox, lease owner,
+ * read-before-write marks and authorization hook as `runTool`. A failed tool call comes back as a
+ * `ToolMessage` with `status: 'error'` and sbx's text; the run's abort signal cancels the sandbox
+ * call. Async because `@langchain/core` is loaded on first use.
+ */
+export async function createSbxTools(
+  options: CreateSbxToolsOptions,
+): Promise<DynamicStructuredTool[]> {
+  const modules = await langChainModules();
+  const runner = createToolRunner(options);
+  return runner.definitions.map((definition) => langChainTool(modules, runner, definition));
+}

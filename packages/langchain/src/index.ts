@@ -1,0 +1,4 @@
+export { createSbxTools, SbxToolError } from './create-sbx-tools.js';
+export type { CreateSbxToolsOptions } from './create-sbx-tools.js';
+export { SbxDeepAgentsBackend } from './deepagents-backend.js';
+export type { SbxDeepAgentsBackendOptions } from './deepagents-backend.js';

@@ -1,0 +1,49 @@
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import type { ChatResult } from '@langchain/core/outputs';
+import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
+
+export type ScriptedCall = { tool: string; args: Record<string, unknown> };
+
+/**
+ * A chat model that plays a fixed script: each step's tool calls, then a final "done". It records
+ * every prompt and the tools bound to it (as a provider would send them: OpenAI function format).
+ */
+export class ScriptedChatModel extends BaseChatModel {
+  readonly prompts: BaseMessage[][] = [];
+  boundTools: ReturnType<typeof convertToOpenAITool>[] = [];
+  #step = 0;
+
+  constructor(private readonly script: ScriptedCall[][]) {
+    super({});
+  }
+
+  _llmType(): string {
+    return 'scripted';
+  }
+
+  override bindTools(tools: Parameters<typeof convertToOpenAITool>[0][]): this {
+    this.boundTools = tools.map((tool) => convertToOpenAITool(tool));
+    return this;
+  }
+
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    this.prompts.push(messages);
+    const calls = this.script[this.#step];
+    this.#step += 1;
+    const message = calls
+      ? new AIMessage({
+          content: '',
+          tool_calls: calls.map((call, i) => ({
+            id: `call-${this.#step}-${i}`,
+            name: call.tool,
+            args: call.args,
+            type: 'tool_call' as const,
+          })),
+        })
+      : new AIMessage('done');
+    return {
+      generations: [{ message, text: typeof message.content === 'string' ? message.content : '' }],
+    };
+  }
+}
