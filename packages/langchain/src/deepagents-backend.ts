@@ -47,13 +47,17 @@ function searchRoot(path: string | null | undefined): string {
   return !path || path === '/' ? VIRTUAL_PATH_PREFIX : path;
 }
 
+/**
+ * The failure text of a file operation, without an `Error:` prefix: deepagents adds its own for
+ * read, ls and glob (`grep` adds it here, as deepagents shows grep errors as they are).
+ */
 function fileErrorText(err: unknown, path: string): string {
   const kind = isSbxError(err) ? (err as { kind?: unknown }).kind : undefined;
-  if (kind === 'ENOENT' || kind === 'ENOTDIR') return `Error: File '${path}' not found`;
-  if (kind === 'EISDIR') return `Error: '${path}' is a directory, not a file`;
-  if (kind === 'EACCES' || kind === 'EROFS') return `Error: Permission denied: ${path}`;
-  if (kind === 'EILSEQ') return `Error: '${path}' is not a text file; sbx returns text only`;
-  return `Error: ${errorMessage(err)}`;
+  if (kind === 'ENOENT' || kind === 'ENOTDIR') return `File '${path}' not found`;
+  if (kind === 'EISDIR') return `'${path}' is a directory, not a file`;
+  if (kind === 'EACCES' || kind === 'EROFS') return `Permission denied: ${path}`;
+  if (kind === 'EILSEQ') return `'${path}' is not a text file; sbx returns text only`;
+  return errorMessage(err);
 }
 
 /**
@@ -94,15 +98,24 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
     const context = this.context;
     return runToolInvocation(context, async () => {
       let sandbox: Sandbox | undefined;
+      let problem: string;
       try {
         sandbox = await ensureSandboxInitialized(context);
+      } catch (err) {
+        return { error: await maskHostPaths(context, undefined, errorMessage(err)) } as T;
+      }
+      try {
         await guardFileToolPath(context, sandbox, path, access);
+      } catch (err) {
+        // The validator's sentence names the path and the allowed roots, as in sbx's own tools.
+        return { error: isSbxError(err) ? err.baseMessage : errorMessage(err) } as T;
+      }
+      try {
         return await body(sandbox);
       } catch (err) {
-        const text =
-          isSbxError(err) && !('kind' in err) ? `Error: ${err.message}` : fileErrorText(err, path);
-        return { error: await maskHostPaths(context, sandbox, text) } as T;
+        problem = fileErrorText(err, path);
       }
+      return { error: await maskHostPaths(context, sandbox, problem) } as T;
     });
   }
 
@@ -192,14 +205,14 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
     return { path: filePath, filesUpdate: null, occurrences };
   }
 
-  grep(
+  async grep(
     pattern: string,
     path?: string | null,
     glob?: string | null,
     maxCount?: number | null,
   ): Promise<GrepResult> {
     const root = searchRoot(path);
-    return this.#operate<GrepResult>(root, 'read', async (sandbox) => {
+    const result = await this.#operate<GrepResult>(root, 'read', async (sandbox) => {
       const found = await sandbox.grep(root, pattern, {
         literal: true,
         caseSensitive: true,
@@ -211,6 +224,7 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
         truncated: found.truncated,
       };
     });
+    return result.error === undefined ? result : { error: `Error: ${result.error}` };
   }
 
   glob(pattern: string, path?: string): Promise<GlobResult> {

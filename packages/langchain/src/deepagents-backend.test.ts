@@ -1,0 +1,95 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { SandboxAuthorizationError, silentLogger } from '@sbx/core';
+import { LocalSandboxProvider } from '@sbx/local';
+import { createDeepAgent } from 'deepagents';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SbxDeepAgentsBackend } from './deepagents-backend.js';
+import { ScriptedChatModel, type ScriptedCall } from './scripted-chat-model.test-support.js';
+
+const W = '/mnt/user-data/workspace';
+const FILE = `${W}/hello.py`;
+
+describe('SbxDeepAgentsBackend under a real deep agent', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-deepagents-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  async function run(
+    script: ScriptedCall[][],
+    backend = new SbxDeepAgentsBackend({ provider, threadId: 't1' }),
+  ) {
+    const model = new ScriptedChatModel(script);
+    const agent = createDeepAgent({ model, backend });
+    const state = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+    const messages = state.messages as BaseMessage[];
+    return messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
+  }
+
+  it('writes, reads, edits, lists, searches and runs a file in the sbx sandbox', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 't1' });
+    const results = await run(
+      [
+        [{ tool: 'write_file', args: { file_path: FILE, content: 'print("hello")\n' } }],
+        [{ tool: 'read_file', args: { file_path: FILE } }],
+        [{ tool: 'edit_file', args: { file_path: FILE, old_string: 'hello', new_string: 'sbx' } }],
+        [{ tool: 'ls', args: { path: W } }],
+        [{ tool: 'glob', args: { pattern: '*.py', path: '/' } }],
+        [{ tool: 'grep', args: { pattern: 'sbx', path: W } }],
+        [{ tool: 'execute', args: { command: 'cat hello.py' } }],
+      ],
+      backend,
+    );
+    const text = results.map((m) => [m.name, m.text]);
+    expect(text.map(([name]) => name)).toEqual([
+      'write_file',
+      'read_file',
+      'edit_file',
+      'ls',
+      'glob',
+      'grep',
+      'execute',
+    ]);
+    expect(text[1]?.[1]).toContain('print("hello")');
+    expect(text[3]?.[1]).toContain(FILE);
+    expect(text[4]?.[1]).toContain(FILE);
+    expect(text[5]?.[1]).toContain(FILE);
+    expect(text[6]?.[1]).toContain('print("sbx")');
+    // The sandbox really holds the edited file.
+    const sandbox = provider.get(backend.context.state.sandboxId ?? '');
+    expect(await sandbox?.readFile(FILE)).toBe('print("sbx")\n');
+  });
+
+  it('keeps sbx’s rules: host paths refused, read-before-write enforced, denials reported', async () => {
+    const results = await run([
+      [{ tool: 'read_file', args: { file_path: '/etc/passwd' } }],
+      [{ tool: 'execute', args: { command: `printf 'v1\\n' > ${FILE}` } }],
+      [{ tool: 'write_file', args: { file_path: FILE, content: 'overwritten\n' } }],
+    ]);
+    expect(results[0]?.text).toContain('Only paths under /mnt/user-data/');
+    expect(results[2]?.text).toContain('write_file refused');
+    const denied = await run(
+      [[{ tool: 'ls', args: { path: W } }]],
+      new SbxDeepAgentsBackend({
+        provider,
+        threadId: 't2',
+        authorize: async () => {
+          throw new SandboxAuthorizationError(undefined, 'guest');
+        },
+      }),
+    );
+    expect(denied[0]?.text).toBe(
+      'Error listing files: Sandbox execution is not permitted for your role (role=guest)',
+    );
+  });
+});

@@ -1,0 +1,218 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  Agent,
+  Usage,
+  run,
+  tool,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+} from '@openai/agents';
+import { SandboxAuthorizationError, getToolDefinitions, silentLogger } from '@sbx/core';
+import { LocalSandboxProvider } from '@sbx/local';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createSbxTools } from './create-sbx-tools.js';
+
+type ScriptedCall = { tool: string; args: Record<string, unknown> | string };
+
+/** An Agents `Model` that plays a fixed script of tool calls, then answers "done". */
+class ScriptedModel implements Model {
+  readonly requests: ModelRequest[] = [];
+  #step = 0;
+
+  constructor(private readonly script: ScriptedCall[][]) {}
+
+  async getResponse(request: ModelRequest): Promise<ModelResponse> {
+    this.requests.push(request);
+    const calls = this.script[this.#step];
+    this.#step += 1;
+    const usage = new Usage();
+    if (!calls) {
+      return {
+        usage,
+        output: [
+          {
+            type: 'message',
+            role: 'assistant',
+            status: 'completed',
+            content: [{ type: 'output_text', text: 'done' }],
+          },
+        ],
+      };
+    }
+    return {
+      usage,
+      output: calls.map((call, i) => ({
+        type: 'function_call' as const,
+        callId: `call-${this.#step}-${i}`,
+        name: call.tool,
+        status: 'completed' as const,
+        arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args),
+      })),
+    };
+  }
+
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(): AsyncIterable<never> {
+    throw new Error('not used');
+  }
+}
+
+type OutputItem = { type: string; name?: string; output?: unknown; customData?: unknown };
+
+function toolOutputs(
+  items: readonly { rawItem: unknown; type: string; customData?: unknown }[],
+): OutputItem[] {
+  return items
+    .filter((i) => i.type === 'tool_call_output_item')
+    .map((i) => ({ ...(i.rawItem as OutputItem), customData: i.customData }));
+}
+
+function outputText(item: OutputItem | undefined): string {
+  const output = item?.output as { type?: string; text?: string } | string | undefined;
+  return typeof output === 'string' ? output : (output?.text ?? '');
+}
+
+const FILE = '/mnt/user-data/workspace/hello.py';
+
+describe('@sbx/openai-agents with the real Agents SDK and a scripted model', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-agents-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  async function runAgent(script: ScriptedCall[][], options = {}, signal?: AbortSignal) {
+    const model = new ScriptedModel(script);
+    const tools = await createSbxTools({ provider, userId: 'alice', threadId: 't1', ...options });
+    const agent = new Agent({ name: 'coder', instructions: 'work', model, tools });
+    const result = await run(agent, 'go', { maxTurns: 10, ...(signal ? { signal } : {}) });
+    return { model, result, outputs: toolOutputs(result.newItems) };
+  }
+
+  it('runs a multi-step loop that writes, reads, edits and runs a file (strict schemas)', async () => {
+    const { model, result, outputs } = await runAgent([
+      [{ tool: 'write_file', args: { path: FILE, content: 'print("hello")\n' } }],
+      [{ tool: 'read_file', args: { path: FILE, start_line: null, end_line: null } }],
+      [{ tool: 'str_replace', args: { path: FILE, old_str: 'hello', new_str: 'sbx' } }],
+      [{ tool: 'bash', args: { command: 'cat hello.py; echo ran' } }],
+    ]);
+    expect(outputs.map((o) => [o.name, outputText(o)])).toEqual([
+      ['write_file', 'OK'],
+      ['read_file', 'print("hello")\n'],
+      ['str_replace', 'OK'],
+      ['bash', 'print("sbx")\nran\n'],
+    ]);
+    expect(result.finalOutput).toBe('done');
+    // The SDK sent the strict-mode schemas with strict: true.
+    const readFile = model.requests[0]?.tools.find((t) => t.name === 'read_file') as {
+      strict?: boolean;
+      parameters?: { required?: string[] };
+    };
+    expect(readFile.strict).toBe(true);
+    expect(readFile.parameters?.required).toEqual([
+      'description',
+      'path',
+      'start_line',
+      'end_line',
+    ]);
+  });
+
+  it('takes getToolDefinitions() output as it is, plain or strict (no hidden Standard Schema marker)', () => {
+    for (const strict of [false, true] as const) {
+      for (const definition of getToolDefinitions({ strict })) {
+        const made = strict
+          ? tool({
+              name: definition.name,
+              description: definition.description,
+              parameters: definition.inputSchema as never,
+              strict: true,
+              execute: () => 'x',
+            })
+          : tool({
+              name: definition.name,
+              description: definition.description,
+              parameters: definition.inputSchema as never,
+              strict: false,
+              execute: () => 'x',
+            });
+        expect(made.parameters).toEqual(definition.inputSchema);
+      }
+    }
+  });
+
+  it('strict: false sends the plain schemas', async () => {
+    const { model } = await runAgent([], { strict: false });
+    const readFile = model.requests[0]?.tools.find((t) => t.name === 'read_file') as {
+      strict?: boolean;
+      parameters?: { required?: string[] };
+    };
+    expect(readFile.strict).toBe(false);
+    expect(readFile.parameters?.required).toEqual(['path']);
+  });
+
+  it('a bad argument reaches the model as sbx’s message, flagged as an error in custom data', async () => {
+    const { outputs } = await runAgent([[{ tool: 'read_file', args: { path: 7 } }]]);
+    expect(outputText(outputs[0])).toBe(
+      'Error: Invalid arguments for read_file: path: expected string, received number',
+    );
+    expect(outputs[0]?.customData).toEqual({ sbx: { isError: true, code: 'INVALID_ARGUMENTS' } });
+  });
+
+  it('a file whose text starts with "Error:" is a success', async () => {
+    const { outputs } = await runAgent([
+      [{ tool: 'write_file', args: { path: FILE, content: 'Error: just data\n' } }],
+      [{ tool: 'read_file', args: { path: FILE } }],
+    ]);
+    expect(outputText(outputs[1])).toBe('Error: just data\n');
+    expect(outputs[1]?.customData).toEqual({ sbx: { isError: false } });
+  });
+
+  it('an authorization deny reaches the model and acquires nothing', async () => {
+    let acquires = 0;
+    const acquire = provider.acquire.bind(provider);
+    provider.acquire = (options) => {
+      acquires += 1;
+      return acquire(options);
+    };
+    const { outputs } = await runAgent([[{ tool: 'ls', args: { path: '/mnt/user-data' } }]], {
+      authorize: async () => {
+        throw new SandboxAuthorizationError(undefined, 'guest');
+      },
+    });
+    expect(outputText(outputs[0])).toMatch(/^Error: Sandbox execution is not permitted/);
+    expect(outputs[0]?.customData).toEqual({
+      sbx: { isError: true, code: 'SANDBOX_AUTHORIZATION' },
+    });
+    expect(acquires).toBe(0);
+  });
+
+  it('the run’s abort signal reaches the sandbox call and kills the command', async () => {
+    const controller = new AbortController();
+    const pending = runAgent(
+      [[{ tool: 'bash', args: { command: 'sleep 30.456' } }]],
+      {},
+      controller.signal,
+    );
+    setTimeout(() => controller.abort(), 200);
+    await expect(pending).rejects.toThrow();
+    const tools = await createSbxTools({ provider, threadId: 't1' });
+    const bash = tools.find((t) => t.name === 'bash')!;
+    const check = await bash.invoke(
+      undefined as never,
+      JSON.stringify({
+        command:
+          "for i in $(seq 50); do pgrep -f 'sleep 30[.]456' >/dev/null || { echo gone; exit 0; }; sleep 0.1; done; echo alive",
+      }),
+    );
+    expect(check).toBe('gone\n');
+  });
+});

@@ -1,0 +1,89 @@
+import {
+  createToolRunner,
+  errorMessage,
+  loadOptionalDependency,
+  type ToolDefinition,
+  type ToolRunner,
+  type ToolRunnerOptions,
+} from '@sbx/core';
+import type * as Agents from '@openai/agents';
+import type { FunctionTool } from '@openai/agents';
+
+type AgentsModule = typeof Agents;
+
+/**
+ * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
+ * `leaseManager`, ...) or an existing `context`, plus `tools` (which of the seven to offer) and
+ * `strict` (default true here: strict-mode schemas, which the Agents SDK sends with
+ * `strict: true`; false sends the plain schemas with `strict: false`).
+ */
+export type CreateSbxToolsOptions = ToolRunnerOptions;
+
+/** Marks the output of a failed call for SDK-side consumers (custom data on the output item). */
+export interface SbxToolOutcome {
+  readonly isError: boolean;
+  readonly code?: string;
+}
+
+function agentsTool(
+  agents: AgentsModule,
+  runner: ToolRunner,
+  definition: ToolDefinition,
+  strict: boolean,
+): FunctionTool {
+  const { name } = definition;
+  const outcomes = new Map<string, SbxToolOutcome>();
+  const common = {
+    name,
+    description: definition.description,
+    // The schema is plain JSON (no Standard Schema marker), so the SDK passes the model's
+    // arguments through and sbx validates them: a bad argument reaches the model as sbx's message.
+    parameters: definition.inputSchema as never,
+    execute: async (
+      input: unknown,
+      _context: unknown,
+      details?: { signal?: AbortSignal; toolCall?: { callId?: string } },
+    ): Promise<string> => {
+      const result = await runner.call(name, input, { signal: details?.signal });
+      const callId = details?.toolCall?.callId;
+      if (callId !== undefined) {
+        outcomes.set(callId, {
+          isError: result.isError,
+          ...(result.error ? { code: result.error.code } : {}),
+        });
+      }
+      // OpenAI function outputs are text; a failure is sbx's error text, which the model reads.
+      return result.text;
+    },
+    // Only reached when something outside sbx's tool layer throws (sbx itself never does):
+    // keep its message instead of the SDK's generic "An error occurred while running the tool".
+    errorFunction: (_context: unknown, error: unknown) => `Error: ${errorMessage(error)}`,
+    customDataExtractor: ({ toolCall }: { toolCall: { callId: string } }) => {
+      const outcome = outcomes.get(toolCall.callId);
+      outcomes.delete(toolCall.callId);
+      return outcome ? { sbx: outcome } : undefined;
+    },
+  };
+  return (strict
+    ? agents.tool({ ...common, strict: true })
+    : agents.tool({ ...common, strict: false })) as unknown as FunctionTool;
+}
+
+/**
+ * The sbx tools as OpenAI Agents SDK function tools, for `new Agent({ tools })`:
+ *
+ *     const tools = await createSbxTools({ provider, threadId: 't1' });
+ *     const agent = new Agent({ name: 'coder', model, tools });
+ *
+ * Every call runs through `runToolCall` on one shared tool context: the same sandbox, lease owner,
+ * read-before-write marks and authorization hook as `runTool`. The model reads sbx's text for
+ * every outcome (function outputs have no error flag); the structured outcome is attached to the
+ * output item as custom data (`{ sbx: { isError, code } }`). The run's abort signal cancels the
+ * sandbox call. Async because `@openai/agents` is loaded on first use.
+ */
+export async function createSbxTools(options: CreateSbxToolsOptions): Promise<FunctionTool[]> {
+  const agents = await loadOptionalDependency<AgentsModule>('@openai/agents', '@sbx/openai-agents');
+  const strict = options.strict ?? true;
+  const runner = createToolRunner({ ...options, strict });
+  return runner.definitions.map((definition) => agentsTool(agents, runner, definition, strict));
+}
