@@ -6,6 +6,9 @@ export default defineConfig({
       'packages/*/vitest.config.ts',
       {
         // Repository tooling (the packaging check's rules); not part of any published package.
+        // Sources of the packages, as in every package project (README examples import them).
+        resolve: { conditions: ['@sbx/source'] },
+        ssr: { resolve: { conditions: ['@sbx/source'] } },
         test: {
           name: 'tools',
           root: './tools',

@@ -160,3 +160,20 @@ describe('@sbx/ai-sdk with the real AI SDK and a scripted model', () => {
     });
   });
 });
+
+describe('the README example', () => {
+  it('runs as written (≤ 15 lines) with a scripted model in place of the real one', async () => {
+    const { SCRIPTED_MODEL, runReadmeExample } =
+      await import('../../../tools/testing/readme-example.js');
+    const { model, prompts } = scriptedModel([
+      [{ tool: 'write_file', input: { path: FILE, content: 'print("hello")\n' } }],
+      [{ tool: 'bash', input: { command: 'python3 hello.py' } }],
+    ]);
+    const lines = await runReadmeExample(join(import.meta.dirname, '..', 'README.md'), {
+      replacements: ['', `  model: ${SCRIPTED_MODEL},`],
+      model,
+    });
+    expect(lines).toBeLessThanOrEqual(15);
+    expect(JSON.stringify(prompts.at(-1))).toContain('hello\\n');
+  });
+});

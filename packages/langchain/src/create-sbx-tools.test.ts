@@ -130,3 +130,24 @@ describe('@sbx/langchain with real LangChain and a scripted chat model', () => {
     );
   });
 });
+
+describe('the README examples', () => {
+  it.each([
+    ['<!-- example: runs in CI -->', [{ tool: 'bash', args: { command: 'echo hello' } }]],
+    [
+      '<!-- example (deepagents): runs in CI -->',
+      [{ tool: 'execute', args: { command: 'echo hello' } }],
+    ],
+  ] as const)('%s runs as written (≤ 15 lines) with a scripted model', async (marker, step) => {
+    const { SCRIPTED_MODEL, runReadmeExample } =
+      await import('../../../tools/testing/readme-example.js');
+    const model = new ScriptedChatModel([[...step]]);
+    const lines = await runReadmeExample(join(import.meta.dirname, '..', 'README.md'), {
+      replacements: ['', `const model = ${SCRIPTED_MODEL};`],
+      marker,
+      model,
+    });
+    expect(lines).toBeLessThanOrEqual(15);
+    expect(JSON.stringify(model.prompts.at(-1))).toContain('hello\\n');
+  });
+});

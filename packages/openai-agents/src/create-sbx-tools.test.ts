@@ -216,3 +216,17 @@ describe('@sbx/openai-agents with the real Agents SDK and a scripted model', () 
     expect(check).toBe('gone\n');
   });
 });
+
+describe('the README example', () => {
+  it('runs as written (≤ 15 lines) with a scripted model in place of the real one', async () => {
+    const { SCRIPTED_MODEL, runReadmeExample } =
+      await import('../../../tools/testing/readme-example.js');
+    const model = new ScriptedModel([[{ tool: 'bash', args: { command: 'echo hello' } }]]);
+    const lines = await runReadmeExample(join(import.meta.dirname, '..', 'README.md'), {
+      replacements: [`  model: ${SCRIPTED_MODEL},`],
+      model,
+    });
+    expect(lines).toBeLessThanOrEqual(15);
+    expect(JSON.stringify(model.requests.at(-1)?.input)).toContain('hello\\n');
+  });
+});
