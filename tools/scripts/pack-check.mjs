@@ -34,6 +34,11 @@ export const VENDOR_SDKS = [
   'ioredis',
   '@boxlite-ai/boxlite',
   '@alibaba-group/opensandbox',
+  // Agent frameworks of the adapter packages.
+  'ai',
+  '@langchain/core',
+  'deepagents',
+  '@openai/agents',
 ];
 
 /**
@@ -103,6 +108,15 @@ export const PROVIDER_FACTORIES = {
         await provider.shutdown().catch(() => {});
       }
     },
+  },
+  '@sbx/langchain': {
+    sdk: '@langchain/core',
+    // The tools load @langchain/core on first use: building them is the first use.
+    construct: async (mod) => mod.createSbxTools({ provider: {}, threadId: 't' }),
+  },
+  '@sbx/openai-agents': {
+    sdk: '@openai/agents',
+    construct: async (mod) => mod.createSbxTools({ provider: {}, threadId: 't' }),
   },
   '@sbx/ownership-redis': {
     sdk: 'ioredis',

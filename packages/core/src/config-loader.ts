@@ -11,6 +11,7 @@ import {
   describeValue,
   normalizeSandboxInput,
 } from './config-input.js';
+import { closestKey } from './config-block.js';
 import {
   createSandboxConfigSchema,
   sandboxConfigSchema,
@@ -29,24 +30,6 @@ export type SandboxConfigSource = string | URL | { path: string | URL } | { yaml
 
 type ZodIssue = z.core.$ZodIssue;
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0] as number;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j] as number;
-      row[j] = Math.min(
-        (row[j] as number) + 1,
-        (row[j - 1] as number) + 1,
-        prev + (a[i - 1] === b[j - 1] ? 0 : 1),
-      );
-      prev = tmp;
-    }
-  }
-  return row[b.length] as number;
-}
-
 function unknownKeyMessage(
   key: string,
   atSectionRoot: boolean,
@@ -61,11 +44,8 @@ function unknownKeyMessage(
       return `unknown key; in the reference layout this is a provider setting, in sbx it goes under ${where}`;
     }
   }
-  const close = siblings
-    .map((s) => ({ s, d: editDistance(key, s) }))
-    .filter(({ d }) => d <= 2)
-    .sort((x, y) => x.d - y.d)[0];
-  return close ? `unknown key (did you mean "${close.s}"?)` : 'unknown key';
+  const close = closestKey(key, siblings);
+  return close ? `unknown key (did you mean "${close}"?)` : 'unknown key';
 }
 
 /** Keys the schema allows at `segments` (for did-you-mean), when that is a fixed object. */

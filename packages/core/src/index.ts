@@ -63,6 +63,13 @@ export {
   translateReferenceUse,
 } from './config-input.js';
 export { loadSandboxConfig, parseSandboxConfig, parseSandboxConfigYaml } from './config-loader.js';
+export {
+  PROVIDER_BLOCK_PACKAGES,
+  closestKey,
+  collectConfigIssues,
+  unknownKeyIssues,
+} from './config-block.js';
+export type { ConfigBlockValidator } from './config-block.js';
 export type { ParseSandboxConfigOptions, SandboxConfigSource } from './config-loader.js';
 export {
   DEFAULT_OWNERSHIP_REDIS_URL,

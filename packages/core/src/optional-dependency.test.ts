@@ -4,6 +4,7 @@ import {
   interopDefault,
   isModuleNotFoundFor,
   loadOptionalDependency,
+  packageNameOf,
 } from './optional-dependency.js';
 
 const notFound = (name: string, code = 'ERR_MODULE_NOT_FOUND') =>
@@ -71,6 +72,26 @@ describe('loadOptionalDependency', () => {
     await expect(
       loadOptionalDependency('@boxlite-ai/boxlite', 'x', importer),
     ).rejects.toBeInstanceOf(MissingDependencyError);
+  });
+
+  it('a subpath of a missing package names the package to install', async () => {
+    const { importer } = scripted(() => Promise.reject(notFound('@langchain/core')));
+    const err = await loadOptionalDependency(
+      '@langchain/core/tools',
+      '@sbx/langchain',
+      importer,
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(MissingDependencyError);
+    expect((err as MissingDependencyError).installCommand).toBe('npm install @langchain/core');
+    expect(packageNameOf('@langchain/core/tools')).toBe('@langchain/core');
+    expect(packageNameOf('ai/test')).toBe('ai');
+    expect(packageNameOf('e2b')).toBe('e2b');
+  });
+
+  it('a missing subpath via the real import() → MissingDependencyError for its package', async () => {
+    await expect(
+      loadOptionalDependency('@sbx-not-installed/pkg/sub', '@sbx/test'),
+    ).rejects.toMatchObject({ installCommand: 'npm install @sbx-not-installed/pkg' });
   });
 
   it('a missing package via the real import() → MissingDependencyError', async () => {

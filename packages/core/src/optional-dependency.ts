@@ -22,11 +22,21 @@ export function isModuleNotFoundFor(err: unknown, name: string): boolean {
 }
 
 /**
+ * The npm package a module specifier belongs to: `@langchain/core/tools` → `@langchain/core`,
+ * `e2b` → `e2b`. Node reports a missing package by this name, and it is what `npm install` takes.
+ */
+export function packageNameOf(specifier: string): string {
+  const parts = specifier.split('/');
+  return specifier.startsWith('@') ? parts.slice(0, 2).join('/') : (parts[0] ?? specifier);
+}
+
+/**
  * Imports an optional vendor SDK on first use. Provider packages list their SDK as an optional peer
  * dependency and call this from their constructor/factory, so importing a provider package never
  * loads (or requires) the SDK until that provider is actually built.
  *
- * @param name the npm package name, e.g. `dockerode`
+ * @param name the module to import: a package name (`dockerode`) or a subpath of one
+ *   (`@langchain/core/tools`); a missing install names the package
  * @param requiredBy who needs it, used in the error message, e.g. `@sbx/aio LocalContainerBackend`
  * @param importer overridable for tests; defaults to a native dynamic `import()`
  */
@@ -52,8 +62,10 @@ export async function loadOptionalDependency<T = unknown>(
   try {
     return (await pending) as T;
   } catch (err) {
-    if (isModuleNotFoundFor(err, name))
-      throw new MissingDependencyError(name, requiredBy, { cause: err });
+    const packageName = packageNameOf(name);
+    if (isModuleNotFoundFor(err, name) || isModuleNotFoundFor(err, packageName)) {
+      throw new MissingDependencyError(packageName, requiredBy, { cause: err });
+    }
     throw err;
   }
 }
