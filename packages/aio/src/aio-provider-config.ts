@@ -1,3 +1,4 @@
+import { collectConfigIssues, type ConfigBlockValidator, unknownKeyIssues } from '@sbx/core';
 import {
   ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
@@ -211,3 +212,12 @@ export function resolveAioSettings(
     },
   };
 }
+
+/**
+ * `sbx config validate` for `sandbox.aio`: unknown keys (with did-you-mean; the provider itself only
+ * warns about them) and bad values.
+ */
+export const validateConfigBlock: ConfigBlockValidator = (config, env = process.env) => [
+  ...unknownKeyIssues('sandbox.aio', config.aio, AIO_CONFIG_KEYS),
+  ...collectConfigIssues(() => resolveAioSettings(config, env)),
+];

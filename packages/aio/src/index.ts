@@ -140,3 +140,4 @@ export type { MountGroup, SandboxMountPlanInput } from './sandbox-mounts.js';
 
 // `use: "@sbx/aio"` loads this through core's provider loader.
 export { AioSandboxProvider as default } from './aio-sandbox-provider.js';
+export { validateConfigBlock } from './aio-provider-config.js';

@@ -1,3 +1,4 @@
+import { collectConfigIssues, type ConfigBlockValidator } from '@sbx/core';
 import {
   ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
@@ -5,6 +6,7 @@ import {
   DEFAULT_REPLICAS,
   DEFAULT_SKILLS_CONTAINER_PATH,
   normalizeVirtualRoot,
+  unknownKeyIssues,
   validateExtraEnv,
 } from '@sbx/core';
 import type { ConfigIssue, SandboxConfig } from '@sbx/core';
@@ -57,14 +59,7 @@ const NAME_PREFIX_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 class Reader {
   readonly issues: ConfigIssue[] = [];
   constructor(private readonly block: Readonly<Record<string, unknown>>) {
-    for (const key of Object.keys(block)) {
-      if (!(BOXLITE_BLOCK_KEYS as readonly string[]).includes(key)) {
-        this.issues.push({
-          path: `sandbox.boxlite.${key}`,
-          message: `unknown key (known: ${BOXLITE_BLOCK_KEYS.join(', ')})`,
-        });
-      }
-    }
+    this.issues.push(...unknownKeyIssues('sandbox.boxlite', block, BOXLITE_BLOCK_KEYS));
   }
 
   string(key: string, check?: (v: string) => string | undefined): string | undefined {
@@ -157,3 +152,7 @@ export function resolveBoxliteSettings(config: SandboxConfig | undefined): Boxli
     ),
   };
 }
+
+/** `sbx config validate` for `sandbox.boxlite`: unknown keys (with did-you-mean) and bad values. */
+export const validateConfigBlock: ConfigBlockValidator = (config) =>
+  collectConfigIssues(() => resolveBoxliteSettings(config));

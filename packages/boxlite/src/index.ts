@@ -43,3 +43,4 @@ export type { FsAccessProbe, VirtualizationProblem } from './virtualization.js';
 
 import { BoxliteProvider } from './boxlite-provider.js';
 export default BoxliteProvider;
+export { validateConfigBlock } from './boxlite-config.js';

@@ -57,6 +57,55 @@ describe('sbx config validate', () => {
     );
   });
 
+  it('checks every provider block through its package, with did-you-mean', async () => {
+    const bad = await file(
+      'blocks.yaml',
+      [
+        'sandbox:',
+        '  use: "@sbx/local"',
+        '  local:',
+        '    max_cached_thread: 3',
+        '  aio:',
+        '    bogus_key: 1',
+        '  e2b:',
+        '    templat: base',
+        '  tenki:',
+        '    cpu_core: 2',
+        '',
+      ].join('\n'),
+    );
+    const run = await sbx(['config', 'validate', '--json', bad]);
+    expect(run.code).toBe(1);
+    const result = JSON.parse(run.stdout) as { issues: { path: string; message: string }[] };
+    expect(result.issues).toEqual(
+      expect.arrayContaining([
+        {
+          path: 'sandbox.local.max_cached_thread',
+          message: 'unknown key (did you mean "max_cached_threads"?)',
+        },
+        { path: 'sandbox.e2b.templat', message: 'unknown key (did you mean "template"?)' },
+        { path: 'sandbox.tenki.cpu_core', message: 'unknown key (did you mean "cpu_cores"?)' },
+      ]),
+    );
+    expect(result.issues.map((i) => i.path)).toContain('sandbox.aio.bogus_key');
+  });
+
+  it('a block whose package cannot be loaded is a warning, not an issue', async () => {
+    const ok = await file(
+      'uninstalled.yaml',
+      ['sandbox:', '  use: "@sbx/local"', '  boxlite:', '    name_prefix: x', ''].join('\n'),
+    );
+    const importer = async (specifier: string) => {
+      if (specifier === '@sbx/boxlite') throw new Error("Cannot find package '@sbx/boxlite'");
+      return import(specifier);
+    };
+    const run = await sbx(['config', 'validate', ok], { importer });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(
+      'sbx: warning: sandbox.boxlite not checked: @sbx/boxlite could not be loaded',
+    );
+  });
+
   it('validates the authorization section the way @sbx/authz reads it', async () => {
     const bad = await file(
       'authz.yaml',

@@ -1,6 +1,15 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { loadSandboxConfig, type ConfigIssue } from '@sbx/core';
+import {
+  PROVIDER_BLOCK_PACKAGES,
+  errorMessage,
+  loadSandboxConfig,
+  parseProviderSpecifier,
+  type ConfigBlockValidator,
+  type ConfigIssue,
+  type ModuleImporter,
+  type SandboxConfig,
+} from '@sbx/core';
 import { parseAuthorizationConfig, parseAuthorizationConfigYaml } from '@sbx/authz';
 import { writeLine } from './cli-io.js';
 import {
@@ -20,6 +29,61 @@ export interface ConfigValidation {
   readonly issues: readonly ConfigIssue[];
   /** The provider the file selects, when it is valid. */
   readonly provider: string | undefined;
+  /** Blocks that could not be checked (their package is not installed, or has no validator). */
+  readonly warnings?: readonly string[];
+}
+
+const nativeImport: ModuleImporter = (specifier) => import(specifier);
+
+/**
+ * The provider blocks the file has, each with the package whose `validateConfigBlock` checks it:
+ * the six sbx providers' blocks, and `provider_options` for the package `use` names.
+ */
+function blocksToCheck(config: SandboxConfig): { block: string; packageName: string }[] {
+  const present: { block: string; packageName: string }[] = [];
+  const record = config as unknown as Record<string, unknown>;
+  for (const [block, packageName] of Object.entries(PROVIDER_BLOCK_PACKAGES)) {
+    if (record[block] !== undefined) present.push({ block, packageName });
+  }
+  const spec = parseProviderSpecifier(config.use);
+  if (record.providerOptions !== undefined && spec) {
+    present.push({ block: 'provider_options', packageName: spec.packageName });
+  }
+  return present;
+}
+
+/**
+ * Every provider block through its own package's validator (unknown keys with did-you-mean, bad
+ * values), as the top level is checked through core's schema. A block whose package is not
+ * installed cannot be checked: that is a warning, not an issue.
+ */
+async function providerBlockIssues(
+  config: SandboxConfig,
+  env: Readonly<Record<string, string | undefined>>,
+  importer: ModuleImporter,
+): Promise<{ issues: ConfigIssue[]; warnings: string[] }> {
+  const issues: ConfigIssue[] = [];
+  const warnings: string[] = [];
+  for (const { block, packageName } of blocksToCheck(config)) {
+    let validate: ConfigBlockValidator | undefined;
+    try {
+      const mod = (await importer(packageName)) as { validateConfigBlock?: unknown };
+      if (typeof mod.validateConfigBlock === 'function') {
+        validate = mod.validateConfigBlock as ConfigBlockValidator;
+      }
+    } catch (err) {
+      warnings.push(
+        `sandbox.${block} not checked: ${packageName} could not be loaded (${errorMessage(err)})`,
+      );
+      continue;
+    }
+    if (!validate) {
+      warnings.push(`sandbox.${block} not checked: ${packageName} exports no validateConfigBlock`);
+      continue;
+    }
+    issues.push(...validate(config, env));
+  }
+  return { issues, warnings };
 }
 
 /**
@@ -56,6 +120,7 @@ export async function validateConfigFile(
   const { io } = runtime;
   const absolute = path.resolve(io.cwd, file);
   const issues: ConfigIssue[] = [];
+  const warnings: string[] = [];
   let provider: string | undefined;
   try {
     const config = await loadSandboxConfig(
@@ -63,6 +128,9 @@ export async function validateConfigFile(
       { env: io.env, cwd: path.dirname(absolute) },
     );
     provider = config.use;
+    const blocks = await providerBlockIssues(config, io.env, runtime.importer ?? nativeImport);
+    issues.push(...blocks.issues);
+    warnings.push(...blocks.warnings);
     if (config.authorization !== undefined) {
       try {
         parseAuthorizationConfig(config.authorization);
@@ -86,6 +154,7 @@ export async function validateConfigFile(
     valid: issues.length === 0,
     issues,
     provider: issues.length === 0 ? provider : undefined,
+    ...(warnings.length > 0 ? { warnings } : {}),
   };
 }
 
@@ -98,6 +167,9 @@ export async function configValidateCommand(
   const { io } = runtime;
   try {
     const result = await validateConfigFile(file, runtime);
+    if (!options.json) {
+      for (const warning of result.warnings ?? []) writeLine(io.stderr, `sbx: warning: ${warning}`);
+    }
     if (options.json) {
       printJson(io, { ok: result.valid, ...result });
     } else if (result.valid) {

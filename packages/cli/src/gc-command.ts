@@ -14,10 +14,10 @@ export interface GcOptions extends ProviderCommandOptions {
 }
 
 /**
- * `sbx gc`: asks the provider to reap orphaned sandboxes under its ownership-store rules (see
- * `OrphanCollectingProvider`). Providers without the capability have nothing the CLI could safely
- * collect; that is reported and is not an error. The host provider is one of them: its thread
- * directories are user data, never orphans.
+ * `sbx gc`: asks the provider to reap orphaned sandboxes under its own rules (see
+ * `OrphanCollectingProvider`): ownership-store rules for container and VM providers, idle thread
+ * directories (`sandbox.local.thread_max_age_days`) for the host provider. Providers without the
+ * capability have nothing the CLI could safely collect; that is reported and is not an error.
  */
 export async function gcCommand(options: GcOptions, runtime: CommandRuntime): Promise<number> {
   const { io, signal, importer } = runtime;

@@ -1,3 +1,4 @@
+import { collectConfigIssues, type ConfigBlockValidator, unknownKeyIssues } from '@sbx/core';
 import { ConfigError, DEFAULT_SKILLS_ROOT, leaseTtlSeconds, silentLogger } from '@sbx/core';
 import type {
   Logger,
@@ -179,3 +180,12 @@ export function reservationMaxAgeMs(
   );
   return Math.round(seconds * 1000);
 }
+
+/**
+ * `sbx config validate` for `sandbox.e2b`: unknown keys (with did-you-mean; the provider itself only
+ * warns about them) and bad values.
+ */
+export const validateConfigBlock: ConfigBlockValidator = (config) => [
+  ...unknownKeyIssues('sandbox.e2b', config.e2b, E2B_CONFIG_KEYS),
+  ...collectConfigIssues(() => resolveE2BSettings(config)),
+];

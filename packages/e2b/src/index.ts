@@ -102,3 +102,4 @@ export {
 
 /** `use: "@sbx/e2b"` loads this: the provider class. */
 export default E2BSandboxProvider;
+export { validateConfigBlock } from './e2b-config.js';

@@ -175,7 +175,7 @@ describe('an unreachable E2B API', () => {
     const port = (probe.address() as { port: number }).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
     const offline = new SdkE2BClient({ apiKey: 'e2b_test', apiUrl: `http://127.0.0.1:${port}` });
-    const failure = await offline.create({ template: 'base' }).then(
+    const failure = await offline.create({ template: 'base', metadata: {} }).then(
       () => undefined,
       (err: unknown) => err,
     );

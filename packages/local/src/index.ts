@@ -7,15 +7,20 @@ export {
   LocalSandboxProvider,
   createLocalProvider,
   GENERIC_LOCAL_SANDBOX_ID,
-  DEFAULT_MAX_CACHED_THREAD_SANDBOXES,
   SBX_HOME_ENV,
   DEFAULT_BASE_DIR_NAME,
 } from './local-sandbox-provider.js';
+export {
+  DEFAULT_MAX_CACHED_THREAD_SANDBOXES,
+  DEFAULT_THREAD_MAX_AGE_DAYS,
+  LOCAL_BLOCK_KEYS,
+  validateConfigBlock,
+} from './local-config-block.js';
 export type {
   LocalProviderOptions,
   LocalProviderConfig,
   LocalMountConfig,
-} from './local-sandbox-provider.js';
+} from './local-provider-options.js';
 export { runPosixCommand } from './posix-runner.js';
 export type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
 export { findShell, POSIX_SHELL_CANDIDATES } from './shell.js';

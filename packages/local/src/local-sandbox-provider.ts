@@ -29,11 +29,20 @@ import type {
   AcquireOptions,
   EnvPolicyMode,
   Logger,
+  OrphanReapReport,
   PathMapping,
+  ReapOrphansOptions,
   ThreadDataPaths,
   ThreadLayout,
 } from '@sbx/core';
 import { canonicalPathSync } from './canonical-path.js';
+import type { LocalMountConfig, LocalProviderOptions } from './local-provider-options.js';
+import {
+  DEFAULT_MAX_CACHED_THREAD_SANDBOXES,
+  DEFAULT_THREAD_MAX_AGE_DAYS,
+  resolveLocalBlock,
+} from './local-config-block.js';
+import { collectIdleThreads } from './thread-gc.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { localSandboxId, type SkillsMode } from './local-sandbox-id.js';
 import {
@@ -44,63 +53,11 @@ import {
 
 /** Id of the sandbox handed to callers without a thread. */
 export const GENERIC_LOCAL_SANDBOX_ID = 'local';
-export const DEFAULT_MAX_CACHED_THREAD_SANDBOXES = 256;
 /** Environment variable naming the data directory when neither options nor config do. */
 export const SBX_HOME_ENV = 'SBX_HOME';
 export const DEFAULT_BASE_DIR_NAME = '.sbx';
 
 /** One configured extra mount (the `sandbox.mounts[]` entries of the configuration). */
-export interface LocalMountConfig {
-  readonly hostPath: string;
-  readonly containerPath: string;
-  readonly readOnly?: boolean;
-}
-
-/**
- * The parts of a parsed `sandbox` configuration (`SandboxConfig` of @sbx/core) this provider
- * reads; the provider loader passes the whole configuration as `{ config, logger }`.
- */
-export interface LocalProviderConfig {
-  readonly allowHostBash?: boolean;
-  readonly bashCommandTimeout?: number;
-  readonly searchTimeoutSeconds?: number;
-  readonly envPolicy?: EnvPolicyMode;
-  readonly envAllow?: readonly string[];
-  readonly mounts?: readonly LocalMountConfig[];
-  readonly skills?: { readonly containerPath?: string };
-  readonly baseDir?: string;
-  /** `sandbox.local` block: `max_cached_threads`, `shell`. */
-  readonly local?: Readonly<Record<string, unknown>>;
-}
-
-export interface LocalProviderOptions {
-  /** Parsed configuration; explicit options below take precedence over it. */
-  config?: LocalProviderConfig;
-  /** Default: warnings and errors the contract requires go to the console, nothing else. */
-  logger?: Logger;
-  /** Data directory; default: config `baseDir`, then env `SBX_HOME`, then `./.sbx`. */
-  baseDir?: string;
-  allowHostBash?: boolean;
-  /** Seconds; default 600. */
-  bashCommandTimeout?: number;
-  /** Wall clock of one grep or glob in seconds. Default: `sandbox.search_timeout_seconds` (10). */
-  searchTimeoutSeconds?: number;
-  /** Host environment inheritance of commands. Default: `sandbox.env_policy` (`allowlist`). */
-  envPolicy?: EnvPolicyMode;
-  /** Extra inherited names under the allowlist. Default: `sandbox.env_allow`. */
-  envAllow?: readonly string[];
-  mounts?: readonly LocalMountConfig[];
-  /** Default `/mnt/skills`. */
-  skillsContainerPath?: string;
-  /** Per-thread sandboxes kept (least recently used evicted). Default 256. */
-  maxCachedThreads?: number;
-  shell?: string;
-  /** User of acquires that name none. Default `default`. */
-  defaultUserId?: string;
-  /** Environment consulted for `SBX_HOME`. Default `process.env`. */
-  env?: Readonly<Record<string, string | undefined>>;
-}
-
 interface ThreadEntry {
   readonly sandbox: LocalSandbox;
   readonly mode: SkillsMode;
@@ -114,24 +71,6 @@ const requiredLogger: Logger = {
   warn: (msg, fields) => console.warn(`[sbx/local] ${msg}`, fields ?? ''),
   error: (msg, fields) => console.error(`[sbx/local] ${msg}`, fields ?? ''),
 };
-
-function positiveInteger(name: string, value: unknown): number | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new ConfigError([
-      { path: name, message: `must be a positive integer, got ${String(value)}` },
-    ]);
-  }
-  return value;
-}
-
-function optionalString(name: string, value: unknown): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string' || value === '') {
-    throw new ConfigError([{ path: name, message: 'must be a non-empty string' }]);
-  }
-  return value;
-}
 
 /**
  * Host-backed provider. `acquire()` without a thread returns the generic sandbox `local`; with a
@@ -154,6 +93,7 @@ export class LocalSandboxProvider extends SandboxProvider {
   private readonly envPolicy: EnvPolicyMode | undefined;
   private readonly envAllow: readonly string[] | undefined;
   private readonly shell: string | undefined;
+  private readonly threadMaxAgeDays: number;
   private readonly defaultUserId: string;
   private readonly logger: Logger;
   private readonly threads: LRUCache<string, ThreadEntry>;
@@ -192,7 +132,9 @@ export class LocalSandboxProvider extends SandboxProvider {
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.envPolicy = options.envPolicy ?? config.envPolicy;
     this.envAllow = options.envAllow ?? config.envAllow;
-    this.shell = options.shell ?? optionalString('sandbox.local.shell', local.shell);
+    const block = resolveLocalBlock(local);
+    this.threadMaxAgeDays = block.threadMaxAgeDays ?? DEFAULT_THREAD_MAX_AGE_DAYS;
+    this.shell = options.shell ?? block.shell;
     this.skillsContainerPath = normalizeVirtualRoot(
       options.skillsContainerPath ?? config.skills?.containerPath ?? DEFAULT_SKILLS_CONTAINER_PATH,
     );
@@ -214,9 +156,7 @@ export class LocalSandboxProvider extends SandboxProvider {
     }
     this.defaultUserId = assertSafePathSegment('userId', options.defaultUserId ?? DEFAULT_USER_ID);
     const max =
-      options.maxCachedThreads ??
-      positiveInteger('sandbox.local.max_cached_threads', local.max_cached_threads) ??
-      DEFAULT_MAX_CACHED_THREAD_SANDBOXES;
+      options.maxCachedThreads ?? block.maxCachedThreads ?? DEFAULT_MAX_CACHED_THREAD_SANDBOXES;
     if (!Number.isSafeInteger(max) || max < 1) {
       throw new ConfigError([
         { path: 'maxCachedThreads', message: `must be a positive integer, got ${max}` },
@@ -330,6 +270,25 @@ export class LocalSandboxProvider extends SandboxProvider {
   /** The environment tag of one sandbox's processes: unique to this provider instance and id. */
   private processTagOf(sandboxId: string): string {
     return `${this.processTag}.${createHash('sha256').update(sandboxId).digest('hex').slice(0, 16)}`;
+  }
+
+  /**
+   * `sbx gc` for the host provider: removes thread directories nothing changed in for
+   * `sandbox.local.thread_max_age_days` (default 30), except threads this instance holds. A dry run
+   * only reports them. (Each `sbx mcp` session, for one, makes a thread of its own.)
+   */
+  async reapOrphans(options: ReapOrphansOptions = {}): Promise<OrphanReapReport> {
+    const inUse = new Set<string>();
+    for (const entry of this.threads.values()) inUse.add(`local:${entry.userId}:${entry.threadId}`);
+    return collectIdleThreads({
+      baseDir: this.baseDir,
+      maxAgeDays: this.threadMaxAgeDays,
+      nowMs: Date.now(),
+      inUse,
+      dryRun: options.dryRun === true,
+      signal: options.signal,
+      logger: this.logger,
+    });
   }
 
   /** Forgets every cached sandbox; files on disk are untouched. Idempotent. */

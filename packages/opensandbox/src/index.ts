@@ -79,3 +79,4 @@ export { exitCodeOf, joinOutputLines } from './command-output.js';
 
 /** `use: "@sbx/opensandbox"` loads this: the provider class. */
 export default OpenSandboxProvider;
+export { validateConfigBlock } from './opensandbox-config.js';

@@ -1,3 +1,4 @@
+import { collectConfigIssues, type ConfigBlockValidator } from '@sbx/core';
 import { isIP } from 'node:net';
 import {
   ConfigError,
@@ -6,6 +7,7 @@ import {
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
   isSbxError,
+  unknownKeyIssues,
   validateExtraEnv,
 } from '@sbx/core';
 import type { ConfigIssue, OpenConfigBlock } from '@sbx/core';
@@ -159,11 +161,8 @@ export function resolveOpenSandboxSettings(
   const block: OpenConfigBlock =
     typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {};
   if (block !== raw) out.add(BLOCK, 'must be a mapping');
-  const known = new Set<string>(OPENSANDBOX_BLOCK_KEYS);
-  for (const key of Object.keys(block)) {
-    if (!known.has(key)) {
-      out.add(`${BLOCK}.${key}`, `unknown key (known: ${OPENSANDBOX_BLOCK_KEYS.join(', ')})`);
-    }
+  for (const issue of unknownKeyIssues(BLOCK, block, OPENSANDBOX_BLOCK_KEYS)) {
+    out.add(issue.path, issue.message);
   }
 
   let protocol: OpenSandboxProtocol = 'http';
@@ -289,3 +288,7 @@ export function connectionWarnings(
   }
   return warnings;
 }
+
+/** `sbx config validate` for `sandbox.opensandbox`: unknown keys (with did-you-mean), bad values. */
+export const validateConfigBlock: ConfigBlockValidator = (config) =>
+  collectConfigIssues(() => resolveOpenSandboxSettings(config as OpenSandboxProviderConfig));

@@ -48,3 +48,4 @@ export type { TenkiFileProblem } from './tenki-errors.js';
 
 import { TenkiSandboxProvider } from './tenki-provider.js';
 export default TenkiSandboxProvider;
+export { validateConfigBlock } from './tenki-config.js';

@@ -1,8 +1,10 @@
+import { collectConfigIssues, type ConfigBlockValidator } from '@sbx/core';
 import {
   ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
+  unknownKeyIssues,
   validateExtraEnv,
 } from '@sbx/core';
 import type { ConfigIssue, SandboxConfig } from '@sbx/core';
@@ -79,14 +81,7 @@ function at(key: string): string {
 export function resolveTenkiSettings(config: SandboxConfig | undefined): TenkiSettings {
   const block = config?.tenki ?? {};
   const issues: ConfigIssue[] = [];
-  for (const key of Object.keys(block)) {
-    if (!(TENKI_BLOCK_KEYS as readonly string[]).includes(key)) {
-      issues.push({
-        path: at(key),
-        message: `unknown key (known: ${TENKI_BLOCK_KEYS.join(', ')})`,
-      });
-    }
-  }
+  issues.push(...unknownKeyIssues('sandbox.tenki', block, TENKI_BLOCK_KEYS));
   const string = (key: string, check?: (v: string) => string | undefined): string | undefined => {
     const value = block[key];
     if (value === undefined || value === null) return undefined;
@@ -161,3 +156,7 @@ export function resolveTenkiSettings(config: SandboxConfig | undefined): TenkiSe
       config?.warmPool.idleCheckIntervalSeconds ?? DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   };
 }
+
+/** `sbx config validate` for `sandbox.tenki`: unknown keys (with did-you-mean) and bad values. */
+export const validateConfigBlock: ConfigBlockValidator = (config) =>
+  collectConfigIssues(() => resolveTenkiSettings(config));
