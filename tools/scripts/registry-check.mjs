@@ -322,6 +322,18 @@ export async function main({ keep = false } = {}) {
       throw new Error(`${problems.join('\n')}\n--- demo output ---\n${demo.stdout}${demo.stderr}`);
     }
     log(`${withCli ? 'npx sbx demo' : '@sbx/local runDemo()'} printed every expected line`);
+    if (withCli) {
+      // The documented form for running the CLI without a dependency on it: naming the package,
+      // because a bare `npx sbx` elsewhere resolves an unrelated public package called `sbx`.
+      const named = await run('npx', ['--no', '-p', '@sbx/cli', 'sbx', '--version'], {
+        cwd: consumer,
+      });
+      const version = named.stdout.trim();
+      if (!/^\d+\.\d+\.\d+/.test(version)) {
+        throw new Error(`npx -p @sbx/cli sbx --version printed ${JSON.stringify(named.stdout)}`);
+      }
+      log(`npx -p @sbx/cli sbx --version printed ${version}`);
+    }
     log(`passed (${elapsed()})`);
     return true;
   } catch (err) {
