@@ -5,7 +5,7 @@
 #   sbx-test/busybox:1   busybox (static) with every applet linked into /bin
 #   sbx-test/node:1      the host's node binary and the shared libraries it links, plus busybox
 #                        as /bin/sh and the usual applets, so JS servers can run in a container
-#   sbx-test/aio-standin:1  the node image plus tools/images/aio-standin/server.mjs, a stand-in
+#   sbx-test/aio-standin:1  the node image plus tools/images/aio-standin/*.mjs, a stand-in
 #                        for the all-in-one sandbox API (listens on 127.0.0.1:$SBX_AIO_PORT)
 #
 # Usage: DOCKER_HOST=unix:///tmp/sbx-services/docker.sock bash tools/images/build-images.sh
@@ -22,7 +22,8 @@ if [[ "${1:-}" == "--force" ]]; then force=1; fi
 BUSYBOX_TAG="sbx-test/busybox:1"
 NODE_TAG="sbx-test/node:1"
 AIO_STANDIN_TAG="sbx-test/aio-standin:1"
-aio_standin_server="$here/aio-standin/server.mjs"
+aio_standin_dir="$here/aio-standin"
+aio_standin_modules=("$aio_standin_dir"/*.mjs)
 
 log() { printf '[sbx-images] %s\n' "$*" >&2; }
 die() {
@@ -138,7 +139,7 @@ build_node() {
 build_aio_standin() {
   local hash lib
   # shellcheck disable=SC2046
-  hash="$(inputs_hash "$node_bin" $(libs_of "$node_bin") "$busybox_bin" $(libs_of "$busybox_bin") "$aio_standin_server")"
+  hash="$(inputs_hash "$node_bin" $(libs_of "$node_bin") "$busybox_bin" $(libs_of "$busybox_bin") "${aio_standin_modules[@]}")"
   if [[ "$force" == 0 && "$(current_label "$AIO_STANDIN_TAG")" == "$hash" ]]; then
     log "$AIO_STANDIN_TAG is up to date ($hash)"
     return
@@ -148,7 +149,7 @@ build_aio_standin() {
   mkdir -p "$rootfs/usr/local/bin" "$rootfs/opt/sbx-aio" "$rootfs/mnt"
   cp -L "$node_bin" "$rootfs/usr/local/bin/node"
   for lib in $(libs_of "$node_bin"); do copy_into "$rootfs" "$lib"; done
-  cp "$aio_standin_server" "$rootfs/opt/sbx-aio/server.mjs"
+  cp "${aio_standin_modules[@]}" "$rootfs/opt/sbx-aio/"
   import_rootfs "$AIO_STANDIN_TAG" "$rootfs" "$hash" '["node","/opt/sbx-aio/server.mjs"]' \
     'PATH=/usr/local/bin:/bin' 'HOME=/root'
   local got

@@ -24,6 +24,8 @@ export interface ShellCommandResult {
 }
 
 export interface BashExecResult {
+  /** The bash session the image opened for the call; closed afterwards (it would stay an hour). */
+  sessionId: string | undefined;
   status: string | undefined;
   stdout: string | null;
   stderr: string | null;
@@ -159,7 +161,13 @@ export class AioApi {
     request: { command: string; id?: string; noChangeTimeout: number; hardTimeout?: number },
     options: AioRequestOptions = {},
   ): Promise<ShellCommandResult> {
-    const body: Json = { command: request.command, no_change_timeout: request.noChangeTimeout };
+    // truncate: false, or the image cuts the output at 30,000 characters, end-of-output frame
+    // included.
+    const body: Json = {
+      command: request.command,
+      no_change_timeout: request.noChangeTimeout,
+      truncate: false,
+    };
     if (request.id !== undefined) body.id = request.id;
     if (request.hardTimeout !== undefined) body.hard_timeout = request.hardTimeout;
     const env = await this.call('POST', '/v1/shell/exec', body, options);
@@ -180,6 +188,28 @@ export class AioApi {
     await this.call('DELETE', `/v1/shell/sessions/${encodeURIComponent(id)}`, undefined, options);
   }
 
+  /** `POST /v1/shell/kill`: ends the session's running command; the session stays. */
+  async killShell(id: string, options: AioRequestOptions = {}): Promise<void> {
+    await this.call('POST', '/v1/shell/kill', { id }, options);
+  }
+
+  /** `GET /v1/shell/sessions/stats`: the live session cap (`max_sessions`), if reported. */
+  async shellSessionStats(options: AioRequestOptions = {}): Promise<{ maxSessions?: number }> {
+    const env = await this.call('GET', '/v1/shell/sessions/stats', undefined, options);
+    const max = int(asObject(env.data)?.max_sessions);
+    return max !== null && max > 0 ? { maxSessions: max } : {};
+  }
+
+  /** `POST /v1/bash/sessions/{id}/close`. */
+  async closeBashSession(id: string, options: AioRequestOptions = {}): Promise<void> {
+    await this.call(
+      'POST',
+      `/v1/bash/sessions/${encodeURIComponent(id)}/close`,
+      undefined,
+      options,
+    );
+  }
+
   /** `POST /v1/bash/exec` without a session id: a fresh session for this one command. */
   async bashExec(
     request: { command: string; env: Readonly<Record<string, string>>; hardTimeout: number },
@@ -193,6 +223,7 @@ export class AioApi {
     );
     const data = asObject(env.data) ?? {};
     return {
+      sessionId: str(data.session_id),
       status: str(data.status),
       stdout: nullableStr(data.stdout),
       stderr: nullableStr(data.stderr),
@@ -230,6 +261,46 @@ export class AioApi {
     );
     const files = Array.isArray(data?.files) ? data.files : [];
     return files.filter((f): f is string => typeof f === 'string');
+  }
+
+  /**
+   * `POST /v1/file/glob`: the recursive glob (`**` spans directories), files only unless
+   * `filesOnly` is false. An image without the endpoint answers 404 (an `AioHttpError`).
+   */
+  async globFiles(
+    request: { path: string; pattern: string; filesOnly: boolean; maxResults: number },
+    options: AioRequestOptions = {},
+  ): Promise<{ paths: string[]; truncated: boolean }> {
+    const body: Json = {
+      path: request.path,
+      pattern: request.pattern,
+      include_hidden: true,
+      files_only: request.filesOnly,
+      max_results: request.maxResults,
+    };
+    // A 404 (no such endpoint on this image) propagates as an AioHttpError: the caller falls back.
+    const res = await this.http.json('POST', '/v1/file/glob', body, options);
+    const env = this.envelope('POST', '/v1/file/glob', res.body);
+    if (!env.success) {
+      const data = asObject(env.data);
+      throw fileErrorFor(
+        {
+          errnoName: str(data?.errno_name),
+          errorType: str(data?.error_type),
+          message: str(data?.message) ?? env.message,
+        },
+        request.path,
+        'glob',
+      );
+    }
+    const data = asObject(env.data);
+    const files = Array.isArray(data?.files) ? data.files : [];
+    const paths: string[] = [];
+    for (const f of files) {
+      const p = str(asObject(f)?.path);
+      if (p !== undefined) paths.push(p);
+    }
+    return { paths, truncated: data?.truncated === true };
   }
 
   async listFiles(path: string, options: AioRequestOptions = {}): Promise<ListedFile[]> {

@@ -217,3 +217,14 @@ export class AioHttpClient {
     return this.closing;
   }
 }
+
+/** The headers of every call: the caller's, then the API key. */
+export function aioRequestHeaders(options: {
+  apiKey?: string | undefined;
+  headers?: Readonly<Record<string, string>> | undefined;
+}): Record<string, string> {
+  return {
+    ...(options.headers ?? {}),
+    ...(options.apiKey ? { 'X-AIO-API-Key': options.apiKey } : {}),
+  };
+}

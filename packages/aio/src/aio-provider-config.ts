@@ -38,6 +38,15 @@ const nonNegativeInt: Check = (v) =>
   typeof v === 'number' && Number.isInteger(v) && v >= 0 ? undefined : 'must be an integer >= 0';
 const nonEmptyString: Check = (v) =>
   typeof v === 'string' && v !== '' ? undefined : 'must be a non-empty string';
+const headerMap: Check = (v) =>
+  typeof v === 'object' &&
+  v !== null &&
+  !Array.isArray(v) &&
+  Object.entries(v).every(
+    ([k, x]) => /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k) && typeof x === 'string',
+  )
+    ? undefined
+    : 'must map header names to string values';
 const networkMode: Check = (v) =>
   v === 'bridge' || v === 'host' ? undefined : "must be 'bridge' or 'host'";
 
@@ -53,7 +62,9 @@ const networkMode: Check = (v) =>
  *   filesystem (Docker-outside-of-Docker);
  * - `ready_timeout_seconds` (60), `stop_timeout_seconds` (120), `stop_grace_seconds` (10);
  * - `reconcile_interval_seconds` (default `warm_pool.idle_check_interval_seconds`),
- *   `reconcile_max_items` (500), `reconcile_max_seconds` (30): the budgets of one pass.
+ *   `reconcile_max_items` (500), `reconcile_max_seconds` (30): the budgets of one pass;
+ * - `api_key` (else env `SBX_AIO_API_KEY`): the image's `SANDBOX_API_KEY`, sent as
+ *   `X-AIO-API-Key`; `headers`: more headers for every call to a sandbox.
  */
 const BLOCK_CHECKS: Readonly<Record<string, Check>> = {
   network: networkMode,
@@ -66,6 +77,8 @@ const BLOCK_CHECKS: Readonly<Record<string, Check>> = {
   reconcile_interval_seconds: positive,
   reconcile_max_items: positiveInt,
   reconcile_max_seconds: positive,
+  api_key: nonEmptyString,
+  headers: headerMap,
 };
 
 export const AIO_CONFIG_KEYS: readonly string[] = Object.keys(BLOCK_CHECKS);
@@ -81,6 +94,8 @@ interface AioBlock {
   reconcile_interval_seconds?: number;
   reconcile_max_items?: number;
   reconcile_max_seconds?: number;
+  api_key?: string;
+  headers?: Record<string, string>;
 }
 
 export interface ReconcileSettings {
@@ -115,10 +130,21 @@ export interface AioSettings {
   sandboxHost: string | undefined;
   bindHost: string | undefined;
   readyTimeoutMs: number;
+  /**
+   * The image's API key (`sandbox.aio.api_key`, else `SBX_AIO_API_KEY`): sent on every call and
+   * every readiness probe; set as `SANDBOX_API_KEY` in containers sbx starts, so the image
+   * enforces it. Never logged.
+   */
+  apiKey: string | undefined;
+  /** `sandbox.aio.headers`: sent with every call to a sandbox (and its readiness probes). */
+  headers: Readonly<Record<string, string>>;
   stopTimeoutMs: number | undefined;
   stopGraceSeconds: number | undefined;
   reconcile: ReconcileSettings;
 }
+
+/** Environment fallback of `sandbox.aio.api_key`. */
+export const SBX_AIO_API_KEY_ENV = 'SBX_AIO_API_KEY';
 
 function envValue(env: Readonly<Record<string, string | undefined>>, name: string) {
   const v = env[name];
@@ -196,6 +222,8 @@ export function resolveAioSettings(
     network: block.network ?? 'bridge',
     sandboxHost: block.sandbox_host,
     bindHost: block.bind_host,
+    apiKey: block.api_key ?? envValue(env, SBX_AIO_API_KEY_ENV),
+    headers: block.headers ?? {},
     readyTimeoutMs:
       block.ready_timeout_seconds === undefined
         ? CREATE_READY_TIMEOUT_MS

@@ -55,6 +55,7 @@ import type {
   WarmPoolDestroyReason,
 } from '@sbx/core';
 import { AioSandbox } from './aio-sandbox.js';
+import { aioRequestHeaders } from './aio-http.js';
 import { resolveAioSettings } from './aio-provider-config.js';
 import type { AioSettings } from './aio-provider-config.js';
 import { LocalContainerBackend } from './local-container-backend.js';
@@ -283,7 +284,12 @@ export class AioSandboxProvider
     this.#createClient =
       init.createClient ??
       ((info) =>
-        new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl, logger: this.#logger }));
+        new AioSandbox(info.sandboxId, {
+          baseUrl: info.sandboxUrl,
+          logger: this.#logger,
+          ...(this.settings.apiKey ? { apiKey: this.settings.apiKey } : {}),
+          headers: this.settings.headers,
+        }));
     this.#readinessProbe = init.readinessProbe ?? ((info) => this.#defaultReadiness(info));
     this.#pool = new WarmPool<WarmValue>({
       destroy: (entry, reason) => this.#destroyWarm(entry, reason),
@@ -1527,7 +1533,10 @@ export class AioSandboxProvider
       basePort: s.basePort,
       containerPrefix: s.containerPrefix,
       mounts: s.mounts,
-      environment: s.environment,
+      // The image enforces the key sbx sends (SANDBOX_API_KEY, agent-infra/sandbox).
+      environment: s.apiKey ? { ...s.environment, SANDBOX_API_KEY: s.apiKey } : s.environment,
+      ...(s.apiKey ? { apiKey: s.apiKey } : {}),
+      headers: s.headers,
       network: s.network,
       ...(s.sandboxHost ? { sandboxHost: s.sandboxHost } : {}),
       ...(s.bindHost ? { bindHost: s.bindHost } : {}),
@@ -1542,6 +1551,7 @@ export class AioSandboxProvider
   #defaultReadiness(info: SandboxInfo): Promise<boolean> {
     return waitForSandboxReady(info.sandboxUrl, {
       timeoutMs: this.settings.readyTimeoutMs,
+      headers: aioRequestHeaders(this.settings),
       // A local container that exited need not cost the whole budget. (A provisioner reports
       // a starting Pod as not Running, so the check would end its wait too early.)
       ...(this.backend.kind === 'local'

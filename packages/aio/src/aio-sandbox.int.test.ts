@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isSbxError } from '@sbx/core';
 import { describeSandboxContract, requireService } from '@sbx/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AioSandbox } from './aio-sandbox.js';
@@ -20,7 +21,10 @@ const docker = dockerHost ? dockerFor(dockerHost) : undefined;
 const ready = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
 const prefix = runPrefix('sandbox');
 
-function backendWith(environment: Record<string, string> = {}): LocalContainerBackend {
+function backendWith(
+  environment: Record<string, string> = {},
+  apiKey?: string,
+): LocalContainerBackend {
   return new LocalContainerBackend({
     docker: asClient(docker!),
     image: AIO_STANDIN_IMAGE,
@@ -28,6 +32,7 @@ function backendWith(environment: Record<string, string> = {}): LocalContainerBa
     network: 'host',
     basePort: 20000 + Math.floor(Math.random() * 20000),
     environment,
+    ...(apiKey ? { apiKey } : {}),
   });
 }
 
@@ -95,6 +100,59 @@ describe.skipIf(!ready)('AioSandbox in a container', () => {
       await sandbox.executeCommandInScope('echo CORRUPT-NOW', { scopeId: 'sub' });
       expect(await sandbox.executeCommandInScope('echo scoped', { scopeId: 'sub' })).toBe(
         'scoped\n',
+      );
+    } finally {
+      await sandbox.close();
+      await backend.destroy(info);
+    }
+  });
+
+  it('SANDBOX_API_KEY in the container: readiness and every call need the key', async () => {
+    const backend = backendWith({ SANDBOX_API_KEY: 'k-container' }, 'k-container');
+    const info = await backend.create({ sandboxId: `k${randomBytes(4).toString('hex')}` });
+    const keyed = new AioSandbox(info.sandboxId, {
+      baseUrl: info.sandboxUrl,
+      apiKey: 'k-container',
+    });
+    const keyless = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    try {
+      expect(await keyed.executeCommand('echo in')).toBe('in\n');
+      await expect(keyless.executeCommand('echo in')).rejects.toThrow(/401/);
+    } finally {
+      await keyed.close();
+      await keyless.close();
+      await backend.destroy(info);
+    }
+  });
+
+  it('a command cut short by docker stop is a typed error, not an ordinary result', async () => {
+    const backend = backendWith();
+    const info = await backend.create({ sandboxId: `d${randomBytes(4).toString('hex')}` });
+    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    try {
+      await sandbox.executeCommand('true');
+      const running = sandbox.executeCommand('echo started; sleep 30').then(
+        (text) => ({ text }),
+        (error: unknown) => ({ error }),
+      );
+      // Give the command time to start (it prints first), then stop the container under it.
+      await sandbox.executeCommandInScope('sleep 0.3', { scopeId: 'wait' });
+      await backend.destroy(info);
+      const outcome = await running;
+      expect(outcome).toHaveProperty('error');
+      expect(isSbxError((outcome as { error: unknown }).error)).toBe(true);
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it('a pipeline inside $(…) keeps the rest of the command', async () => {
+    const backend = backendWith();
+    const info = await backend.create({ sandboxId: `p${randomBytes(4).toString('hex')}` });
+    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    try {
+      expect(await sandbox.executeCommand('echo "$(echo a | tr a b) after"; echo last')).toBe(
+        'b after\nlast\n',
       );
     } finally {
       await sandbox.close();

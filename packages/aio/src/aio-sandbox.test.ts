@@ -104,11 +104,16 @@ describe('AioSandbox.executeCommand (persistent session)', () => {
     expect(await sandbox.executeCommand('echo still-alive')).toBe('still-alive\n');
   });
 
-  it('§9.1.14 sends no_change_timeout 600 and no session id on the default session', async () => {
+  // §9.1.14 pins "no session id" (the reference relies on a default session the real image does
+  // not have: an id-less call gets a one-off session there). sbx creates one session with an id.
+  it('§9.1.14 (changed) sends no_change_timeout 600 and its own session id, the same every time', async () => {
     await sandbox.executeCommand('echo x');
-    const [call] = standin.calls('/v1/shell/exec');
-    expect(call?.body.no_change_timeout).toBe(600);
-    expect(call?.body.id).toBeUndefined();
+    await sandbox.executeCommand('echo y');
+    const [first, second] = standin.calls('/v1/shell/exec');
+    expect(first?.body.no_change_timeout).toBe(600);
+    expect(String(first?.body.id)).toMatch(/^sbx-default-/);
+    expect(second?.body.id).toBe(first?.body.id);
+    expect(first?.body.truncate).toBe(false);
   });
 
   it('§9.1.3 never runs two default-session commands at once', async () => {
@@ -122,7 +127,10 @@ describe('AioSandbox.executeCommand (persistent session)', () => {
   it('§9.1.7 clean output takes exactly one exec call, unchanged', async () => {
     expect(await sandbox.executeCommand('echo clean')).toBe('clean\n');
     expect(standin.calls('/v1/shell/exec')).toHaveLength(1);
-    expect(standin.calls('/v1/shell/sessions/create')).toHaveLength(0);
+    // The default session is created once, before the first command.
+    expect(standin.calls('/v1/shell/sessions/create')).toHaveLength(1);
+    expect(await sandbox.executeCommand('echo again')).toBe('again\n');
+    expect(standin.calls('/v1/shell/sessions/create')).toHaveLength(1);
   });
 
   it('reports a command timeout as the notice, without an exit code', async () => {
@@ -142,13 +150,16 @@ describe('AioSandbox ErrorObservation recovery', () => {
     const execs = after.filter((r) => r.path === '/v1/shell/exec');
     const creates = after.filter((r) => r.path === '/v1/shell/sessions/create');
     expect(execs).toHaveLength(2);
-    expect(execs[0]?.body.id).toBeUndefined();
+    const corrupted = execs[0]?.body.id as string;
+    expect(corrupted).toMatch(/^sbx-default-/);
     expect(creates).toHaveLength(1);
     const fresh = creates[0]?.body.id as string;
     expect(fresh).toMatch(UUID);
     expect(fresh).toHaveLength(36);
     expect(execs[1]?.body.id).toBe(fresh);
+    // The corrupted default session is replaced too (deleted; the next command gets a new one).
     expect(after.filter((r) => r.method === 'DELETE').map((r) => r.path)).toEqual([
+      `/v1/shell/sessions/${corrupted}`,
       `/v1/shell/sessions/${fresh}`,
     ]);
     expect(standin.sessionIds()).not.toContain(fresh);
@@ -310,8 +321,11 @@ describe('AioSandbox command scopes', () => {
     );
     expect(await sandbox.executeCommand('echo "[$SCOPE_VAR]"')).toBe('[]\n');
     const creates = standin.calls('/v1/shell/sessions/create');
-    expect(creates).toHaveLength(2);
-    for (const c of creates) expect(c.body.id).toMatch(UUID);
+    // Two scope sessions and the default session.
+    expect(creates).toHaveLength(3);
+    for (const c of creates) {
+      expect(String(c.body.id).replace(/^sbx-(scope|default)-/, '')).toMatch(UUID);
+    }
   });
 
   it('runs commands of one scope in call order', async () => {
@@ -481,7 +495,7 @@ describe('AioSandbox files', () => {
       .calls('/v1/shell/exec')
       .find((r) => String(r.body.command).includes('sbx:dir'));
     expect(listCall?.body.no_change_timeout).toBe(600);
-    expect(listCall?.body.id).toBeUndefined();
+    expect(listCall?.body.id).toBe(sandbox.defaultSessionId);
   });
 
   it('glob and grep post-filter the API answer with the core conventions', async () => {

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createAioStandin } from '../../../tools/images/aio-standin/server.mjs';
+import { DEFAULT_SESSION_PREFIX } from './shell-sessions.js';
 import type {
   AioStandinOptions,
   AioStandinRequest,
@@ -31,7 +32,12 @@ export interface StandinFixture {
   home: string;
   requests: AioStandinRequest[];
   sessionIds(): string[];
+  /** The client's default session (`sbx-default-…`), when one is live. */
   defaultSessionId(): string | undefined;
+  /** Sessions the stand-in dropped to make room (its LRU eviction). */
+  evictedSessionIds(): string[];
+  /** bash/exec sessions not closed. */
+  openBashSessionIds(): string[];
   /** Requests to `path` (and, optionally, `method`), in arrival order. */
   calls(path: string, method?: string): AioStandinRequest[];
   intercept(fn: Interceptor | undefined): void;
@@ -44,7 +50,9 @@ export interface StandinFixture {
 
 /** Requests that must run under the sandbox lock: default-session commands, bash/exec, downloads, writes. */
 function isLocked(method: string, p: string, body: Record<string, unknown>): boolean {
-  if (p === '/v1/shell/exec') return body.id === undefined;
+  if (p === '/v1/shell/exec') {
+    return body.id === undefined || String(body.id).startsWith(DEFAULT_SESSION_PREFIX);
+  }
   return p === '/v1/bash/exec' || p === '/v1/file/download' || p === '/v1/file/write';
 }
 
@@ -99,7 +107,10 @@ export async function startStandin(options: AioStandinOptions = {}): Promise<Sta
     home,
     requests: standin.requests,
     sessionIds: () => standin.sessionIds(),
-    defaultSessionId: () => standin.defaultSessionId(),
+    defaultSessionId: () =>
+      standin.sessionIds().find((id) => id.startsWith(DEFAULT_SESSION_PREFIX)),
+    evictedSessionIds: () => standin.evictedSessionIds(),
+    openBashSessionIds: () => standin.openBashSessionIds(),
     calls: (p, m) => standin.requests.filter((r) => r.path === p && (!m || r.method === m)),
     intercept(fn) {
       interceptor = fn;

@@ -71,9 +71,13 @@ export function frameShellCommand(
 ): FramedCommand {
   const marker = `__SBX_${token}__`;
   const errFile = `/tmp/.sbx-${token}.err`;
-  const emit = `printf '\\n%s\\n' '${marker}:stderr'; cat ${errFile} 2>/dev/null; rm -f ${errFile}; printf '\\n%s%s\\n' '${marker}:exit:' "$__sbx_rc"`;
+  const emitWith = (suffix: string) =>
+    `printf '\\n%s\\n' '${marker}:stderr'; cat ${errFile} 2>/dev/null; rm -f ${errFile}; printf '\\n%s%s%s\\n' '${marker}:exit:' "$__sbx_rc" '${suffix}'`;
+  const emit = emitWith('');
   const script = [
-    `trap ${shellQuote(`__sbx_rc=$?; ${emit}`)} EXIT`,
+    // The EXIT trap frames a command that ends the shell (`exit`), marked so the client knows
+    // the session is gone.
+    `trap ${shellQuote(`__sbx_rc=$?; ${emitWith(':ended')}`)} EXIT`,
     `{ eval ${shellQuote(command)}; } 2>${errFile}`,
     `__sbx_rc=$?`,
     `trap - EXIT`,
@@ -91,10 +95,10 @@ function escapeRegExp(text: string): string {
 export function parseFramedOutput(
   output: string,
   token: string,
-): { stdout: string; stderr: string; exitCode: number } | undefined {
+): { stdout: string; stderr: string; exitCode: number; endedShell: boolean } | undefined {
   const marker = escapeRegExp(`__SBX_${token}__`);
   const stderrRe = new RegExp(`\\r?\\n${marker}:stderr\\r?\\n`, 'g');
-  const exitRe = new RegExp(`\\r?\\n${marker}:exit:(\\d+)\\r?\\n?`, 'g');
+  const exitRe = new RegExp(`\\r?\\n${marker}:exit:(\\d+)(:ended)?\\r?\\n?`, 'g');
   let stderrAt: RegExpExecArray | undefined;
   for (let m = stderrRe.exec(output); m; m = stderrRe.exec(output)) stderrAt = m;
   if (!stderrAt) return undefined;
@@ -108,6 +112,7 @@ export function parseFramedOutput(
     stdout: output.slice(0, stderrAt.index) + late,
     stderr: output.slice(stderrAt.index + stderrAt[0].length, exitAt.index),
     exitCode: Number(exitAt[1]),
+    endedShell: exitAt[2] !== undefined,
   };
 }
 

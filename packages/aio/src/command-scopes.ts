@@ -8,6 +8,10 @@ export interface CommandScope {
   readonly mutex: Mutex;
   /** The scope's shell session; undefined until the first command, or after it was dropped. */
   sessionId: string | undefined;
+  /** When the scope last finished a command (for recycling the least recently used session). */
+  lastUsedMs: number;
+  /** Its session was dropped while it had state: its next command says so. */
+  stateLost: boolean;
 }
 
 export const SCOPE_NO_LONGER_ACTIVE_MESSAGE = 'sandbox command scope is no longer active';
@@ -39,6 +43,11 @@ export class CommandScopeRegistry {
     return this.entries.has(scopeId);
   }
 
+  /** The live scopes (a snapshot). */
+  all(): CommandScope[] {
+    return [...this.entries.values()];
+  }
+
   /** Runs `fn` as the scope's next command, holding its lock. */
   run<T>(
     scopeId: string,
@@ -48,7 +57,13 @@ export class CommandScopeRegistry {
     if (this.closed) throw new SandboxRuntimeError(SCOPE_NO_LONGER_ACTIVE_MESSAGE);
     let entry = this.entries.get(scopeId);
     if (!entry) {
-      entry = { scopeId, mutex: new Mutex(), sessionId: undefined };
+      entry = {
+        scopeId,
+        mutex: new Mutex(),
+        sessionId: undefined,
+        lastUsedMs: 0,
+        stateLost: false,
+      };
       this.entries.set(scopeId, entry);
     }
     const mine = entry;

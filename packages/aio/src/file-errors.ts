@@ -21,6 +21,12 @@ const BY_ERRNO: Record<string, FileErrorKind> = {
   EILSEQ: 'EILSEQ',
 };
 
+/**
+ * `error_type` values: the image's own (1.9.x–1.11.x: `not_found`, `permission_denied`,
+ * `invalid_target`, `already_exists`, `invalid_path`, `read_only_filesystem`, `no_space_left`,
+ * `decode_error`, `io_error`) and the spellings of older builds. `invalid_target` (a directory
+ * where a file was expected, or the reverse) is told apart by its message.
+ */
 const BY_TYPE: Record<string, FileErrorKind> = {
   not_found: 'ENOENT',
   file_not_found: 'ENOENT',
@@ -28,6 +34,12 @@ const BY_TYPE: Record<string, FileErrorKind> = {
   is_a_directory: 'EISDIR',
   permission_denied: 'EACCES',
   read_only: 'EROFS',
+  read_only_filesystem: 'EROFS',
+  decode_error: 'EILSEQ',
+  invalid_path: 'EINVAL',
+  io_error: 'EIO',
+  no_space_left: 'EIO',
+  already_exists: 'EIO',
 };
 
 // Older images report failures as bare messages; these are the phrasings of Python's OSError.
@@ -43,9 +55,12 @@ const BY_MESSAGE: [RegExp, FileErrorKind][] = [
 export function classifyFileFailure(failure: FileOperationFailure): FileErrorKind {
   const byErrno = failure.errnoName ? BY_ERRNO[failure.errnoName.toUpperCase()] : undefined;
   if (byErrno) return byErrno;
-  const byType = failure.errorType ? BY_TYPE[failure.errorType.toLowerCase()] : undefined;
-  if (byType) return byType;
   const message = failure.message ?? '';
+  const type = failure.errorType?.toLowerCase();
+  if (type === 'invalid_target') return /is a directory/i.test(message) ? 'EISDIR' : 'ENOTDIR';
+  const byType = type ? BY_TYPE[type] : undefined;
+  if (byType && byType !== 'EIO') return byType;
+  if (byType === 'EIO') return BY_MESSAGE.find(([re]) => re.test(message))?.[1] ?? 'EIO';
   return BY_MESSAGE.find(([re]) => re.test(message))?.[1] ?? 'EIO';
 }
 
@@ -58,7 +73,7 @@ const REASONS: Record<FileErrorKind, string> = {
   EFBIG: 'File too large',
   EILSEQ: 'File is not valid UTF-8 text',
   EIO: 'I/O error',
-  EINVAL: 'Not a regular file',
+  EINVAL: 'Invalid path',
 };
 
 /**

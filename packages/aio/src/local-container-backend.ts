@@ -38,6 +38,7 @@ import type {
 } from './sandbox-backend.js';
 import { parseDockerTimestamp } from './sandbox-info.js';
 import type { SandboxInfo } from './sandbox-info.js';
+import { aioRequestHeaders } from './aio-http.js';
 
 /** The all-in-one sandbox image the reference configuration uses. Pinning a tag is advised. */
 export const DEFAULT_AIO_IMAGE =
@@ -62,6 +63,9 @@ export interface LocalContainerBackendOptions {
   mounts?: readonly MountSpec[];
   /** Environment of every sandbox container. */
   environment?: Readonly<Record<string, string>>;
+  /** Sent with readiness probes (the container's SANDBOX_API_KEY), with `headers`. */
+  apiKey?: string;
+  headers?: Readonly<Record<string, string>>;
   /** Default `bridge`. */
   network?: ContainerNetworkMode;
   /** URL host (bridge mode). Default `SBX_SANDBOX_HOST`, `DEER_FLOW_SANDBOX_HOST`, `localhost`. */
@@ -297,6 +301,7 @@ export class LocalContainerBackend implements SandboxBackend {
     try {
       ready = await waitForSandboxReady(info.sandboxUrl, {
         timeoutMs: budget,
+        headers: aioRequestHeaders(this.options),
         ...(signal ? { signal } : {}),
         stillViable: async () => (await this.checkHealth(info)) !== 'dead',
       });
@@ -429,6 +434,7 @@ export class LocalContainerBackend implements SandboxBackend {
     const url = hostNetwork ? `http://127.0.0.1:${port}` : this.urlFor(port);
     const ready = await waitForSandboxReady(url, {
       timeoutMs: this.options.discoverReadyTimeoutMs ?? DISCOVER_READY_TIMEOUT_MS,
+      headers: aioRequestHeaders(this.options),
       ...(options.signal ? { signal: options.signal } : {}),
     });
     if (!ready) return null;

@@ -26,6 +26,8 @@ export interface WaitForReadyOptions {
   stillViable?: () => Promise<boolean>;
   /** Overrides the proxy classification of `url`. */
   trustEnvProxy?: boolean;
+  /** Sent with every probe (the image's API key: a probe without it answers 401). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function waitForSandboxReady(
   const http = new AioHttpClient({
     baseUrl: url,
     ...(options.trustEnvProxy === undefined ? {} : { trustEnvProxy: options.trustEnvProxy }),
+    ...(options.headers ? { headers: options.headers } : {}),
   });
   try {
     for (;;) {

@@ -13,6 +13,14 @@ export interface AioStandinOptions {
   homeDir?: string;
   /** false: every /v1/bash/* answers 404. */
   bashApi?: boolean;
+  /** false: /v1/file/glob answers 404 (an image without it). */
+  globApi?: boolean;
+  /** Every request must present this key (the image's SANDBOX_API_KEY). */
+  apiKey?: string;
+  /** Shell session cap (the image's MAX_SHELL_SESSIONS, default 10). */
+  maxSessions?: number;
+  /** Idle seconds before a session expires (SHELL_SESSION_TIMEOUT, default 3600). */
+  sessionTimeoutSeconds?: number;
   /** A shell command containing this text corrupts its session. */
   errorObservationTrigger?: string;
   shell?: AioStandinShell;
@@ -32,7 +40,10 @@ export interface AioStandin {
   handler: (req: http.IncomingMessage, res: http.ServerResponse) => void;
   requests: AioStandinRequest[];
   sessionIds(): string[];
-  defaultSessionId(): string | undefined;
+  /** Shell sessions dropped to make room for new ones, in order. */
+  evictedSessionIds(): string[];
+  /** bash/exec sessions not yet closed. */
+  openBashSessionIds(): string[];
   close(): Promise<void>;
 }
 
