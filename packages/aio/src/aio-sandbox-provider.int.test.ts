@@ -96,6 +96,31 @@ describe.skipIf(!ready)('AioSandboxProvider on real Docker', () => {
     }
   });
 
+  it('sandbox.aio.api_key: the container enforces it, the provider sends it on every call', async () => {
+    const { provider, prefix, logger } = await makeProvider({
+      aio: {
+        network: 'host',
+        ready_timeout_seconds: 30,
+        stop_grace_seconds: 2,
+        api_key: 'k-provider-secret',
+      },
+    });
+    try {
+      const id = await provider.acquire({ userId: 'u1', threadId: 'keyed' });
+      expect(await provider.get(id)!.executeCommand('echo keyed')).toBe('keyed\n');
+      const inspected = await docker!.getContainer(`${prefix}-${id}`).inspect();
+      expect(inspected.Config.Env).toContain('SANDBOX_API_KEY=k-provider-secret');
+      const url = `http://127.0.0.1:${Object.values(inspected.Config.Env ?? [])
+        .find((e) => e.startsWith('SBX_AIO_PORT='))
+        ?.slice('SBX_AIO_PORT='.length)}`;
+      expect((await fetch(`${url}/v1/sandbox`)).status).toBe(401);
+      // Never logged (the container spec log redacts environment values).
+      expect(JSON.stringify(logger)).not.toContain('k-provider-secret');
+    } finally {
+      await provider.shutdown();
+    }
+  });
+
   it('the lease manager releases each holder’s command scope on the real client; the last holder parks', async () => {
     const { provider } = await makeProvider();
     try {
