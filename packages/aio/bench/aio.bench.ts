@@ -22,6 +22,11 @@ import { summarize, timed, writeBenchResults } from '../../../tools/bench/bench-
 import type { LatencyRow as Row } from '../../../tools/bench/bench-kit.js';
 import { AioSandboxProvider } from '../src/aio-sandbox-provider.js';
 import { waitForSandboxReady } from '../src/readiness.js';
+import {
+  DEFAULT_CONTAINER_RESOURCES,
+  DEFAULT_SECURITY_PROFILE,
+  profileHostConfig,
+} from '../src/container-profile.js';
 
 const run = promisify(execFile);
 const IMAGE = process.env.SBX_BENCH_AIO_IMAGE ?? 'sbx-test/aio-standin:1';
@@ -93,6 +98,8 @@ async function main(): Promise<void> {
   // The floor: the same image started without the provider, then the same readiness probe.
   const cli: number[] = [];
   const api: number[] = [];
+  const hardened: number[] = [];
+  const plain: number[] = [];
   const names: string[] = [];
   try {
     const Docker = (await import('dockerode')).default;
@@ -144,12 +151,43 @@ async function main(): Promise<void> {
       });
       api.push(ms);
     }
+    // The hardened profile's cost: the same engine-API cold start with sbx's default limits and
+    // profile and with none (the reference's seccomp=unconfined), interleaved so both see the
+    // same engine state.
+    for (let i = 0; i < N_COLD; i++) {
+      for (const hardenedRun of [true, false]) {
+        const port = basePort + 800 + i * 2 + (hardenedRun ? 0 : 1);
+        const name = `${prefix}-${hardenedRun ? 'hard' : 'plain'}-${i}`;
+        names.push(name);
+        const [ms] = await timed(async () => {
+          const c = await engine.createContainer({
+            name,
+            Image: IMAGE,
+            Env: [`SBX_AIO_PORT=${port}`],
+            HostConfig: {
+              AutoRemove: true,
+              NetworkMode: 'host',
+              ...(hardenedRun
+                ? profileHostConfig(DEFAULT_CONTAINER_RESOURCES, DEFAULT_SECURITY_PROFILE)
+                : { SecurityOpt: ['seccomp=unconfined'] }),
+            },
+          });
+          await c.start();
+          if (!(await waitForSandboxReady(`http://127.0.0.1:${port}`, { timeoutMs: 60_000 }))) {
+            throw new Error(`container ${name} never became ready`);
+          }
+        });
+        (hardenedRun ? hardened : plain).push(ms);
+      }
+    }
   } finally {
     if (names.length > 0) await docker('rm', '-f', ...names).catch(() => '');
     await rm(baseDir, { recursive: true, force: true });
   }
   rows.push(summarize('bare `docker run -d` + readiness', cli));
   rows.push(summarize('bare engine API create+start + readiness', api));
+  rows.push(summarize('engine API cold start, hardened profile + limits', hardened));
+  rows.push(summarize('engine API cold start, unconfined, no limits', plain));
 
   const coldRow = rows.find((r) => r.path === 'cold create')!;
   const apiRow = rows.find((r) => r.path.startsWith('bare engine API'))!;
@@ -158,6 +196,17 @@ async function main(): Promise<void> {
     p50OverApiMs: Math.round((coldRow.p50Ms - apiRow.p50Ms) * 100) / 100,
     p95OverApiMs: Math.round((coldRow.p95Ms - apiRow.p95Ms) * 100) / 100,
     p50OverCliMs: Math.round((coldRow.p50Ms - cliRow.p50Ms) * 100) / 100,
+  };
+  const hardRow = rows.find((r) => r.path.includes('hardened profile'))!;
+  const plainRow = rows.find((r) => r.path.includes('unconfined, no limits'))!;
+  // Target: the profile adds at most 10% to sbx's cold create (the engine-level difference over
+  // the provider's cold-create p50); the engine-only ratio is reported beside it.
+  const hardenedRatio = {
+    engineP50Ratio: Math.round((hardRow.p50Ms / plainRow.p50Ms) * 1000) / 1000,
+    engineP95Ratio: Math.round((hardRow.p95Ms / plainRow.p95Ms) * 1000) / 1000,
+    addedToColdCreateP50:
+      Math.round(((hardRow.p50Ms - plainRow.p50Ms) / coldRow.p50Ms) * 1000) / 1000,
+    target: 0.1,
   };
   const engineVersion = await docker('version', '--format', '{{.Server.Version}}').catch(() => '?');
   const report = {
@@ -169,6 +218,7 @@ async function main(): Promise<void> {
     date: new Date().toISOString(),
     rows,
     coldCreateOverhead: overhead,
+    hardenedProfile: hardenedRatio,
   };
   const table = [
     '| path | n | p50 (ms) | p95 (ms) | mean (ms) | min (ms) | max (ms) |',
@@ -186,6 +236,7 @@ async function main(): Promise<void> {
     table,
     '',
     `Cold create over the bare engine-API start + readiness: p50 ${overhead.p50OverApiMs} ms, p95 ${overhead.p95OverApiMs} ms (over \`docker run\` via the CLI: p50 ${overhead.p50OverCliMs} ms).`,
+    `Hardened profile (default seccomp, cap-drop ALL, no-new-privileges, memory/CPU/pids limits): adds ${Math.round(hardenedRatio.addedToColdCreateP50 * 1000) / 10}% to the cold-create p50 (target ≤ 10%); engine start alone p50 ×${hardenedRatio.engineP50Ratio}, p95 ×${hardenedRatio.engineP95Ratio} over unconfined without limits.`,
     'Reuse and reclaim each include a backend health check (one engine inspect) and the ownership take; cold create adds the thread directories, the replica check and the readiness probe (first retry after 100 ms, as in the bare rows).',
     '',
   ].join('\n');

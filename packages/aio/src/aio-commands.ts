@@ -18,6 +18,26 @@ import type { CommandScope, CommandScopeRegistry } from './command-scopes.js';
 import { hasErrorObservation } from './error-observation.js';
 import { SESSION_RESET_NOTICE, type ShellSessionManager } from './shell-sessions.js';
 
+/** The container's OOM-kill count and memory limit, from cgroup v2, else v1. */
+const OOM_PROBE = [
+  'for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do',
+  "  [ -r $f ] && grep '^oom_kill ' $f && break;",
+  'done;',
+  'for f in /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes; do',
+  '  [ -r $f ] && echo "limit $(cat $f)" && break;',
+  'done',
+].join(' ');
+
+/** What the agent reads after the kernel killed its command at the sandbox's memory limit. */
+export function outOfMemoryNotice(limitBytes: number | undefined): string {
+  const limit =
+    limitBytes === undefined ? '' : ` (its limit is ${Math.round(limitBytes / (1024 * 1024))} MiB)`;
+  return (
+    `The command was killed because the sandbox ran out of memory${limit}. Use less memory ` +
+    '(smaller inputs, streaming instead of loading everything at once), or ask for a larger sandbox.'
+  );
+}
+
 /** Extra wall clock over a command's own limit for the HTTP answer to arrive. */
 const ANSWER_MARGIN_MS = 30_000;
 
@@ -56,7 +76,40 @@ export class AioCommandRunner {
   /** True after the image answered 404 to `POST /v1/bash/exec` (an image older than 1.9.x). */
   bashExecUnsupported = false;
 
+  /** OOM kills already reported (the container's cgroup counter; a new container starts at 0). */
+  #oomKillsSeen = 0;
+
   constructor(private readonly deps: AioCommandDeps) {}
+
+  /**
+   * A command killed by SIGKILL (137) may have been the kernel's OOM killer at the container's
+   * memory limit. The container's cgroup counts those kills: when the count went up, the agent
+   * reads that it ran out of memory (and the limit), not a bare exit code.
+   */
+  async withOomNote(outcome: CommandOutcome): Promise<CommandOutcome> {
+    if (outcome.exitCode !== 137 || this.bashExecUnsupported) return outcome;
+    let probe;
+    try {
+      probe = await this.deps.api.bashExec(
+        { command: OOM_PROBE, env: {}, hardTimeout: 10 },
+        { timeoutMs: 15_000 },
+      );
+    } catch (err) {
+      this.deps.logger.debug('Could not read the sandbox cgroup after a SIGKILL', {
+        sandbox_id: this.deps.sandboxId,
+        error: err instanceof Error ? err.message : String(err),
+      });
+      return outcome;
+    }
+    await this.closeBashSession(probe.sessionId);
+    const text = probe.stdout ?? '';
+    const kills = Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 'NaN');
+    if (!Number.isFinite(kills) || kills <= this.#oomKillsSeen) return outcome;
+    this.#oomKillsSeen = kills;
+    const limit = Number(/^limit (\d+)$/m.exec(text)?.[1] ?? 'NaN');
+    const notice = outOfMemoryNotice(Number.isFinite(limit) ? limit : undefined);
+    return { ...outcome, stderr: outcome.stderr ? `${outcome.stderr}\n${notice}` : notice };
+  }
 
   commandRequest(timeoutMs: number | undefined, signal?: AbortSignal): AioRequestOptions {
     return {
@@ -149,7 +202,9 @@ export class AioCommandRunner {
       // afresh without a state-loss notice.
       this.deps.sessions.forgetDefault({ endedByCommand: true });
     }
-    return withResetNotice(shellOutcome(run.result, run.token, this.limits(timeoutMs)), reset);
+    return this.withOomNote(
+      withResetNotice(shellOutcome(run.result, run.token, this.limits(timeoutMs)), reset),
+    );
   }
 
   async runWithEnv(
@@ -182,7 +237,7 @@ export class AioCommandRunner {
       throw err;
     }
     await this.closeBashSession(first.sessionId);
-    let text = assembleOutput(bashOutcome(first, hardTimeout));
+    let text = assembleOutput(await this.withOomNote(bashOutcome(first, hardTimeout)));
     if (hasErrorObservation(first.stdout) || hasErrorObservation(first.stderr)) {
       this.deps.logger.warn('AIO bash/exec answered ErrorObservation; retrying once', {
         sandbox_id: this.deps.sandboxId,
@@ -194,7 +249,7 @@ export class AioCommandRunner {
           (retry.stdout || retry.stderr) &&
           !hasErrorObservation(retry.stdout) &&
           !hasErrorObservation(retry.stderr);
-        if (clean) text = assembleOutput(bashOutcome(retry, hardTimeout));
+        if (clean) text = assembleOutput(await this.withOomNote(bashOutcome(retry, hardTimeout)));
       } catch (err) {
         if (err instanceof AbortedError) throw err;
         this.deps.logger.warn('AIO bash/exec retry failed; returning the first answer', {
@@ -285,7 +340,9 @@ export class AioCommandRunner {
     } else if (endedItsShell(run.result, run.token)) {
       scope.sessionId = undefined;
     }
-    return withResetNotice(shellOutcome(run.result, run.token, this.limits(timeoutMs)), reset);
+    return this.withOomNote(
+      withResetNotice(shellOutcome(run.result, run.token, this.limits(timeoutMs)), reset),
+    );
   }
 
   async dropScopeSession(scope: CommandScope): Promise<void> {

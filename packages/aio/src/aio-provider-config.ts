@@ -17,6 +17,12 @@ import {
 import { canonicalSkillsRoot } from './provisioner-mounts.js';
 import { CREATE_READY_TIMEOUT_MS } from './readiness.js';
 import type { MountSpec } from './sandbox-backend.js';
+import {
+  readLimits,
+  readSecurity,
+  type ContainerResources,
+  type ContainerSecurityProfile,
+} from './container-profile.js';
 
 /** sbx's variable for the host-side base of bind-mount sources (Docker-outside-of-Docker). */
 export const SBX_HOST_BASE_DIR_ENV = 'SBX_HOST_BASE_DIR';
@@ -64,7 +70,10 @@ const networkMode: Check = (v) =>
  * - `reconcile_interval_seconds` (default `warm_pool.idle_check_interval_seconds`),
  *   `reconcile_max_items` (500), `reconcile_max_seconds` (30): the budgets of one pass;
  * - `api_key` (else env `SBX_AIO_API_KEY`): the image's `SANDBOX_API_KEY`, sent as
- *   `X-AIO-API-Key`; `headers`: more headers for every call to a sandbox.
+ *   `X-AIO-API-Key`; `headers`: more headers for every call to a sandbox;
+ * - `limits` (`memory_mb` 4096, `cpus` 2, `pids` 1024, `disk_gb` unset) and `security`
+ *   (`seccomp` default, `cap_add`, `no_new_privileges` true, `read_only_root` false, `tmpfs`,
+ *   `user`): see `container-profile.ts`.
  */
 const BLOCK_CHECKS: Readonly<Record<string, Check>> = {
   network: networkMode,
@@ -79,6 +88,9 @@ const BLOCK_CHECKS: Readonly<Record<string, Check>> = {
   reconcile_max_seconds: positive,
   api_key: nonEmptyString,
   headers: headerMap,
+  // Nested blocks, read with key-path issues by `readLimits` / `readSecurity`.
+  limits: () => undefined,
+  security: () => undefined,
 };
 
 export const AIO_CONFIG_KEYS: readonly string[] = Object.keys(BLOCK_CHECKS);
@@ -136,6 +148,10 @@ export interface AioSettings {
    * enforces it. Never logged.
    */
   apiKey: string | undefined;
+  /** `sandbox.aio.limits`: memory, CPUs, processes, disk of each container (local backend). */
+  resources: ContainerResources;
+  /** `sandbox.aio.security`: the container hardening profile (local backend). */
+  security: ContainerSecurityProfile;
   /** `sandbox.aio.headers`: sent with every call to a sandbox (and its readiness probes). */
   headers: Readonly<Record<string, string>>;
   stopTimeoutMs: number | undefined;
@@ -173,6 +189,8 @@ export function resolveAioSettings(
       if (problem) issues.push({ path: `sandbox.aio.${key}`, message: problem });
     }
   }
+  const resources = readLimits(raw.limits, issues);
+  const security = readSecurity(raw.security, issues);
   if (issues.length > 0) throw new ConfigError(issues, 'Invalid sandbox.aio configuration');
   if (unknown.length > 0) {
     logger.warn(`AioSandboxProvider: unknown sandbox.aio fields: ${unknown.sort().join(', ')}`, {
@@ -222,6 +240,8 @@ export function resolveAioSettings(
     network: block.network ?? 'bridge',
     sandboxHost: block.sandbox_host,
     bindHost: block.bind_host,
+    resources,
+    security,
     apiKey: block.api_key ?? envValue(env, SBX_AIO_API_KEY_ENV),
     headers: block.headers ?? {},
     readyTimeoutMs:

@@ -1537,6 +1537,8 @@ export class AioSandboxProvider
       environment: s.apiKey ? { ...s.environment, SANDBOX_API_KEY: s.apiKey } : s.environment,
       ...(s.apiKey ? { apiKey: s.apiKey } : {}),
       headers: s.headers,
+      resources: s.resources,
+      security: s.security,
       network: s.network,
       ...(s.sandboxHost ? { sandboxHost: s.sandboxHost } : {}),
       ...(s.bindHost ? { bindHost: s.bindHost } : {}),

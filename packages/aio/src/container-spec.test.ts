@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildContainerSpec, describeContainerSpec } from './container-spec.js';
 import type { ContainerSpecInput } from './container-spec.js';
+import { DEFAULT_SECURITY_PROFILE } from './container-profile.js';
 
 const base: ContainerSpecInput = {
   name: 'sbx-sandbox-abc',
@@ -15,10 +16,48 @@ const base: ContainerSpecInput = {
 };
 
 describe('buildContainerSpec', () => {
-  it('§4.4 runs unconfined, auto-removed, with env, labels and the port published on the bind host', () => {
+  // §4.4 pins seccomp=unconfined; sbx runs with the engine's default profile, dropped
+  // capabilities, no-new-privileges and limits, and keeps unconfined as an explicit opt-out.
+  it('§4.4 (changed) hardened and limited by default, auto-removed, with env, labels and the port published on the bind host', () => {
     const spec = buildContainerSpec(base);
     expect(spec.name).toBe('sbx-sandbox-abc');
-    expect(spec.HostConfig.SecurityOpt).toEqual(['seccomp=unconfined']);
+    expect(spec.HostConfig.SecurityOpt).toEqual(['no-new-privileges:true']);
+    expect(spec.HostConfig).toMatchObject({
+      Memory: 4096 * 1024 * 1024,
+      MemorySwap: 4096 * 1024 * 1024,
+      NanoCpus: 2e9,
+      PidsLimit: 1024,
+      CapDrop: ['ALL'],
+      ReadonlyRootfs: false,
+    });
+    expect(spec.HostConfig.CapAdd).toContain('SETUID');
+    expect(spec.HostConfig.CapAdd).not.toContain('NET_RAW');
+    const optedOut = buildContainerSpec({
+      ...base,
+      security: { ...DEFAULT_SECURITY_PROFILE, seccomp: 'unconfined', noNewPrivileges: false },
+    });
+    expect(optedOut.HostConfig.SecurityOpt).toEqual(['seccomp=unconfined']);
+    const readOnly = buildContainerSpec({
+      ...base,
+      resources: { memoryMb: 128, cpus: 0.5, pids: 64, diskGb: 5 },
+      security: { ...DEFAULT_SECURITY_PROFILE, readOnlyRoot: true, user: '1000:1000' },
+    });
+    expect(readOnly.HostConfig).toMatchObject({
+      Memory: 128 * 1024 * 1024,
+      NanoCpus: 5e8,
+      PidsLimit: 64,
+      ReadonlyRootfs: true,
+      StorageOpt: { size: '5G' },
+      Tmpfs: {
+        '/tmp': 'rw,nosuid,nodev',
+        '/run': 'rw,nosuid,nodev',
+        '/var/tmp': 'rw,nosuid,nodev',
+      },
+    });
+    expect(readOnly.User).toBe('1000:1000');
+    expect(describeContainerSpec(readOnly)).toContain(
+      '--memory 134217728b --memory-swap 134217728b --cpus 0.5 --pids-limit 64 --cap-drop ALL',
+    );
     expect(spec.HostConfig.AutoRemove).toBe(true);
     expect(spec.Env).toEqual(['API_KEY=secret', 'PLAIN=x']);
     expect(spec.Labels).toEqual({

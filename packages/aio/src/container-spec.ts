@@ -1,4 +1,11 @@
 import { posix } from 'node:path';
+import {
+  DEFAULT_CONTAINER_RESOURCES,
+  DEFAULT_SECURITY_PROFILE,
+  profileHostConfig,
+  type ContainerResources,
+  type ContainerSecurityProfile,
+} from './container-profile.js';
 import type { DockerCreateOptions } from './docker-client.js';
 import type { MountSpec } from './sandbox-backend.js';
 
@@ -34,13 +41,19 @@ export interface ContainerSpecInput {
   mounts: readonly MountSpec[];
   skillsRoot: string;
   extraLabels?: Readonly<Record<string, string>>;
+  /** Limits; default `DEFAULT_CONTAINER_RESOURCES`. */
+  resources?: ContainerResources;
+  /** Hardening; default `DEFAULT_SECURITY_PROFILE`. */
+  security?: ContainerSecurityProfile;
 }
 
 /**
  * The container to create, equivalent to
- * `docker run --security-opt seccomp=unconfined --rm -d -p <bind>:<port>:8080 --name <name>
- *  -e K=V... --mount type=bind,src=..,dst=..[,readonly]... <image>` plus sbx's labels. Bind mounts
- * are structured (`Mounts`), never `-v host:ctr` strings, so Windows drive letters stay intact.
+ * `docker run --rm -d --memory M --memory-swap M --cpus C --pids-limit P --cap-drop ALL
+ *  --cap-add ... --security-opt no-new-privileges:true -p <bind>:<port>:8080 --name <name>
+ *  -e K=V... --mount type=bind,src=..,dst=..[,readonly]... <image>` plus sbx's labels: the
+ * engine's default seccomp profile applies unless the profile opts out. Bind mounts are
+ * structured (`Mounts`), never `-v host:ctr` strings, so Windows drive letters stay intact.
  */
 export function buildContainerSpec(input: ContainerSpecInput): DockerCreateOptions {
   const env = Object.entries(input.environment).map(([k, v]) => `${k}=${v}`);
@@ -58,7 +71,10 @@ export function buildContainerSpec(input: ContainerSpecInput): DockerCreateOptio
     },
     HostConfig: {
       AutoRemove: true,
-      SecurityOpt: ['seccomp=unconfined'],
+      ...profileHostConfig(
+        input.resources ?? DEFAULT_CONTAINER_RESOURCES,
+        input.security ?? DEFAULT_SECURITY_PROFILE,
+      ),
       Mounts: input.mounts.map((m) => ({
         Type: 'bind',
         Source: m.hostPath,
@@ -67,6 +83,8 @@ export function buildContainerSpec(input: ContainerSpecInput): DockerCreateOptio
       })),
     },
   };
+  const user = (input.security ?? DEFAULT_SECURITY_PROFILE).user;
+  if (user) spec.User = user;
   if (input.network === 'host') {
     spec.HostConfig.NetworkMode = 'host';
   } else {
@@ -86,8 +104,20 @@ export function buildContainerSpec(input: ContainerSpecInput): DockerCreateOptio
 export function describeContainerSpec(spec: DockerCreateOptions): string {
   const quote = (s: string) =>
     /^[A-Za-z0-9_./:=@,+<>[\]-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-  const args = ['docker', 'run', '--security-opt', 'seccomp=unconfined', '--rm', '-d'];
-  if (spec.HostConfig.NetworkMode === 'host') args.push('--network', 'host');
+  const h = spec.HostConfig;
+  const args = ['docker', 'run', '--rm', '-d'];
+  if (h.Memory !== undefined) args.push('--memory', `${h.Memory}b`);
+  if (h.MemorySwap !== undefined) args.push('--memory-swap', `${h.MemorySwap}b`);
+  if (h.NanoCpus !== undefined) args.push('--cpus', String(h.NanoCpus / 1e9));
+  if (h.PidsLimit !== undefined) args.push('--pids-limit', String(h.PidsLimit));
+  for (const cap of h.CapDrop ?? []) args.push('--cap-drop', cap);
+  for (const cap of h.CapAdd ?? []) args.push('--cap-add', cap);
+  for (const opt of h.SecurityOpt) args.push('--security-opt', opt);
+  if (h.ReadonlyRootfs) args.push('--read-only');
+  for (const [p, o] of Object.entries(h.Tmpfs ?? {})) args.push('--tmpfs', `${p}:${o}`);
+  for (const [k, v] of Object.entries(h.StorageOpt ?? {})) args.push('--storage-opt', `${k}=${v}`);
+  if (spec.User) args.push('--user', spec.User);
+  if (h.NetworkMode === 'host') args.push('--network', 'host');
   for (const [key, bindings] of Object.entries(spec.HostConfig.PortBindings ?? {})) {
     for (const b of bindings) {
       const ip = b.HostIp && b.HostIp.includes(':') ? `[${b.HostIp}]` : b.HostIp;

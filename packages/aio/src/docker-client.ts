@@ -21,6 +21,7 @@ export interface DockerCreateOptions {
   Env: string[];
   Labels: Record<string, string>;
   Cmd?: string[];
+  User?: string;
   ExposedPorts?: Record<string, Record<string, never>>;
   HostConfig: {
     AutoRemove: boolean;
@@ -28,6 +29,15 @@ export interface DockerCreateOptions {
     Mounts: DockerMount[];
     PortBindings?: Record<string, DockerPortBinding[]>;
     NetworkMode?: string;
+    Memory?: number;
+    MemorySwap?: number;
+    NanoCpus?: number;
+    PidsLimit?: number;
+    CapDrop?: string[];
+    CapAdd?: string[];
+    ReadonlyRootfs?: boolean;
+    Tmpfs?: Record<string, string>;
+    StorageOpt?: Record<string, string>;
   };
 }
 

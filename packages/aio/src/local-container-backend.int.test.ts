@@ -56,7 +56,14 @@ describe.skipIf(!ready)('LocalContainerBackend (real Docker)', () => {
       'sbx.skills-root': '/mnt/skills',
     });
     expect(inspected.HostConfig.AutoRemove).toBe(true);
-    expect(inspected.HostConfig.SecurityOpt).toEqual(['seccomp=unconfined']);
+    // The hardened default profile and the default limits, as the engine applied them.
+    expect(inspected.HostConfig.SecurityOpt).toEqual(['no-new-privileges:true']);
+    expect(inspected.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(inspected.HostConfig).toMatchObject({
+      Memory: 4096 * 1024 * 1024,
+      NanoCpus: 2e9,
+      PidsLimit: 1024,
+    });
     const sandbox = new AioSandbox(sandboxId, { baseUrl: info.sandboxUrl });
     expect(await sandbox.executeCommand('echo from-container; id -u')).toBe('from-container\n0\n');
     await sandbox.close();

@@ -1,3 +1,4 @@
+import type { LocalContainerBackendOptions } from './local-container-backend-options.js';
 import {
   AbortedError,
   DEFAULT_SKILLS_ROOT,
@@ -9,7 +10,6 @@ import {
 } from '@sbx/core';
 import type { Logger } from '@sbx/core';
 import { detectContainerRuntime, dockerConnectionOptions } from './container-runtime.js';
-import type { DetectedRuntime } from './container-runtime.js';
 import {
   AIO_CONTAINER_PORT,
   LABEL_MANAGED,
@@ -20,7 +20,6 @@ import {
 } from './container-spec.js';
 import type { ContainerNetworkMode } from './container-spec.js';
 import { resolveDockerBindHost, resolveSandboxHost } from './docker-bind-host.js';
-import type { HostEnvironment } from './docker-bind-host.js';
 import { dockerErrorText, dockerStatusCode } from './docker-client.js';
 import type { DockerClient, DockerContainerSummary, DockerInspectInfo } from './docker-client.js';
 import { PortAllocator } from './port-allocator.js';
@@ -32,7 +31,6 @@ import {
 import type {
   BackendCallOptions,
   CreateSandboxRequest,
-  MountSpec,
   SandboxBackend,
   SandboxHealth,
 } from './sandbox-backend.js';
@@ -51,49 +49,6 @@ export const DEFAULT_STOP_GRACE_SECONDS = 10;
 export const DEFAULT_INSPECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_LIST_TIMEOUT_MS = 15_000;
 const CREATE_ATTEMPTS = 10;
-
-export interface LocalContainerBackendOptions {
-  /** Default: the all-in-one sandbox image of the reference configuration. */
-  image?: string;
-  /** First host port tried. Default 8080. */
-  basePort?: number;
-  /** Container names are `<prefix>-<sandboxId>`. Default `sbx-sandbox`. */
-  containerPrefix?: string;
-  /** Mounted into every sandbox, before the per-sandbox mounts. */
-  mounts?: readonly MountSpec[];
-  /** Environment of every sandbox container. */
-  environment?: Readonly<Record<string, string>>;
-  /** Sent with readiness probes (the container's SANDBOX_API_KEY), with `headers`. */
-  apiKey?: string;
-  headers?: Readonly<Record<string, string>>;
-  /** Default `bridge`. */
-  network?: ContainerNetworkMode;
-  /** URL host (bridge mode). Default `SBX_SANDBOX_HOST`, `DEER_FLOW_SANDBOX_HOST`, `localhost`. */
-  sandboxHost?: string;
-  /** Publish address (bridge mode). Default: derived from the sandbox host. */
-  bindHost?: string;
-  /** Recorded as the `sbx.skills-root` label. Default `/mnt/skills`. */
-  skillsRoot?: string;
-  /** Readiness budget after create; 0 skips the wait. Default 60 s. */
-  readyTimeoutMs?: number;
-  /** Readiness budget when discovering. Default 5 s. */
-  discoverReadyTimeoutMs?: number;
-  stopTimeoutMs?: number;
-  stopGraceSeconds?: number;
-  inspectTimeoutMs?: number;
-  listTimeoutMs?: number;
-  /** Labels added to every container this backend creates. */
-  labels?: Readonly<Record<string, string>>;
-  /** A ready Docker API client; otherwise dockerode is loaded and pointed at `runtime`. */
-  docker?: DockerClient;
-  /** Where the engine is; otherwise detected (`detectContainerRuntime`). */
-  runtime?: DetectedRuntime;
-  /** Environment for host resolution and runtime detection. Default `process.env`. */
-  env?: HostEnvironment;
-  logger?: Logger;
-  /** Port search (tests inject one that avoids probing). */
-  portAllocator?: PortAllocator;
-}
 
 interface DockerodeConstructor {
   new (options?: Record<string, unknown>): DockerClient;
@@ -239,6 +194,8 @@ export class LocalContainerBackend implements SandboxBackend {
         mounts,
         skillsRoot: this.skillsRoot,
         ...(this.options.labels ? { extraLabels: this.options.labels } : {}),
+        ...(this.options.resources ? { resources: this.options.resources } : {}),
+        ...(this.options.security ? { security: this.options.security } : {}),
       });
       this.logger.info('Starting sandbox container', { command: describeContainerSpec(spec) });
       let containerId: string;
@@ -504,3 +461,5 @@ export class LocalContainerBackend implements SandboxBackend {
     return out;
   }
 }
+
+export type { LocalContainerBackendOptions } from './local-container-backend-options.js';
