@@ -38,6 +38,7 @@ async function makeProvider(extra: Record<string, unknown> = {}) {
       base_dir: baseDir,
       ownership: { type: 'memory' },
       aio: { network: 'host', ready_timeout_seconds: 30, stop_grace_seconds: 2 },
+      spec: { images: [AIO_STANDIN_IMAGE], max_memory_mb: 2048 },
       ...extra,
     },
     { env: {} },
@@ -68,10 +69,14 @@ afterAll(async () => {
 });
 
 if (ready) {
-  describeProviderContract('AioSandboxProvider (real Docker, stand-in image)', async () => {
-    const { provider } = await makeProvider();
-    return { provider };
-  });
+  describeProviderContract(
+    'AioSandboxProvider (real Docker, stand-in image)',
+    async () => {
+      const { provider } = await makeProvider();
+      return { provider };
+    },
+    { specImage: AIO_STANDIN_IMAGE },
+  );
 }
 
 describe.skipIf(!ready)('AioSandboxProvider on real Docker', () => {
@@ -91,6 +96,47 @@ describe.skipIf(!ready)('AioSandboxProvider on real Docker', () => {
       ).toBe('hello\n');
       const inspected = await docker!.getContainer(`${prefix}-${id}`).inspect();
       expect(inspected.Config.Labels['sbx.managed']).toBe('true');
+    } finally {
+      await provider.shutdown();
+    }
+  });
+
+  it('a per-acquire spec: image, resources and labels reach the container; bounds are enforced', async () => {
+    const { provider, prefix } = await makeProvider();
+    try {
+      const base = await provider.acquire({ userId: 'u1', threadId: 'spec-t' });
+      const spec = {
+        image: AIO_STANDIN_IMAGE,
+        resources: { memoryMb: 256, cpus: 0.5, pids: 200 },
+        labels: { 'sbx.dev/tenant': 'acme', 'cost-centre': 'r-and-d' },
+      };
+      const id = await provider.acquire({ userId: 'u1', threadId: 'spec-t', spec });
+      expect(id).not.toBe(base);
+      expect(await provider.acquire({ userId: 'u1', threadId: 'spec-t', spec })).toBe(id);
+      const inspected = await docker!.getContainer(`${prefix}-${id}`).inspect();
+      expect(inspected.Config.Image).toBe(AIO_STANDIN_IMAGE);
+      expect(inspected.Config.Labels).toMatchObject({
+        'sbx.dev/tenant': 'acme',
+        'cost-centre': 'r-and-d',
+        'sbx.sandbox-id': id,
+      });
+      expect(inspected.HostConfig).toMatchObject({
+        Memory: 256 * 1024 * 1024,
+        NanoCpus: 5e8,
+        PidsLimit: 200,
+      });
+      const over = provider.acquire({
+        userId: 'u1',
+        threadId: 'spec-t',
+        spec: { resources: { memoryMb: 4096 } },
+      });
+      await expect(over).rejects.toMatchObject({ code: 'SANDBOX_SPEC' });
+      const elsewhere = provider.acquire({
+        userId: 'u1',
+        threadId: 'spec-t',
+        spec: { image: 'registry.example/other:1' },
+      });
+      await expect(elsewhere).rejects.toThrow(/not in sandbox.spec.images/);
     } finally {
       await provider.shutdown();
     }

@@ -15,7 +15,14 @@ import {
   assertSafePathSegment,
   consoleLogger,
   createOwnershipStore,
+  DEFAULT_SPEC_POLICY,
+  NO_SPEC_SUPPORT,
+  checkSandboxSpec,
   deriveSandboxScopeToken,
+  specIdentityScope,
+  type SandboxSpec,
+  type SandboxSpecPolicy,
+  type SandboxSpecSupport,
   discardSandboxLeaseManager,
   getSandboxLeaseManager,
   identityScopesFor,
@@ -136,6 +143,8 @@ interface SandboxIdentity {
   readonly userId: string;
   readonly threadId: string;
   readonly explicitSkillPolicy: boolean;
+  /** The acquire's spec, checked; its image and resources are part of the id. */
+  readonly spec?: SandboxSpec | undefined;
 }
 
 interface ActiveEntry {
@@ -155,13 +164,24 @@ interface WarmValue {
 type Removed = { client: Sandbox | undefined; info: SandboxInfo | undefined } | undefined;
 
 function identityKey(identity: SandboxIdentity): string {
-  return serializerKey(identity.userId, identity.threadId, identity.explicitSkillPolicy);
+  // A spec that changes what the sandbox is (image, resources) makes it another sandbox of the
+  // thread: reuse and reclaim must not hand out one made to another spec.
+  const specScope = specIdentityScope(identity.spec);
+  return specScope
+    ? serializerKey(
+        identity.userId,
+        identity.threadId,
+        identity.explicitSkillPolicy,
+        specScope.value,
+      )
+    : serializerKey(identity.userId, identity.threadId, identity.explicitSkillPolicy);
 }
 
 function describeIdentity(identity: SandboxIdentity | undefined): string {
   if (identity === undefined) return '(anonymous)';
   const policy = identity.explicitSkillPolicy ? ', explicit skill policy' : '';
-  return `(user=${identity.userId}, thread=${identity.threadId}${policy})`;
+  const spec = specIdentityScope(identity.spec) ? ', own spec' : '';
+  return `(user=${identity.userId}, thread=${identity.threadId}${policy}${spec})`;
 }
 
 function sameIdentity(a: SandboxIdentity, b: SandboxIdentity): boolean {
@@ -234,6 +254,7 @@ export class AioSandboxProvider
   readonly #events: SandboxProviderEventEmitter;
   readonly #createClient: (info: SandboxInfo) => Sandbox;
   readonly #readinessProbe: (info: SandboxInfo) => Promise<boolean>;
+  readonly #specPolicy: SandboxSpecPolicy;
   readonly #storePromise: Promise<OwnershipStore>;
   readonly #ownsStore: boolean;
   readonly #ownsBackend: boolean;
@@ -272,6 +293,7 @@ export class AioSandboxProvider
     this.#logger = init.logger ?? silentLogger;
     this.#clock = init.clock ?? systemClock;
     this.settings = resolveAioSettings(init.config, env, this.#logger);
+    this.#specPolicy = init.config.specPolicy ?? DEFAULT_SPEC_POLICY;
     this.ownership = resolveOwnershipConfig(init.config, env, {
       ...(init.streamBridge ? { streamBridge: init.streamBridge } : {}),
     });
@@ -403,10 +425,17 @@ export class AioSandboxProvider
     }
     const userId = assertSafePathSegment('userId', resolveEffectiveUserId(options.userId));
     const threadId = assertSafePathSegment('threadId', options.threadId);
+    const spec = checkSandboxSpec(
+      options.spec,
+      this.specSupport,
+      this.specPolicy,
+      'AioSandboxProvider',
+    );
     const identity: SandboxIdentity = {
       userId,
       threadId,
       explicitSkillPolicy: options.skillPolicy !== undefined,
+      ...(spec ? { spec } : {}),
     };
     return this.#track(
       this.#serializer.hold(serializerKey(userId, threadId), () => this.#acquireThread(identity), {
@@ -415,15 +444,42 @@ export class AioSandboxProvider
     );
   }
 
-  /** The deterministic id of a thread's sandbox (policy- and skills-root-scoped). */
-  sandboxIdFor(options: { userId?: string; threadId: string; explicitSkillPolicy?: boolean }) {
+  /**
+   * Local containers honour an acquire's image (from `sandbox.spec.images`), resources and
+   * labels; the provisioner API carries none of them, so a remote backend refuses every spec.
+   */
+  override get specSupport(): SandboxSpecSupport {
+    if (this.backend.kind !== 'local') return NO_SPEC_SUPPORT;
+    return {
+      image: true,
+      resources: ['memoryMb', 'cpus', 'pids', 'diskGb'],
+      timeout: false,
+      labels: true,
+    };
+  }
+
+  protected override get specPolicy(): SandboxSpecPolicy {
+    return this.#specPolicy;
+  }
+
+  /** The deterministic id of a thread's sandbox (policy-, skills-root- and spec-scoped). */
+  sandboxIdFor(options: {
+    userId?: string;
+    threadId: string;
+    explicitSkillPolicy?: boolean;
+    spec?: SandboxSpec | undefined;
+  }) {
+    const specScope = specIdentityScope(options.spec);
     return deriveSandboxScopeToken({
       userId: resolveEffectiveUserId(options.userId),
       threadId: options.threadId,
-      scope: identityScopesFor({
-        skillsContainerPath: this.settings.skillsRoot,
-        explicitSkillPolicy: options.explicitSkillPolicy === true,
-      }),
+      scope: [
+        ...identityScopesFor({
+          skillsContainerPath: this.settings.skillsRoot,
+          explicitSkillPolicy: options.explicitSkillPolicy === true,
+        }),
+        ...(specScope ? [specScope] : []),
+      ],
     });
   }
 
@@ -584,11 +640,15 @@ export class AioSandboxProvider
             this.#logger,
           );
     await this.#pool.ensureCapacity(this.#active.size, id);
+    const spec = identity?.spec;
     const info = await this.backend.create({
       sandboxId: id,
       threadId: identity?.threadId ?? null,
       ...(identity ? { userId: identity.userId } : {}),
       ...(mounts.length > 0 ? { extraMounts: mounts } : {}),
+      ...(spec?.image ? { image: spec.image } : {}),
+      ...(spec?.resources ? { resources: spec.resources } : {}),
+      ...(spec?.labels ? { labels: spec.labels } : {}),
     });
     let ready: boolean;
     try {
@@ -1246,6 +1306,7 @@ export class AioSandboxProvider
       throwIfAborted(options.signal);
       const id = info.sandboxId;
       const location = info.containerName || info.sandboxUrl || undefined;
+      const labelled = info.labels ? { labels: info.labels } : {};
       const active = this.#active.get(id);
       if (active !== undefined) {
         const at = this.#lastActivity.get(id);
@@ -1255,6 +1316,7 @@ export class AioSandboxProvider
           state: 'active',
           ...(at !== undefined ? { updatedAt: new Date(at).toISOString() } : {}),
           location,
+          ...labelled,
         });
         continue;
       }
@@ -1266,10 +1328,11 @@ export class AioSandboxProvider
           state: 'warm',
           updatedAt: new Date(warm.releasedAt).toISOString(),
           location,
+          ...labelled,
         });
         continue;
       }
-      out.push({ id, state: await this.#ownerState(id), location });
+      out.push({ id, state: await this.#ownerState(id), location, ...labelled });
     }
     return out;
   }

@@ -37,6 +37,8 @@ import type {
 import { parseDockerTimestamp } from './sandbox-info.js';
 import type { SandboxInfo } from './sandbox-info.js';
 import { aioRequestHeaders } from './aio-http.js';
+import { DEFAULT_CONTAINER_RESOURCES, type ContainerResources } from './container-profile.js';
+import type { SandboxResources } from '@sbx/core';
 
 /** The all-in-one sandbox image the reference configuration uses. Pinning a tag is advised. */
 export const DEFAULT_AIO_IMAGE =
@@ -186,15 +188,20 @@ export class LocalContainerBackend implements SandboxBackend {
       const spec = buildContainerSpec({
         name,
         sandboxId: request.sandboxId,
-        image: this.image,
+        image: request.image ?? this.image,
         port,
         network: this.network,
         bindHost: this.bindHost,
         environment: this.options.environment ?? {},
         mounts,
         skillsRoot: this.skillsRoot,
-        ...(this.options.labels ? { extraLabels: this.options.labels } : {}),
-        ...(this.options.resources ? { resources: this.options.resources } : {}),
+        // The acquire's labels under sbx's own (buildContainerSpec writes those last).
+        ...(this.options.labels || request.labels
+          ? { extraLabels: { ...request.labels, ...this.options.labels } }
+          : {}),
+        ...(this.options.resources || request.resources
+          ? { resources: mergeResources(this.options.resources, request.resources) }
+          : {}),
         ...(this.options.security ? { security: this.options.security } : {}),
       });
       this.logger.info('Starting sandbox container', { command: describeContainerSpec(spec) });
@@ -403,6 +410,7 @@ export class LocalContainerBackend implements SandboxBackend {
       containerId: inspected.Id,
       createdAt: parseDockerTimestamp(inspected.Created),
       ...(labels[LABEL_SKILLS_ROOT] ? { skillsRoot: labels[LABEL_SKILLS_ROOT] } : {}),
+      ...userLabelsOf(labels),
       managed: labels[LABEL_MANAGED] === 'true',
     };
   }
@@ -423,6 +431,7 @@ export class LocalContainerBackend implements SandboxBackend {
       containerId: summary.Id,
       createdAt: typeof summary.Created === 'number' ? summary.Created : 0,
       ...(labels[LABEL_SKILLS_ROOT] ? { skillsRoot: labels[LABEL_SKILLS_ROOT] } : {}),
+      ...userLabelsOf(labels),
       managed: labels[LABEL_MANAGED] === 'true',
     };
   }
@@ -463,3 +472,29 @@ export class LocalContainerBackend implements SandboxBackend {
 }
 
 export type { LocalContainerBackendOptions } from './local-container-backend-options.js';
+
+/** The labels an acquire's spec wrote (everything but sbx's own `sbx.*`, `sbx.dev/...` kept). */
+function userLabelsOf(labels: Readonly<Record<string, string>>): {
+  labels?: Record<string, string>;
+} {
+  const own = Object.entries(labels).filter(
+    ([k]) => !k.startsWith('sbx.') || k.startsWith('sbx.dev/'),
+  );
+  return own.length > 0 ? { labels: Object.fromEntries(own) } : {};
+}
+
+/** The configured limits with an acquire's spec resources over them. */
+function mergeResources(
+  configured: ContainerResources | undefined,
+  requested: SandboxResources | undefined,
+): ContainerResources {
+  const base = configured ?? DEFAULT_CONTAINER_RESOURCES;
+  return {
+    memoryMb: requested?.memoryMb ?? base.memoryMb,
+    cpus: requested?.cpus ?? base.cpus,
+    pids: requested?.pids ?? base.pids,
+    ...((requested?.diskGb ?? base.diskGb) === undefined
+      ? {}
+      : { diskGb: requested?.diskGb ?? base.diskGb }),
+  };
+}

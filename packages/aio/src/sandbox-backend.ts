@@ -1,4 +1,5 @@
 import type { SandboxInfo } from './sandbox-info.js';
+import type { SandboxResources } from '@sbx/core';
 
 /** A host directory mounted into a sandbox. */
 export interface MountSpec {
@@ -18,6 +19,10 @@ export interface CreateSandboxRequest {
   readonly includeLegacySkills?: boolean;
   readonly provisionLarkCliRuntime?: boolean;
   readonly provisionLarkCliBroker?: boolean;
+  /** Local only, from an acquire's spec: the image, resources and labels of this sandbox. */
+  readonly image?: string;
+  readonly resources?: SandboxResources;
+  readonly labels?: Readonly<Record<string, string>>;
   readonly signal?: AbortSignal;
 }
 

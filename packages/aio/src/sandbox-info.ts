@@ -15,6 +15,8 @@ export interface SandboxInfo {
   readonly skillsRoot?: string;
   /** Created by sbx (carries the `sbx.managed` label) rather than found by name only. */
   readonly managed?: boolean;
+  /** The labels of the acquire spec it was created with (container labels other than sbx's). */
+  readonly labels?: Readonly<Record<string, string>>;
 }
 
 /** The reference's persisted shape (`sandbox_id`, `sandbox_url`, ...). */

@@ -59,6 +59,34 @@ describe('sbx ls', () => {
     });
   });
 
+  it('--label filters on spec labels (every one must match) and shows a labels column', async () => {
+    const fake = memoryProviderClass();
+    class Listing extends fake.Provider {
+      async listSandboxes(): Promise<SandboxSummary[]> {
+        return [
+          { id: 'acme-1', state: 'active', labels: { 'sbx.dev/tenant': 'acme', tier: 'pro' } },
+          { id: 'acme-2', state: 'warm', labels: { 'sbx.dev/tenant': 'acme' } },
+          { id: 'other', state: 'active', labels: { 'sbx.dev/tenant': 'globex' } },
+          { id: 'bare', state: 'active' },
+        ];
+      }
+    }
+    const importer = importerWith({ '@fake/listing': { default: Listing } });
+    const base = ['ls', '--provider', '@fake/listing'];
+    const acme = await sbx([...base, '--label', 'sbx.dev/tenant=acme'], { importer });
+    const [header, ...rows] = acme.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/LOCATION\s+LABELS$/);
+    expect(rows.map((r) => r.split(/\s+/)[0])).toEqual(['acme-1', 'acme-2']);
+    const pro = await sbx([...base, '--json', '-l', 'sbx.dev/tenant=acme', '-l', 'tier=pro'], {
+      importer,
+    });
+    expect(
+      (JSON.parse(pro.stdout) as { sandboxes: { id: string }[] }).sandboxes.map((s) => s.id),
+    ).toEqual(['acme-1']);
+    const bad = await sbx([...base, '--label', 'no-equals'], { importer });
+    expect(bad.code).toBe(2);
+  });
+
   it('reports a provider that cannot list, without failing', async () => {
     const fake = memoryProviderClass();
     const run = await sbx(['ls', '--provider', '@fake/plain'], {

@@ -5,7 +5,7 @@ import { demoCommand } from './demo-command.js';
 import { doctorCommand } from './doctor-command.js';
 import { execCommand, type ExecOptions } from './exec-command.js';
 import { gcCommand, type GcOptions } from './gc-command.js';
-import { lsCommand } from './ls-command.js';
+import { lsCommand, type LsOptions } from './ls-command.js';
 import { mcpCommand, type McpOptions } from './mcp-command.js';
 import { toolCommand, type ToolOptions } from './tool-command.js';
 import { CLI_VERSION } from './version.js';
@@ -103,7 +103,12 @@ export function buildProgram(runtime: CommandRuntime, exit: { code: number }): C
   withProvider(program.command('ls'))
     .alias('ps')
     .description('list the sandboxes the provider knows')
-    .action(async (options: ProviderCommandOptions) => {
+    .option(
+      '-l, --label <key=value>',
+      'only sandboxes whose spec labels include this one (repeatable)',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .action(async (options: LsOptions) => {
       exit.code = await lsCommand(options, runtime);
     });
 

@@ -283,6 +283,22 @@ const sectionShape = {
     })
     .default({ idle_check_interval_seconds: 60 })
     .describe('Warm-pool housekeeping shared by providers that park released sandboxes.'),
+  spec: z
+    .strictObject({
+      images: z
+        .array(z.string().min(1))
+        .default([])
+        .describe('Images (or VM templates) an acquire may ask for in its spec.'),
+      max_memory_mb: z.number().int().gt(0).optional().describe('Largest spec.resources.memoryMb.'),
+      max_cpus: z.number().gt(0).optional().describe('Largest spec.resources.cpus.'),
+      max_pids: z.number().int().gt(0).optional().describe('Largest spec.resources.pids.'),
+      max_disk_gb: z.number().int().gt(0).optional().describe('Largest spec.resources.diskGb.'),
+      max_timeout_seconds: timerSeconds().gt(0).optional().describe('Largest spec.timeoutSeconds.'),
+    })
+    .default({ images: [] })
+    .describe(
+      'Bounds of the per-acquire sandbox spec (image, resources, timeout, labels) a host application may pass.',
+    ),
   mounts: z
     .array(mountSchema)
     .default([])
@@ -445,6 +461,14 @@ function toConfig(s: Section, ctx: SandboxSchemaContext): SandboxConfig {
       keyPrefix: s.ownership.key_prefix,
     },
     warmPool: { idleCheckIntervalSeconds: s.warm_pool.idle_check_interval_seconds },
+    specPolicy: {
+      images: s.spec.images,
+      maxMemoryMb: s.spec.max_memory_mb,
+      maxCpus: s.spec.max_cpus,
+      maxPids: s.spec.max_pids,
+      maxDiskGb: s.spec.max_disk_gb,
+      maxTimeoutSeconds: s.spec.max_timeout_seconds,
+    },
     mounts: s.mounts.map((m) => ({
       hostPath: m.host_path,
       containerPath: m.container_path.replace(/\/+$/, ''),

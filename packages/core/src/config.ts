@@ -1,4 +1,5 @@
 import type { EnvPolicyMode } from './env-policy.js';
+import type { SandboxSpecPolicy } from './sandbox-spec.js';
 /**
  * The parsed `sandbox:` configuration as TypeScript sees it (camelCase). Users write the
  * snake_case layout described in docs/configuration.md; `parseSandboxConfig` / `loadSandboxConfig`
@@ -86,6 +87,8 @@ export interface SandboxConfig {
   /** `undefined` when the section was omitted: resolveOwnershipConfig may then infer redis. */
   readonly ownership: OwnershipConfig | undefined;
   readonly warmPool: WarmPoolConfig;
+  /** `sandbox.spec`: what a per-acquire spec may ask for. */
+  readonly specPolicy: SandboxSpecPolicy;
   readonly mounts: readonly VolumeMountConfig[];
   readonly threadDataMounts: boolean | undefined;
   /** Container environment with `$NAME` values already read from the host environment. */

@@ -629,3 +629,17 @@ export type {
   TelemetrySpan,
   TelemetryTracer,
 } from './observability-otel.js';
+export {
+  DEFAULT_SPEC_POLICY,
+  NO_SPEC_SUPPORT,
+  SandboxSpecError,
+  checkSandboxSpec,
+  specIdentityScope,
+} from './sandbox-spec.js';
+export type {
+  SandboxResourceName,
+  SandboxResources,
+  SandboxSpec,
+  SandboxSpecPolicy,
+  SandboxSpecSupport,
+} from './sandbox-spec.js';

@@ -9,6 +9,7 @@ import type { Logger } from './logger.js';
 import { silentLogger } from './logger.js';
 import type { Sandbox } from './sandbox.js';
 import type { AcquireOptions, AgentSkillPolicy } from './sandbox-provider.js';
+import type { SandboxSpec } from './sandbox-spec.js';
 
 /**
  * The slice of a provider the lease manager drives. Any `SandboxProvider` fits; so does a
@@ -36,6 +37,8 @@ export interface LeaseAcquireOptions extends LeaseIdentity {
   releaseOnLast?: boolean;
   /** Passed to `provider.admit` and `provider.acquire`. */
   skillPolicy?: AgentSkillPolicy;
+  /** Passed to `provider.admit` and `provider.acquire` (see `AcquireOptions.spec`). */
+  spec?: SandboxSpec;
   /** Abandons the wait for the thread's lock; once a provider acquire started, see `acquire`. */
   signal?: AbortSignal;
 }
@@ -322,6 +325,7 @@ export class SandboxLeaseManager {
     const { signal } = options;
     const request: AcquireOptions = { userId: options.userId, threadId: options.threadId };
     if (options.skillPolicy !== undefined) request.skillPolicy = options.skillPolicy;
+    if (options.spec !== undefined) request.spec = options.spec;
     this.provider.admit?.(request);
     let sandboxId: string;
     try {

@@ -18,6 +18,8 @@ export interface SandboxSummary {
   readonly updatedAt?: string | undefined;
   /** Where it lives: a host directory, a container name, a remote template or URL. */
   readonly location?: string | undefined;
+  /** The labels of the acquire spec it was created with (`sbx ls --label` filters on them). */
+  readonly labels?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface ListSandboxesOptions {

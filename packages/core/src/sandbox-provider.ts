@@ -1,5 +1,13 @@
 import { SandboxRuntimeError } from './errors.js';
 import type { Sandbox } from './sandbox.js';
+import {
+  DEFAULT_SPEC_POLICY,
+  NO_SPEC_SUPPORT,
+  checkSandboxSpec,
+  type SandboxSpec,
+  type SandboxSpecPolicy,
+  type SandboxSpecSupport,
+} from './sandbox-spec.js';
 
 /** An explicit skill policy of a lead agent: the skills it may see, by name (empty = none). */
 export interface AgentSkillPolicy {
@@ -12,6 +20,12 @@ export interface AcquireOptions {
   threadId?: string;
   /** Present when the lead agent runs under an explicit skill policy. */
   skillPolicy?: AgentSkillPolicy;
+  /**
+   * What this acquire asks of its sandbox (image, resources, timeout, labels), within
+   * `sandbox.spec`. A field the provider cannot honour (see `specSupport`) is refused with
+   * `SandboxSpecError`, never dropped.
+   */
+  spec?: SandboxSpec;
   signal?: AbortSignal;
 }
 
@@ -37,6 +51,11 @@ export interface SyncAgentSkillsOptions {
  */
 export abstract class SandboxProvider {
   abstract acquire(options?: AcquireOptions): Promise<string>;
+
+  /** The spec fields this provider honours (capability flags); default none. */
+  get specSupport(): SandboxSpecSupport {
+    return NO_SPEC_SUPPORT;
+  }
 
   abstract get(sandboxId: string): Sandbox | undefined;
 
@@ -88,5 +107,13 @@ export abstract class SandboxProvider {
         `Sandbox provider ${this.constructor.name} cannot enforce per-Agent skill filesystem isolation`,
       );
     }
+    // A spec the provider cannot honour, or outside the operator's bounds, is refused before
+    // anything is created or reused; never silently dropped.
+    checkSandboxSpec(options.spec, this.specSupport, this.specPolicy, this.constructor.name);
+  }
+
+  /** The operator's bounds on acquire specs (`sandbox.spec`); providers return their config's. */
+  protected get specPolicy(): SandboxSpecPolicy {
+    return DEFAULT_SPEC_POLICY;
   }
 }

@@ -17,6 +17,7 @@ import {
   createCapacityStore,
   createOwnershipStore,
   deriveSandboxScopeToken,
+  type SandboxSpecSupport,
   identityScopesFor,
   resolveEffectiveUserId,
   resolveOwnershipConfig,
@@ -339,6 +340,15 @@ export class E2BSandboxProvider extends SandboxProvider {
     return true;
   }
 
+  /**
+   * Labels become VM metadata. The template (`image`) and the VM timeout are not taken per
+   * acquire yet (the template would have to become part of how a thread's VM is found again),
+   * so they are refused rather than ignored.
+   */
+  override get specSupport(): SandboxSpecSupport {
+    return { image: false, resources: [], timeout: false, labels: true };
+  }
+
   /** Resolves once the stores are up and the startup reconciliation was started (not finished). */
   async ready(): Promise<void> {
     await this.#stores_();
@@ -399,9 +409,10 @@ export class E2BSandboxProvider extends SandboxProvider {
     await this.#stores_();
     this.#assertOpen();
     const uploadShared = options.skillPolicy === undefined;
+    const labels = options.spec?.labels;
     if (options.threadId === undefined) {
       // A thread-less sandbox has no identity to find it again by: never serialized, never reused.
-      return this.#create(undefined, uploadShared);
+      return this.#create(undefined, uploadShared, labels);
     }
     const key: ThreadKey = {
       userId: resolveEffectiveUserId(options.userId),
@@ -416,7 +427,7 @@ export class E2BSandboxProvider extends SandboxProvider {
           (await this.#reuse(key)) ??
           (await this.#reclaim(key)) ??
           (await this.#discover(key)) ??
-          (await this.#create(key, uploadShared)),
+          (await this.#create(key, uploadShared, labels)),
         { signal: options.signal },
       );
     } catch (error) {
@@ -708,9 +719,14 @@ export class E2BSandboxProvider extends SandboxProvider {
     return id;
   }
 
-  async #create(key: ThreadKey | undefined, uploadShared: boolean): Promise<string> {
+  async #create(
+    key: ThreadKey | undefined,
+    uploadShared: boolean,
+    labels?: Readonly<Record<string, string>>,
+  ): Promise<string> {
     const stores = await this.#stores_();
     const { slot, token } = await this.#reserveCapacity(stores);
+    // An acquire's labels go under sbx's own tags, which find and own the VM.
     const metadata = buildVmMetadata({
       ownerId: stores.ownership.ownerId,
       nowMs: this.#clock.now(),
@@ -720,6 +736,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       reservationToken: token,
       skillsRoot: this.settings.skillsRoot,
       defaultSkillsRoot: DEFAULT_SKILLS_ROOT,
+      ...(labels ? { labels } : {}),
     });
     let remote: E2BRemoteSandbox;
     try {

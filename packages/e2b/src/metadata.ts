@@ -29,10 +29,14 @@ export interface VmTagInput {
   reservationToken?: string;
   skillsRoot: string;
   defaultSkillsRoot: string;
+  /** An acquire's spec labels (`sbx.dev/tenant`, ...). */
+  labels?: Readonly<Record<string, string>>;
 }
 
 export function buildVmMetadata(input: VmTagInput): Record<string, string> {
   const tags: Record<string, string> = {
+    // An acquire's labels first: sbx's own tags below overwrite any of the same name.
+    ...(input.labels ?? {}),
     [E2B_TAGS.provider]: E2B_PROVIDER_TAG_VALUE,
     [E2B_TAGS.gateway]: input.ownerId,
     // Seconds as decimal text, as the reference writes it; parsed back for orphan ages.

@@ -14,6 +14,7 @@ import { Sandbox } from '../sandbox.js';
 import type { AcquireOptions, SyncAgentSkillsOptions } from '../sandbox-provider.js';
 import { SandboxProvider } from '../sandbox-provider.js';
 import { CallGate } from './pausable.js';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '../sandbox-spec.js';
 
 /**
  * In-memory sandbox and provider for lifecycle and race tests. Nothing here touches a process, the
@@ -266,6 +267,8 @@ export class FakeSandboxProvider extends SandboxProvider {
     return this.gate.invoke('acquire', [options], async () => {
       await this.#options.intercept?.({ method: 'acquire', args: [options] });
       this.#throwIfFailing('acquire');
+      // The fake honours no spec: refused as every provider refuses what it cannot honour.
+      checkSandboxSpec(options.spec, this.specSupport, DEFAULT_SPEC_POLICY, 'FakeSandboxProvider');
       const id =
         options.threadId === undefined
           ? `${this.#options.idPrefix ?? 'fake'}:anon:${(this.#anonymous += 1)}`

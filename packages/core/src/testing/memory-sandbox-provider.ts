@@ -1,6 +1,7 @@
 import type { AcquireOptions } from '../sandbox-provider.js';
 import { SandboxProvider } from '../sandbox-provider.js';
 import { MemorySandbox, type MemorySandboxOptions } from './memory-sandbox.js';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '../sandbox-spec.js';
 
 export interface MemorySandboxProviderOptions {
   /**
@@ -40,6 +41,8 @@ export class MemorySandboxProvider extends SandboxProvider {
 
   async acquire(options: AcquireOptions = {}): Promise<string> {
     this.acquireCalls.push(options);
+    // Honours no spec, and refuses one like every provider (see `SandboxProvider.admit`).
+    checkSandboxSpec(options.spec, this.specSupport, DEFAULT_SPEC_POLICY, 'MemorySandboxProvider');
     const id = this.idFor(options);
     if (!this.sandboxes.has(id)) {
       const sandboxOptions = this.#options.sandboxOptions;

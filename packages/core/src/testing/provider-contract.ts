@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSbxError } from '../errors.js';
 import type { SandboxProvider } from '../sandbox-provider.js';
+import type { SandboxResourceName, SandboxSpec } from '../sandbox-spec.js';
 
 export interface ProviderUnderTest {
   provider: SandboxProvider;
@@ -10,7 +11,20 @@ export interface ProviderUnderTest {
 export interface ProviderContractOptions {
   /** The provider supports `acquire()` without a thread (a generic/anonymous sandbox). Default true. */
   anonymousAcquire?: boolean;
+  /**
+   * An image the provider's configuration allows in `sandbox.spec.images`, for the spec identity
+   * test of a provider that honours `spec.image`.
+   */
+  specImage?: string;
 }
+
+/** Two valid values of each resource, for the spec identity tests. */
+const RESOURCE_VALUES: Readonly<Record<SandboxResourceName, readonly [number, number]>> = {
+  memoryMb: [512, 1024],
+  cpus: [1, 2],
+  pids: [256, 512],
+  diskGb: [5, 10],
+};
 
 let unique = 0;
 const thread = (label: string) => `contract-${label}-${process.pid}-${++unique}`;
@@ -125,5 +139,71 @@ export function describeProviderContract(
         expect(await provider.get(id)?.executeCommand('echo anon')).toContain('anon');
       });
     }
+
+    it('refuses every spec field the provider does not honour, typed, before acquiring', async () => {
+      const support = provider.specSupport;
+      const refused: SandboxSpec[] = [];
+      if (!support.image) refused.push({ image: options.specImage ?? 'contract/image:1' });
+      for (const name of Object.keys(RESOURCE_VALUES) as SandboxResourceName[]) {
+        if (!support.resources.includes(name)) {
+          refused.push({ resources: { [name]: RESOURCE_VALUES[name][0] } });
+        }
+      }
+      if (!support.timeout) refused.push({ timeoutSeconds: 600 });
+      if (!support.labels) refused.push({ labels: { 'sbx.dev/tenant': 'contract' } });
+      for (const spec of refused) {
+        const failure = await provider
+          .acquire({ userId: 'u1', threadId: thread('spec-refused'), spec })
+          .then(
+            () => undefined,
+            (err: unknown) => err,
+          );
+        expect(isSbxError(failure) && failure.code, JSON.stringify(spec)).toBe('SANDBOX_SPEC');
+      }
+    });
+
+    it('a spec changing what the sandbox is names another sandbox; the same spec the same one', async (ctx) => {
+      const support = provider.specSupport;
+      const resource = (['cpus', 'memoryMb', 'pids'] as const).find((r) =>
+        support.resources.includes(r),
+      );
+      const image = support.image ? options.specImage : undefined;
+      if (resource === undefined && image === undefined) {
+        ctx.skip();
+        return;
+      }
+      const t = thread('spec-identity');
+      const base = await provider.acquire({ userId: 'u1', threadId: t });
+      const specA: SandboxSpec = resource
+        ? { resources: { [resource]: RESOURCE_VALUES[resource][0] } }
+        : { image };
+      const specB: SandboxSpec = resource
+        ? { resources: { [resource]: RESOURCE_VALUES[resource][1] } }
+        : { image, resources: undefined, labels: undefined, timeoutSeconds: undefined };
+      const a = await provider.acquire({ userId: 'u1', threadId: t, spec: specA });
+      const again = await provider.acquire({ userId: 'u1', threadId: t, spec: specA });
+      expect(again).toBe(a);
+      expect(a).not.toBe(base);
+      if (resource) {
+        const b = await provider.acquire({ userId: 'u1', threadId: t, spec: specB });
+        expect(b).not.toBe(a);
+        expect(b).not.toBe(base);
+      }
+    });
+
+    it('labels alone do not change which sandbox a thread gets', async (ctx) => {
+      if (!provider.specSupport.labels) {
+        ctx.skip();
+        return;
+      }
+      const t = thread('spec-labels');
+      const plain = await provider.acquire({ userId: 'u1', threadId: t });
+      const labelled = await provider.acquire({
+        userId: 'u1',
+        threadId: t,
+        spec: { labels: { 'sbx.dev/tenant': 'contract' } },
+      });
+      expect(labelled).toBe(plain);
+    });
   });
 }

@@ -33,6 +33,7 @@ export async function ensureSandboxInitialized(
     ? {
         threadId,
         ...(context.userId !== undefined ? { userId: context.userId } : {}),
+        ...(context.sandboxSpec ? { spec: context.sandboxSpec } : {}),
         ...(context.signal ? { signal: context.signal } : {}),
       }
     : undefined;
@@ -82,6 +83,7 @@ function acquire(context: ToolContext, request: SandboxAcquireRequest): Promise<
   const options = {
     threadId: request.threadId,
     ...(request.userId !== undefined ? { userId: request.userId } : {}),
+    ...(request.spec ? { spec: request.spec } : {}),
     ...(request.signal ? { signal: request.signal } : {}),
   };
   // Duck-typed providers (not extending SandboxProvider) may lack the hook.

@@ -1,5 +1,6 @@
 import type { Logger } from '../logger.js';
 import type { SandboxProvider } from '../sandbox-provider.js';
+import type { SandboxSpec } from '../sandbox-spec.js';
 import type { ToolConfigInput } from './tool-config.js';
 import type { ToolSession } from './tool-session.js';
 import type { ThreadDataPaths } from '../virtual-paths.js';
@@ -15,6 +16,8 @@ export interface ToolState {
 export interface SandboxAcquireRequest {
   threadId: string;
   userId?: string;
+  /** The tenant's sandbox spec (see `ToolContext.sandboxSpec`). */
+  spec?: SandboxSpec;
   signal?: AbortSignal;
 }
 
@@ -115,6 +118,12 @@ export interface ToolContext {
   commandScopeId?: string;
   /** Host-side facts for local sandboxes; see `LocalToolEnvironment`. */
   local?: LocalToolEnvironment;
+  /**
+   * What this run's sandbox must be (image, resources, timeout, labels), passed to every
+   * acquisition; the provider refuses what it cannot honour. A persisted `sandboxId` is reused
+   * as it is: give the spec from a thread's first turn on.
+   */
+  sandboxSpec?: SandboxSpec;
   signal?: AbortSignal;
   logger?: Logger;
 }
