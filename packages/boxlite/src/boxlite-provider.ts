@@ -6,7 +6,13 @@ import {
   SandboxRuntimeError,
   WarmPoolRegistry,
   assertSameThreadIdentity,
+  DEFAULT_SPEC_POLICY,
+  checkSandboxSpec,
   deriveSandboxScopeToken,
+  specIdentityScope,
+  type SandboxSpec,
+  type SandboxSpecPolicy,
+  type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
   silentLogger,
@@ -37,6 +43,8 @@ import type { FsAccessProbe } from './virtualization.js';
 export interface BoxIdentity {
   readonly userId: string;
   readonly threadId: string;
+  /** The acquire's spec, checked: its image and resources are part of the id. */
+  readonly spec?: SandboxSpec | undefined;
 }
 
 export interface BoxliteProviderOptions extends SandboxProviderInit {
@@ -163,10 +171,29 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     return `${this.settings.namePrefix}${sandboxId}`;
   }
 
-  /** The sandbox id of (user, thread). */
-  sandboxIdFor(userId: string | undefined, threadId: string): string {
-    const identity = { userId: resolveEffectiveUserId(userId), threadId };
+  /** The sandbox id of (user, thread), scoped by the spec when it changes what the box is. */
+  sandboxIdFor(userId: string | undefined, threadId: string, spec?: SandboxSpec): string {
+    const scope = specIdentityScope(spec);
+    const identity = {
+      userId: resolveEffectiveUserId(userId),
+      threadId,
+      ...(scope ? { scope } : {}),
+    };
     return this.#options.deriveSandboxId?.(identity) ?? deriveSandboxScopeToken(identity);
+  }
+
+  /** BoxLite boxes take an image, memory, CPUs and a disk size per box. */
+  override get specSupport(): SandboxSpecSupport {
+    return {
+      image: true,
+      resources: ['memoryMb', 'cpus', 'diskGb'],
+      timeout: false,
+      labels: false,
+    };
+  }
+
+  protected override get specPolicy(): SandboxSpecPolicy {
+    return this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY;
   }
 
   /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
@@ -180,11 +207,13 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     throwIfAborted(options.signal);
     const runtime = await this.#ensureReconciled();
     if (options.threadId === undefined) return this.#acquireAnonymous(runtime, options.signal);
+    const spec = checkSandboxSpec(options.spec, this.specSupport, this.specPolicy, PROVIDER_NAME);
     const identity: BoxIdentity = {
       userId: resolveEffectiveUserId(options.userId),
       threadId: options.threadId,
+      ...(spec ? { spec } : {}),
     };
-    const id = this.sandboxIdFor(identity.userId, identity.threadId);
+    const id = this.sandboxIdFor(identity.userId, identity.threadId, spec);
     return this.#locks.hold(id, () => this.#acquireThread(runtime, id, identity, options.signal), {
       signal: options.signal,
     });
@@ -378,13 +407,14 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     const sandbox = await this.#boxes.withCreationSlot(id, async () => {
       // A box of this name may still be stopping (evicted or failed a check just now).
       await this.#stops.get(id);
+      const resources = identity?.spec?.resources;
       const box = await runtime.create({
         name: this.boxName(id),
-        image: this.settings.image,
+        image: identity?.spec?.image ?? this.settings.image,
         rootfsPath: this.settings.rootfsPath,
-        memoryMib: this.settings.memoryMib,
-        cpus: this.settings.cpus,
-        diskSizeGb: this.settings.diskSizeGb,
+        memoryMib: resources?.memoryMb ?? this.settings.memoryMib,
+        cpus: resources?.cpus ?? this.settings.cpus,
+        diskSizeGb: resources?.diskGb ?? this.settings.diskSizeGb,
       });
       const created = this.#adapter(id, box);
       await this.#bootstrap(id, created);

@@ -185,3 +185,40 @@ describe('an unreachable E2B API', () => {
     await expect(offline.list().nextItems()).rejects.toThrow(`127.0.0.1:${port}`);
   });
 });
+
+describe('a per-acquire spec on E2B', () => {
+  it('writes labels as VM metadata under sbx’s own tags; refuses what E2B does not take per acquire', async () => {
+    const standin = await new E2BStandinServer().start();
+    const baseDir = await mkdtemp(path.join(os.tmpdir(), 'sbx-e2b-spec-'));
+    const provider = new E2BSandboxProvider({
+      config: parseSandboxConfig({
+        use: '@sbx/e2b',
+        base_dir: baseDir,
+        e2b: { api_key: standin.apiKey, api_url: standin.url, sandbox_url: standin.url },
+      }),
+      ownershipStore: new MemoryOwnershipStore(),
+      capacityStore: null,
+    });
+    try {
+      const id = await provider.acquire({
+        userId: 'u1',
+        threadId: 'labelled',
+        // A label may not impersonate sbx's tags: the thread tag stays the thread's.
+        spec: { labels: { 'sbx.dev/tenant': 'acme', deer_flow_thread: 'someone-else' } },
+      });
+      const vm = standin.vms.get(id)!;
+      expect(vm.metadata['sbx.dev/tenant']).toBe('acme');
+      expect(vm.metadata.deer_flow_thread).toBe('labelled');
+      await expect(
+        provider.acquire({ userId: 'u1', threadId: 'x', spec: { resources: { cpus: 2 } } }),
+      ).rejects.toMatchObject({ code: 'SANDBOX_SPEC' });
+      await expect(
+        provider.acquire({ userId: 'u1', threadId: 'x', spec: { image: 'base' } }),
+      ).rejects.toMatchObject({ code: 'SANDBOX_SPEC' });
+    } finally {
+      await provider.shutdown();
+      await standin.stop();
+      await rm(baseDir, { recursive: true, force: true });
+    }
+  });
+});

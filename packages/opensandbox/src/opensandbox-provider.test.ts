@@ -69,6 +69,23 @@ function setup(
 const isHealthProbe = (command: string): boolean => command === 'true';
 
 describe('OpenSandboxProvider create', () => {
+  it('a per-acquire spec: labels become metadata under sbx’s tags; image and resources are refused', async () => {
+    const { fake, provider } = setup();
+    await provider.acquire({
+      userId: 'u1',
+      threadId: 'labelled',
+      spec: { labels: { 'sbx.dev/tenant': 'acme', deer_flow_thread: 'someone-else' } },
+    });
+    expect(fake.creates[0]!.options.metadata).toMatchObject({
+      'sbx.dev/tenant': 'acme',
+      deer_flow_provider: 'opensandbox',
+      deer_flow_thread: 'labelled',
+    });
+    await expect(
+      provider.acquire({ userId: 'u1', threadId: 'x', spec: { image: 'other:1' } }),
+    ).rejects.toMatchObject({ code: 'SANDBOX_SPEC' });
+  });
+
   it('§8.8.164 create forwards image, lifetime, ready timeout, resolved environment, metadata and a connection config; no warning for HTTPS', async () => {
     const config = parseSandboxConfig(
       {

@@ -10,6 +10,7 @@ import {
   WarmPoolRegistry,
   assertSameThreadIdentity,
   deriveSandboxScopeToken,
+  type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
   systemClock,
@@ -70,6 +71,8 @@ export const BOOTSTRAP_DIRECTORIES = [
 export interface OpenSandboxIdentity {
   readonly userId: string;
   readonly threadId: string;
+  /** An acquire's spec labels, written as sandbox metadata (not part of the identity). */
+  readonly labels?: Readonly<Record<string, string>> | undefined;
 }
 
 export interface OpenSandboxProviderOptions extends Omit<SandboxProviderInit, 'config'> {
@@ -235,11 +238,20 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
     const identity: OpenSandboxIdentity = {
       userId: resolveEffectiveUserId(options.userId),
       threadId: options.threadId,
+      ...(options.spec?.labels ? { labels: options.spec.labels } : {}),
     };
-    const id = deriveSandboxScopeToken(identity);
+    const id = deriveSandboxScopeToken({ userId: identity.userId, threadId: identity.threadId });
     return this.#locks.hold(id, () => this.#acquireThread(sdk, id, identity, options.signal), {
       signal: options.signal,
     });
+  }
+
+  /**
+   * Labels become sandbox metadata. Image and resources would change which sandbox a thread
+   * gets, and the timeout is the sandbox's renewed lifetime: not taken per acquire yet, so refused.
+   */
+  override get specSupport(): SandboxSpecSupport {
+    return { image: false, resources: [], timeout: false, labels: true };
   }
 
   /** A pure in-memory lookup of an active sandbox. */
@@ -495,6 +507,8 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
     // closing one sandbox's transport never cuts off another's.
     const connectionConfig = this.#connectionConfig(sdk);
     const metadata: Record<string, string> = {
+      // An acquire's labels under sbx's own tags, which find and own the sandbox.
+      ...(identity?.labels ?? {}),
       [OPENSANDBOX_METADATA.provider]: OPENSANDBOX_PROVIDER_TAG_VALUE,
     };
     if (identity !== undefined) {

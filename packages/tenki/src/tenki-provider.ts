@@ -5,7 +5,13 @@ import {
   SandboxProvider,
   SandboxRuntimeError,
   WarmPoolRegistry,
+  DEFAULT_SPEC_POLICY,
+  checkSandboxSpec,
   deriveSandboxScopeToken,
+  specIdentityScope,
+  type SandboxSpec,
+  type SandboxSpecPolicy,
+  type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
   silentLogger,
@@ -143,9 +149,24 @@ export class TenkiSandboxProvider extends SandboxProvider {
     return `${this.settings.namePrefix}${sandboxId}`;
   }
 
-  sandboxIdFor(userId: string | undefined, threadId: string): string {
-    const identity = { userId: resolveEffectiveUserId(userId), threadId };
+  /** The sandbox id of (user, thread), scoped by the spec when it changes what the VM is. */
+  sandboxIdFor(userId: string | undefined, threadId: string, spec?: SandboxSpec): string {
+    const scope = specIdentityScope(spec);
+    const identity = {
+      userId: resolveEffectiveUserId(userId),
+      threadId,
+      ...(scope ? { scope } : {}),
+    };
     return this.#options.deriveSandboxId?.(identity) ?? deriveSandboxScopeToken(identity);
+  }
+
+  /** Tenki VMs take an image, CPU cores and memory per VM. */
+  override get specSupport(): SandboxSpecSupport {
+    return { image: true, resources: ['memoryMb', 'cpus'], timeout: false, labels: false };
+  }
+
+  protected override get specPolicy(): SandboxSpecPolicy {
+    return this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY;
   }
 
   runIdleCheck(): Promise<void> {
@@ -163,8 +184,14 @@ export class TenkiSandboxProvider extends SandboxProvider {
       this.#anonymous.add(id);
       return id;
     }
-    const id = this.sandboxIdFor(options.userId, options.threadId);
-    return this.#locks.hold(id, () => this.#acquireThread(client, id, options.signal), {
+    const spec = checkSandboxSpec(
+      options.spec,
+      this.specSupport,
+      this.specPolicy,
+      'TenkiSandboxProvider',
+    );
+    const id = this.sandboxIdFor(options.userId, options.threadId, spec);
+    return this.#locks.hold(id, () => this.#acquireThread(client, id, options.signal, spec), {
       signal: options.signal,
     });
   }
@@ -224,12 +251,13 @@ export class TenkiSandboxProvider extends SandboxProvider {
     client: TenkiClient,
     id: string,
     signal: AbortSignal | undefined,
+    spec: SandboxSpec | undefined,
   ): Promise<string> {
     this.#assertOpen();
     if (this.#vms.active.has(id)) return id;
     if (await this.#reclaimWarm(id)) return id;
     throwIfAborted(signal);
-    await this.#create(client, id);
+    await this.#create(client, id, spec);
     return id;
   }
 
@@ -255,9 +283,9 @@ export class TenkiSandboxProvider extends SandboxProvider {
     return false;
   }
 
-  async #create(client: TenkiClient, id: string): Promise<void> {
+  async #create(client: TenkiClient, id: string, spec?: SandboxSpec): Promise<void> {
     const sandbox = await this.#vms.withCreationSlot(id, async () => {
-      const remote = await client.create(this.#createOptions(id));
+      const remote = await client.create(this.#createOptions(id, spec));
       await this.#waitReady(id, remote);
       const created = this.#adapter(id, remote);
       await this.#bootstrap(created);
@@ -277,17 +305,20 @@ export class TenkiSandboxProvider extends SandboxProvider {
     this.#logger.info('Created Tenki sandbox', { sandboxId: id, remoteId: sandbox.remote.id });
   }
 
-  #createOptions(id: string): TenkiCreateOptions {
+  #createOptions(id: string, spec?: SandboxSpec): TenkiCreateOptions {
     const s = this.settings;
+    const image = spec?.image ?? s.image;
+    const cpuCores = spec?.resources?.cpus ?? s.cpuCores;
+    const memoryMb = spec?.resources?.memoryMb ?? s.memoryMb;
     return {
       name: this.sandboxName(id),
       workspaceId: s.workspaceId ?? null,
       sticky: s.sticky,
       wait: false,
       ...(s.maxDurationSeconds > 0 ? { maxDurationSeconds: s.maxDurationSeconds } : {}),
-      ...(s.image !== undefined ? { image: s.image } : {}),
-      ...(s.cpuCores !== undefined ? { cpuCores: s.cpuCores } : {}),
-      ...(s.memoryMb !== undefined ? { memoryMb: s.memoryMb } : {}),
+      ...(image !== undefined ? { image } : {}),
+      ...(cpuCores !== undefined ? { cpuCores } : {}),
+      ...(memoryMb !== undefined ? { memoryMb } : {}),
       ...(Object.keys(s.environment).length > 0 ? { env: s.environment } : {}),
     };
   }
