@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { stat } from 'node:fs/promises';
 import {
   AcquireSerializer,
@@ -16,7 +16,12 @@ import {
   WarmPool,
   createCapacityStore,
   createOwnershipStore,
+  DEFAULT_SPEC_POLICY,
+  checkSandboxSpec,
   deriveSandboxScopeToken,
+  specIdentityScope,
+  type SandboxSpec,
+  type SandboxSpecPolicy,
   type SandboxSpecSupport,
   identityScopesFor,
   resolveEffectiveUserId,
@@ -64,6 +69,7 @@ import {
   compareCandidates,
   createdAtMs,
   skillsRootOf,
+  specTimeoutOf,
 } from './metadata.js';
 import { syncOutputs } from './output-sync.js';
 import { listRemoteInventory } from './remote-inventory.js';
@@ -147,6 +153,25 @@ interface PlannedTree {
 interface ThreadKey {
   userId: string;
   threadId: string;
+  /** Fingerprint of the acquire spec that changes the VM (its template); absent: the default. */
+  spec?: string | undefined;
+  /** The template of that spec, for a create (not recoverable from tags, and not needed then). */
+  template?: string | undefined;
+  /** The spec's idle timeout for a create (later read back from the VM's tag). */
+  timeoutSeconds?: number | undefined;
+}
+
+/** The labels an acquire spec wrote: the VM's metadata other than sbx's own tags. */
+function specLabelsOf(info: E2BSandboxInfo): { labels?: Record<string, string> } {
+  const own = new Set<string>(Object.values(E2B_TAGS));
+  const labels = Object.entries(info.metadata).filter(([k]) => !own.has(k));
+  return labels.length > 0 ? { labels: Object.fromEntries(labels) } : {};
+}
+
+/** A short, tag-safe fingerprint of what a spec changes about the VM. */
+function specFingerprint(spec: SandboxSpec | undefined): string | undefined {
+  const scope = specIdentityScope(spec);
+  return scope ? createHash('sha256').update(scope.value).digest('hex').slice(0, 16) : undefined;
 }
 
 interface ActiveEntry {
@@ -200,7 +225,7 @@ type ReapDecision =
 const SHUTDOWN_RETRY_AFTER_SECONDS = 30;
 
 function threadKeyText(key: ThreadKey): string {
-  return `${key.userId}\u0000${key.threadId}`;
+  return `${key.userId}\u0000${key.threadId}\u0000${key.spec ?? ''}`;
 }
 
 /** Tagged VMs by (user, thread); VMs without both tags are orphans. */
@@ -227,7 +252,8 @@ function groupByThread(entries: readonly E2BSandboxInfo[]): {
 function taggedThread(info: E2BSandboxInfo): ThreadKey | undefined {
   const userId = info.metadata[E2B_TAGS.user];
   const threadId = info.metadata[E2B_TAGS.thread];
-  return userId && threadId ? { userId, threadId } : undefined;
+  const spec = info.metadata[E2B_TAGS.spec] || undefined;
+  return userId && threadId ? { userId, threadId, ...(spec ? { spec } : {}) } : undefined;
 }
 
 function isoTime(ms: number | undefined): string | undefined {
@@ -282,6 +308,8 @@ export class E2BSandboxProvider extends SandboxProvider {
   /** Ids a reaping path of this instance is killing (reconciliation and `reapOrphans`). */
   readonly #reaping = new Set<string>();
   readonly #waiters = new Set<() => void>();
+  /** VMs whose acquire spec set their idle timeout (seconds), by id. */
+  readonly #vmTimeouts = new Map<string, number>();
   #closed = false;
   #shutdown: Promise<void> | undefined;
   #renewTimer: ClockTimer | undefined;
@@ -341,12 +369,16 @@ export class E2BSandboxProvider extends SandboxProvider {
   }
 
   /**
-   * Labels become VM metadata. The template (`image`) and the VM timeout are not taken per
-   * acquire yet (the template would have to become part of how a thread's VM is found again),
-   * so they are refused rather than ignored.
+   * The template (`image`, from `sandbox.spec.images`) is part of how a thread's VM is found again
+   * (the `sbx_spec` tag); labels become VM metadata; `timeoutSeconds` is the VM's idle timeout
+   * (E2B's own), kept in a tag so every instance renews it with that value, not the default.
    */
   override get specSupport(): SandboxSpecSupport {
-    return { image: false, resources: [], timeout: false, labels: true };
+    return { image: true, resources: [], timeout: true, labels: true };
+  }
+
+  protected override get specPolicy(): SandboxSpecPolicy {
+    return this.#init.config.specPolicy ?? DEFAULT_SPEC_POLICY;
   }
 
   /** Resolves once the stores are up and the startup reconciliation was started (not finished). */
@@ -414,9 +446,19 @@ export class E2BSandboxProvider extends SandboxProvider {
       // A thread-less sandbox has no identity to find it again by: never serialized, never reused.
       return this.#create(undefined, uploadShared, labels);
     }
+    const spec = checkSandboxSpec(
+      options.spec,
+      this.specSupport,
+      this.specPolicy,
+      'E2BSandboxProvider',
+    );
+    const fingerprint = specFingerprint(spec);
     const key: ThreadKey = {
       userId: resolveEffectiveUserId(options.userId),
       threadId: options.threadId,
+      ...(fingerprint ? { spec: fingerprint } : {}),
+      ...(spec?.image ? { template: spec.image } : {}),
+      ...(spec?.timeoutSeconds !== undefined ? { timeoutSeconds: spec.timeoutSeconds } : {}),
     };
     // Validates both ids as path segments up front (they name the host output directory).
     threadLayout(this.settings.baseDir, key.userId, key.threadId);
@@ -595,6 +637,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       [E2B_TAGS.provider]: E2B_PROVIDER_TAG_VALUE,
       [E2B_TAGS.user]: key.userId,
       [E2B_TAGS.thread]: key.threadId,
+      ...(key.spec ? { [E2B_TAGS.spec]: key.spec } : {}),
     };
     const inventory = await listRemoteInventory(
       this.#client,
@@ -611,6 +654,8 @@ export class E2BSandboxProvider extends SandboxProvider {
       .filter(
         (info) =>
           Object.entries(wanted).every(([k, v]) => info.metadata[k] === v) &&
+          // A VM made to another spec (or to one, when this acquire has none) is not this one.
+          (info.metadata[E2B_TAGS.spec] || undefined) === key.spec &&
           belongsToLedger(info, stores.ledgerKey) &&
           skillsRootOf(info, DEFAULT_SKILLS_ROOT) === this.settings.skillsRoot &&
           !this.#active.has(info.sandboxId) &&
@@ -631,6 +676,7 @@ export class E2BSandboxProvider extends SandboxProvider {
     stores: Stores,
   ): Promise<string | undefined> {
     const id = info.sandboxId;
+    this.#rememberTimeout(info);
     let remote: E2BRemoteSandbox;
     try {
       remote = await this.#sdk(() => this.#client.connect(id, this.#connectOptions()));
@@ -737,16 +783,17 @@ export class E2BSandboxProvider extends SandboxProvider {
       skillsRoot: this.settings.skillsRoot,
       defaultSkillsRoot: DEFAULT_SKILLS_ROOT,
       ...(labels ? { labels } : {}),
+      ...(key?.spec ? { spec: key.spec } : {}),
+      ...(key?.timeoutSeconds !== undefined ? { timeoutSeconds: key.timeoutSeconds } : {}),
     });
+    const idleSeconds = key?.timeoutSeconds ?? this.settings.idleTimeoutSeconds;
     let remote: E2BRemoteSandbox;
     try {
       remote = await this.#sdk(() =>
         this.#client.create({
-          template: this.settings.template,
+          template: key?.template ?? this.settings.template,
           metadata,
-          ...(this.settings.idleTimeoutSeconds > 0
-            ? { timeoutMs: this.settings.idleTimeoutSeconds * 1000 }
-            : {}),
+          ...(idleSeconds > 0 ? { timeoutMs: idleSeconds * 1000 } : {}),
           ...(Object.keys(this.settings.environment).length > 0
             ? { envs: { ...this.settings.environment } }
             : {}),
@@ -759,6 +806,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       throw error;
     }
     const id = remote.sandboxId || randomBytes(4).toString('hex');
+    if (key?.timeoutSeconds !== undefined) this.#vmTimeouts.set(id, key.timeoutSeconds);
     this.#ownedRemoteOps.add(id);
     if (stores.capacity !== undefined) {
       try {
@@ -1399,10 +1447,19 @@ export class E2BSandboxProvider extends SandboxProvider {
     if (key !== undefined) this.#threads.set(threadKeyText(key), id);
   }
 
+  /** A discovered VM's spec timeout (its tag), so renewals keep it. */
+  #rememberTimeout(info: E2BSandboxInfo): void {
+    const seconds = specTimeoutOf(info);
+    if (seconds !== undefined) this.#vmTimeouts.set(info.sandboxId, seconds);
+  }
+
   async #pushTimeout(remote: E2BRemoteSandbox | undefined): Promise<void> {
-    if (remote === undefined || this.settings.idleTimeoutSeconds <= 0) return;
+    if (remote === undefined) return;
+    // The VM's own timeout (its acquire spec's, kept from its creation) else the configured one.
+    const seconds = this.#vmTimeouts.get(remote.sandboxId) ?? this.settings.idleTimeoutSeconds;
+    if (seconds <= 0) return;
     try {
-      await this.#sdk(() => remote.setTimeout(this.settings.idleTimeoutSeconds * 1000));
+      await this.#sdk(() => remote.setTimeout(seconds * 1000));
     } catch (error) {
       this.#logger.debug('Refreshing the e2b sandbox timeout failed', {
         sandboxId: remote.sandboxId,
@@ -1547,6 +1604,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       stats.deferred += plan.unprobed.length;
       if (plan.unprobed.length > 0) stats.budgetExhausted = true;
       if (plan.adoptable !== undefined) {
+        this.#rememberTimeout(plan.adoptable.info);
         if (await this.#adoptCanonical(plan.adoptable.info, plan.adoptable.remote, key, stores)) {
           stats.adopted += 1;
         } else stats.deferred += 1;
@@ -1851,6 +1909,7 @@ export class E2BSandboxProvider extends SandboxProvider {
         state: active !== undefined ? 'active' : warm !== undefined ? 'warm' : info.state,
         ...(updatedAt !== undefined ? { updatedAt } : {}),
         location: info.templateId ? `e2b:${info.templateId}` : 'e2b',
+        ...specLabelsOf(info),
       };
     });
   }
@@ -2133,7 +2192,7 @@ export class E2BSandboxProvider extends SandboxProvider {
   }
 
   #serializerKey(key: ThreadKey): string {
-    return serializerKey(key.userId, key.threadId, this.settings.skillsRoot);
+    return serializerKey(key.userId, key.threadId, this.settings.skillsRoot, key.spec);
   }
 
   #seedOf(key: ThreadKey): string {

@@ -15,7 +15,19 @@ export const E2B_TAGS = {
   capacityReservation: 'deer_flow_capacity_reservation',
   /** sbx addition: the `skills.container_path` the VM was prepared for (absent = `/mnt/skills`). */
   skillsRoot: 'deer_flow_skills_root',
+  /** sbx addition: the fingerprint of the acquire spec that changed the VM (its template). */
+  spec: 'sbx_spec',
+  /** sbx addition: the VM's idle timeout from its acquire spec, in seconds. */
+  timeout: 'sbx_timeout_seconds',
 } as const;
+
+/** The idle timeout an acquire spec gave the VM (its tag), if any. */
+export function specTimeoutOf(info: {
+  metadata: Readonly<Record<string, string>>;
+}): number | undefined {
+  const seconds = Number(info.metadata[E2B_TAGS.timeout]);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
+}
 
 export const E2B_PROVIDER_TAG_VALUE = 'e2b_sandbox_provider';
 
@@ -31,6 +43,10 @@ export interface VmTagInput {
   defaultSkillsRoot: string;
   /** An acquire's spec labels (`sbx.dev/tenant`, ...). */
   labels?: Readonly<Record<string, string>>;
+  /** The thread key's spec fingerprint (a VM made to a spec is found only by that spec). */
+  spec?: string;
+  /** The spec's idle timeout in seconds. */
+  timeoutSeconds?: number;
 }
 
 export function buildVmMetadata(input: VmTagInput): Record<string, string> {
@@ -49,6 +65,10 @@ export function buildVmMetadata(input: VmTagInput): Record<string, string> {
   if (input.ledgerKey) tags[E2B_TAGS.capacityLedger] = input.ledgerKey;
   if (input.reservationToken) tags[E2B_TAGS.capacityReservation] = input.reservationToken;
   if (input.skillsRoot !== input.defaultSkillsRoot) tags[E2B_TAGS.skillsRoot] = input.skillsRoot;
+  if (input.spec !== undefined) tags[E2B_TAGS.spec] = input.spec;
+  else delete tags[E2B_TAGS.spec];
+  if (input.timeoutSeconds !== undefined) tags[E2B_TAGS.timeout] = String(input.timeoutSeconds);
+  else delete tags[E2B_TAGS.timeout];
   return tags;
 }
 

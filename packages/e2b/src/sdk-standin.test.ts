@@ -145,27 +145,32 @@ describeSandboxContract('E2BSandbox over the real SDK and the stand-in', async (
   };
 });
 
-describeProviderContract('E2BSandboxProvider over the real SDK and the stand-in', async () => {
-  const standin = await new E2BStandinServer().start();
-  const baseDir = await mkdtemp(path.join(os.tmpdir(), 'sbx-e2b-sdk-contract-'));
-  const provider = new E2BSandboxProvider({
-    config: parseSandboxConfig({
-      use: '@sbx/e2b',
-      base_dir: baseDir,
-      replicas: 32,
-      e2b: { api_key: standin.apiKey, api_url: standin.url, sandbox_url: standin.url },
-    }),
-    ownershipStore: new MemoryOwnershipStore(),
-    capacityStore: null,
-  });
-  return {
-    provider,
-    cleanup: async () => {
-      await standin.stop();
-      await rm(baseDir, { recursive: true, force: true });
-    },
-  };
-});
+describeProviderContract(
+  'E2BSandboxProvider over the real SDK and the stand-in',
+  async () => {
+    const standin = await new E2BStandinServer().start();
+    const baseDir = await mkdtemp(path.join(os.tmpdir(), 'sbx-e2b-sdk-contract-'));
+    const provider = new E2BSandboxProvider({
+      config: parseSandboxConfig({
+        use: '@sbx/e2b',
+        base_dir: baseDir,
+        replicas: 32,
+        spec: { images: ['code-interpreter-v1'] },
+        e2b: { api_key: standin.apiKey, api_url: standin.url, sandbox_url: standin.url },
+      }),
+      ownershipStore: new MemoryOwnershipStore(),
+      capacityStore: null,
+    });
+    return {
+      provider,
+      cleanup: async () => {
+        await standin.stop();
+        await rm(baseDir, { recursive: true, force: true });
+      },
+    };
+  },
+  { specImage: 'code-interpreter-v1' },
+);
 
 describe('an unreachable E2B API', () => {
   it('is a SandboxRuntimeError naming the host and the cause, not a bare "fetch failed"', async () => {
@@ -187,13 +192,14 @@ describe('an unreachable E2B API', () => {
 });
 
 describe('a per-acquire spec on E2B', () => {
-  it('writes labels as VM metadata under sbx’s own tags; refuses what E2B does not take per acquire', async () => {
+  it('writes labels as VM metadata under sbx’s own tags; a template names another VM; refuses the rest', async () => {
     const standin = await new E2BStandinServer().start();
     const baseDir = await mkdtemp(path.join(os.tmpdir(), 'sbx-e2b-spec-'));
     const provider = new E2BSandboxProvider({
       config: parseSandboxConfig({
         use: '@sbx/e2b',
         base_dir: baseDir,
+        spec: { images: ['code-interpreter-v1'] },
         e2b: { api_key: standin.apiKey, api_url: standin.url, sandbox_url: standin.url },
       }),
       ownershipStore: new MemoryOwnershipStore(),
@@ -208,13 +214,40 @@ describe('a per-acquire spec on E2B', () => {
       });
       const vm = standin.vms.get(id)!;
       expect(vm.metadata['sbx.dev/tenant']).toBe('acme');
+      const listed = (await provider.listSandboxes()).find((s) => s.id === id);
+      expect(listed?.labels).toEqual({ 'sbx.dev/tenant': 'acme' });
       expect(vm.metadata.deer_flow_thread).toBe('labelled');
       await expect(
         provider.acquire({ userId: 'u1', threadId: 'x', spec: { resources: { cpus: 2 } } }),
       ).rejects.toMatchObject({ code: 'SANDBOX_SPEC' });
       await expect(
         provider.acquire({ userId: 'u1', threadId: 'x', spec: { image: 'base' } }),
-      ).rejects.toMatchObject({ code: 'SANDBOX_SPEC' });
+      ).rejects.toThrow(/not in sandbox.spec.images/);
+      // The timeout is the VM's idle timeout, and its tag keeps it for every instance.
+      const timed = await provider.acquire({
+        userId: 'u1',
+        threadId: 'timed',
+        spec: { timeoutSeconds: 90 },
+      });
+      expect(standin.vms.get(timed)!.timeoutSeconds).toBe(90);
+      expect(standin.vms.get(timed)!.metadata.sbx_timeout_seconds).toBe('90');
+      // The template is part of the thread's identity: its own VM, found again by its tag.
+      const templated = await provider.acquire({
+        userId: 'u1',
+        threadId: 'labelled',
+        spec: { image: 'code-interpreter-v1' },
+      });
+      expect(templated).not.toBe(id);
+      expect(standin.vms.get(templated)!.templateId).toBe('code-interpreter-v1');
+      expect(standin.vms.get(templated)!.metadata.sbx_spec).toMatch(/^[0-9a-f]{16}$/);
+      expect(
+        await provider.acquire({
+          userId: 'u1',
+          threadId: 'labelled',
+          spec: { image: 'code-interpreter-v1' },
+        }),
+      ).toBe(templated);
+      expect(await provider.acquire({ userId: 'u1', threadId: 'labelled' })).toBe(id);
     } finally {
       await provider.shutdown();
       await standin.stop();

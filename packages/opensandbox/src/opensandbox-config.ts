@@ -10,7 +10,7 @@ import {
   unknownKeyIssues,
   validateExtraEnv,
 } from '@sbx/core';
-import type { ConfigIssue, OpenConfigBlock } from '@sbx/core';
+import type { ConfigIssue, OpenConfigBlock, SandboxSpecPolicy } from '@sbx/core';
 import type { OpenSandboxProtocol } from './opensandbox-sdk.js';
 
 export const DEFAULT_OPENSANDBOX_IMAGE = 'python:3.11';
@@ -58,6 +58,8 @@ export interface OpenSandboxProviderConfig {
   readonly warmPool?: { readonly idleCheckIntervalSeconds: number } | undefined;
   /** The `sandbox.opensandbox` block (snake_case keys, see `OPENSANDBOX_BLOCK_KEYS`). */
   readonly opensandbox?: OpenConfigBlock | undefined;
+  /** `sandbox.spec`: what a per-acquire spec may ask for. */
+  readonly specPolicy?: SandboxSpecPolicy | undefined;
 }
 
 export interface OpenSandboxSettings {

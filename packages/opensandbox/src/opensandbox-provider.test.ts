@@ -69,9 +69,9 @@ function setup(
 const isHealthProbe = (command: string): boolean => command === 'true';
 
 describe('OpenSandboxProvider create', () => {
-  it('a per-acquire spec: labels become metadata under sbx’s tags; image and resources are refused', async () => {
+  it('a per-acquire spec: labels become metadata under sbx’s tags; resources are limits and part of the id', async () => {
     const { fake, provider } = setup();
-    await provider.acquire({
+    const labelled = await provider.acquire({
       userId: 'u1',
       threadId: 'labelled',
       spec: { labels: { 'sbx.dev/tenant': 'acme', deer_flow_thread: 'someone-else' } },
@@ -84,6 +84,13 @@ describe('OpenSandboxProvider create', () => {
     await expect(
       provider.acquire({ userId: 'u1', threadId: 'x', spec: { image: 'other:1' } }),
     ).rejects.toMatchObject({ code: 'SANDBOX_SPEC' });
+    const sized = await provider.acquire({
+      userId: 'u1',
+      threadId: 'labelled',
+      spec: { resources: { cpus: 2, memoryMb: 1024 } },
+    });
+    expect(sized).not.toBe(labelled);
+    expect(fake.creates[1]!.options.resource).toEqual({ cpu: '2', memory: '1024Mi' });
   });
 
   it('§8.8.164 create forwards image, lifetime, ready timeout, resolved environment, metadata and a connection config; no warning for HTTPS', async () => {

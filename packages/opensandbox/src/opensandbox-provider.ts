@@ -9,7 +9,12 @@ import {
   VIRTUAL_WORKSPACE_PATH,
   WarmPoolRegistry,
   assertSameThreadIdentity,
+  DEFAULT_SPEC_POLICY,
+  checkSandboxSpec,
   deriveSandboxScopeToken,
+  specIdentityScope,
+  type SandboxSpec,
+  type SandboxSpecPolicy,
   type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
@@ -73,6 +78,8 @@ export interface OpenSandboxIdentity {
   readonly threadId: string;
   /** An acquire's spec labels, written as sandbox metadata (not part of the identity). */
   readonly labels?: Readonly<Record<string, string>> | undefined;
+  /** An acquire's spec image and resources (part of the id). */
+  readonly spec?: SandboxSpec | undefined;
 }
 
 export interface OpenSandboxProviderOptions extends Omit<SandboxProviderInit, 'config'> {
@@ -235,23 +242,40 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
       const id = randomUUID().slice(0, 8);
       return this.#create(sdk, id, undefined);
     }
+    const spec = checkSandboxSpec(
+      options.spec,
+      this.specSupport,
+      this.specPolicy,
+      'OpenSandboxProvider',
+    );
     const identity: OpenSandboxIdentity = {
       userId: resolveEffectiveUserId(options.userId),
       threadId: options.threadId,
-      ...(options.spec?.labels ? { labels: options.spec.labels } : {}),
+      ...(spec?.labels ? { labels: spec.labels } : {}),
+      ...(spec ? { spec } : {}),
     };
-    const id = deriveSandboxScopeToken({ userId: identity.userId, threadId: identity.threadId });
+    const scope = specIdentityScope(spec);
+    const id = deriveSandboxScopeToken({
+      userId: identity.userId,
+      threadId: identity.threadId,
+      ...(scope ? { scope } : {}),
+    });
     return this.#locks.hold(id, () => this.#acquireThread(sdk, id, identity, options.signal), {
       signal: options.signal,
     });
   }
 
   /**
-   * Labels become sandbox metadata. Image and resources would change which sandbox a thread
-   * gets, and the timeout is the sandbox's renewed lifetime: not taken per acquire yet, so refused.
+   * An image and resource limits (CPU, memory: `resourceLimits`) per sandbox, part of its id;
+   * labels become sandbox metadata. The timeout is the sandbox's lifetime, renewed on every use,
+   * so a per-acquire one is refused rather than overwritten.
    */
   override get specSupport(): SandboxSpecSupport {
-    return { image: false, resources: [], timeout: false, labels: true };
+    return { image: true, resources: ['memoryMb', 'cpus'], timeout: false, labels: true };
+  }
+
+  protected override get specPolicy(): SandboxSpecPolicy {
+    return this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY;
   }
 
   /** A pure in-memory lookup of an active sandbox. */
@@ -516,8 +540,14 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
       metadata[OPENSANDBOX_METADATA.user] = identity.userId;
     }
     const environment = { ...s.environment };
+    const resources = identity?.spec?.resources;
+    const resource: Record<string, string> = {
+      ...(resources?.cpus !== undefined ? { cpu: String(resources.cpus) } : {}),
+      ...(resources?.memoryMb !== undefined ? { memory: `${resources.memoryMb}Mi` } : {}),
+    };
     const remote = await sdk.Sandbox.create({
-      image: s.image,
+      image: identity?.spec?.image ?? s.image,
+      ...(Object.keys(resource).length > 0 ? { resource } : {}),
       connectionConfig,
       ...(Object.keys(environment).length > 0 ? { env: environment } : {}),
       metadata,

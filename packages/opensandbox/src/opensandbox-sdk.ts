@@ -107,6 +107,8 @@ export interface OpenSandboxCreateOptions {
   /** Seconds until the server reaps the sandbox; `null` = explicit cleanup only. */
   timeoutSeconds: number | null;
   readyTimeoutSeconds?: number;
+  /** Resource limits (`resourceLimits`), Kubernetes quantities: `{ cpu: '2', memory: '4096Mi' }`. */
+  resource?: Record<string, string>;
 }
 
 export interface OpenSandboxSandboxStatic {
