@@ -1,14 +1,13 @@
-import { isSbxError } from '../errors.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { GLOB_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
 import { partialOf } from './tool-errors.js';
 import type { GlobResult } from '../sandbox.js';
-import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type GlobInput } from './tool-schemas.js';
-import { ToolErrorCode, failureCodeOf, toolFailure } from './tool-result.js';
+import { failureCodeOf, toolFailure } from './tool-result.js';
+import { searchFailure } from './search-tool-failure.js';
 
 export const GLOB_TRUNCATED_NOTICE =
   'Results truncated. Narrow the path or pattern to see fewer matches.';
@@ -58,24 +57,8 @@ export function globTool(context: ToolContext, input: GlobInput): Promise<string
           failureCodeOf(err),
           `Error: ${(err as Error).message}\n${formatGlobResult(args.path, partial.paths, true)}`,
         );
-      } else if (isNotFoundError(err)) {
-        result = toolFailure(ToolErrorCode.NOT_FOUND, `Error: Directory not found: ${args.path}`);
-      } else if (fileErrorKind(err) === 'ENOTDIR') {
-        result = toolFailure(
-          ToolErrorCode.NOT_A_DIRECTORY,
-          `Error: Path is not a directory: ${args.path}`,
-        );
-      } else if (isPermissionError(err)) {
-        result = toolFailure(
-          ToolErrorCode.PERMISSION_DENIED,
-          `Error: Permission denied: ${args.path}`,
-        );
-      } else if (isSbxError(err)) result = toolFailure(err.code, `Error: ${err.message}`);
-      else {
-        result = toolFailure(
-          ToolErrorCode.UNEXPECTED,
-          `Error: Unexpected error searching paths: ${describeError(err)}`,
-        );
+      } else {
+        result = searchFailure(err, args.path, 'searching paths');
       }
     }
     return maskHostPaths(context, sandbox, result);

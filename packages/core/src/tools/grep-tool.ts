@@ -3,17 +3,12 @@ import type { GrepMatch, GrepOptions, GrepResult } from '../sandbox.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { GREP_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import {
-  describeError,
-  fileErrorKind,
-  isNotFoundError,
-  isPermissionError,
-  partialOf,
-} from './tool-errors.js';
+import { partialOf } from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type GrepInput } from './tool-schemas.js';
 import { ToolErrorCode, failureCodeOf, toolFailure } from './tool-result.js';
+import { searchFailure } from './search-tool-failure.js';
 
 export const GREP_TRUNCATED_NOTICE = 'Results truncated. Narrow the path or add a glob filter.';
 
@@ -77,24 +72,8 @@ export function grepTool(context: ToolContext, input: GrepInput): Promise<string
             ? `Error: ${err.message}`
             : `Error: ${INVALID_REGEX_PREFIX}: ${err.message}`,
         );
-      } else if (isNotFoundError(err)) {
-        result = toolFailure(ToolErrorCode.NOT_FOUND, `Error: Directory not found: ${args.path}`);
-      } else if (fileErrorKind(err) === 'ENOTDIR') {
-        result = toolFailure(
-          ToolErrorCode.NOT_A_DIRECTORY,
-          `Error: Path is not a directory: ${args.path}`,
-        );
-      } else if (isPermissionError(err)) {
-        result = toolFailure(
-          ToolErrorCode.PERMISSION_DENIED,
-          `Error: Permission denied: ${args.path}`,
-        );
-      } else if (isSbxError(err)) result = toolFailure(err.code, `Error: ${err.message}`);
-      else {
-        result = toolFailure(
-          ToolErrorCode.UNEXPECTED,
-          `Error: Unexpected error searching file contents: ${describeError(err)}`,
-        );
+      } else {
+        result = searchFailure(err, args.path, 'searching file contents');
       }
     }
     return maskHostPaths(context, sandbox, result);
