@@ -464,6 +464,8 @@ export {
   strReplaceInputSchema,
   isToolName,
   parseToolInput,
+  MAX_COMMAND_BYTES,
+  MAX_PATTERN_LENGTH,
 } from './tools/tool-schemas.js';
 export type {
   ToolName,

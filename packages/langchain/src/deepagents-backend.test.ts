@@ -93,3 +93,33 @@ describe('SbxDeepAgentsBackend under a real deep agent', () => {
     );
   });
 });
+
+describe('SbxDeepAgentsBackend with hostile arguments', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-deepagents-hostile-'));
+    provider = new LocalSandboxProvider({ baseDir, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  it('refuses over-long and NUL paths, over-long patterns, and caps a read', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 'h' });
+    expect((await backend.ls(`${W}/a\0b`)).error).toMatch(/NUL/);
+    expect((await backend.read(`${W}/${'x'.repeat(5000)}`)).error).toMatch(/at most 4096/);
+    expect((await backend.grep('a'.repeat(5000), W)).error).toBe(
+      'Error: pattern must be at most 4096 characters',
+    );
+    expect((await backend.glob('*'.repeat(5000), W)).error).toMatch(/at most \d+ characters/);
+    const lines = Array.from({ length: 20_005 }, () => 'x').join('\n');
+    expect((await backend.write(`${W}/big.txt`, lines)).error).toBeUndefined();
+    const page = await backend.read(`${W}/big.txt`, 0, Number.MAX_SAFE_INTEGER);
+    expect(String(page.content).split('\n')).toHaveLength(10_000);
+    // Still the sandbox's rules: host paths are refused.
+    expect((await backend.read('/etc/passwd')).error).toContain('Only paths under');
+  });
+});

@@ -1,5 +1,8 @@
 import {
+  MAX_GLOB_PATTERN_LENGTH,
+  MAX_PATTERN_LENGTH,
   VIRTUAL_PATH_PREFIX,
+  assertPathArgument,
   createToolRunner,
   ensureSandboxInitialized,
   errorMessage,
@@ -36,11 +39,20 @@ const DEFAULT_READ_LIMIT = 500;
 const GLOB_LIMIT = 1000;
 /** Most matches one grep returns when deepagents passes no `maxCount`. */
 const GREP_LIMIT = 500;
+/** Most lines one read returns (deepagents pages with offset/limit; the model sets the limit). */
+const READ_LINE_LIMIT = 10_000;
 
 export type SbxDeepAgentsBackendOptions = ToolRunnerOptions & {
   /** The backend's `id`. Default `sbx:<userId>/<threadId>`. */
   id?: string;
 };
+
+/** A pattern from the model over its length bound (the tools' own bounds), or undefined. */
+function patternProblem(pattern: string | null | undefined, max: number): string | undefined {
+  if (pattern === null || pattern === undefined) return undefined;
+  if (typeof pattern !== 'string') return 'pattern must be a string';
+  return pattern.length > max ? `pattern must be at most ${max} characters` : undefined;
+}
 
 /** deepagents passes `/` (or nothing) for "everywhere"; in sbx that is the user-data root. */
 function searchRoot(path: string | null | undefined): string {
@@ -100,6 +112,12 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
       let sandbox: Sandbox | undefined;
       let problem: string;
       try {
+        // The path comes from the model: bounded and NUL-free before anything else sees it.
+        assertPathArgument(path);
+      } catch (err) {
+        return { error: errorMessage(err) } as T;
+      }
+      try {
         sandbox = await ensureSandboxInitialized(context);
       } catch (err) {
         return { error: await maskHostPaths(context, undefined, errorMessage(err)) } as T;
@@ -133,8 +151,8 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
   read(filePath: string, offset = 0, limit = DEFAULT_READ_LIMIT): Promise<ReadResult> {
     const context = this.context;
     return this.#operate<ReadResult>(filePath, 'read', async (sandbox) => {
-      const startLine = Math.max(0, Math.floor(offset)) + 1;
-      const count = Math.max(0, Math.floor(limit));
+      const startLine = Math.max(0, Math.floor(Number(offset) || 0)) + 1;
+      const count = Math.min(READ_LINE_LIMIT, Math.max(0, Math.floor(Number(limit) || 0)));
       if (count === 0) return { content: '', mimeType: 'text/plain' };
       const endLine = startLine + count - 1;
       // The lock keeps a concurrent write out from between the read and its mark (as read_file).
@@ -212,6 +230,9 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
     maxCount?: number | null,
   ): Promise<GrepResult> {
     const root = searchRoot(path);
+    const tooLong =
+      patternProblem(pattern, MAX_PATTERN_LENGTH) ?? patternProblem(glob, MAX_GLOB_PATTERN_LENGTH);
+    if (tooLong) return { error: `Error: ${tooLong}` };
     const result = await this.#operate<GrepResult>(root, 'read', async (sandbox) => {
       const found = await sandbox.grep(root, pattern, {
         literal: true,
@@ -229,6 +250,8 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
 
   glob(pattern: string, path?: string): Promise<GlobResult> {
     const root = searchRoot(path);
+    const tooLong = patternProblem(pattern, MAX_GLOB_PATTERN_LENGTH);
+    if (tooLong) return Promise.resolve({ error: tooLong });
     return this.#operate<GlobResult>(root, 'read', async (sandbox) => {
       const found = await sandbox.glob(root, pattern, {
         includeDirs: false,
