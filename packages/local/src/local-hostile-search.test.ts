@@ -34,7 +34,7 @@ describe('a hostile grep of one thread leaves other threads unaffected', () => {
         const evil = createToolContext({ provider, userId: 'mallory', threadId: 'm1' });
         const other = createToolContext({ provider, userId: 'alice', threadId: 'a1' });
         await runTool('write_file', { path: '/mnt/user-data/workspace/a.txt', content: 'aaa$ first\\n' }, evil);
-        await runTool('write_file', { path: '/mnt/user-data/workspace/b.txt', content: '${'a'.repeat(28)}!\\n' }, evil);
+        await runTool('write_file', { path: '/mnt/user-data/workspace/b.txt', content: '${'a'.repeat(34)}!\\n' }, evil);
         await runTool('write_file', { path: '/mnt/user-data/workspace/n.txt', content: 'hello\\n' }, other);
         ${LOOP_PROBE_SCRIPT}
         const grep = runTool('grep', { path: '/mnt/user-data/workspace', pattern: '(a+)+\\\\$|first' }, evil);
