@@ -1427,6 +1427,7 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   async #dropActive(id: string, entry: ActiveEntry): Promise<void> {
     if (this.#active.get(id) === entry) this.#active.delete(id);
+    this.#vmTimeouts.delete(id);
     if (entry.key && this.#threads.get(threadKeyText(entry.key)) === id) {
       this.#threads.delete(threadKeyText(entry.key));
     }
@@ -1436,6 +1437,7 @@ export class E2BSandboxProvider extends SandboxProvider {
   }
 
   async #forgetRemote(id: string): Promise<void> {
+    this.#vmTimeouts.delete(id);
     await this.#ledgerRelease(id);
     if (this.#owned.has(id)) await this.#releaseLease(id);
   }
