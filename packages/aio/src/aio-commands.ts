@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { AbortedError, redactSecrets, type ExecuteCommandOptions, type Logger } from '@sbx/core';
+import {
+  errorMessage,
+  AbortedError,
+  redactSecrets,
+  type ExecuteCommandOptions,
+  type Logger,
+} from '@sbx/core';
 import type { Mutex } from 'async-mutex';
 import { withLock } from './abortable-lock.js';
 import type { AioApi, ShellCommandResult } from './aio-api.js';
@@ -97,7 +103,7 @@ export class AioCommandRunner {
     } catch (err) {
       this.deps.logger.debug('Could not read the sandbox cgroup after a SIGKILL', {
         sandbox_id: this.deps.sandboxId,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
       return outcome;
     }
@@ -254,7 +260,7 @@ export class AioCommandRunner {
         if (err instanceof AbortedError) throw err;
         this.deps.logger.warn('AIO bash/exec retry failed; returning the first answer', {
           sandbox_id: this.deps.sandboxId,
-          error: err instanceof Error ? err.message : String(err),
+          error: errorMessage(err),
         });
       }
     }
@@ -273,7 +279,7 @@ export class AioCommandRunner {
       this.deps.logger.debug('Could not close an AIO bash session', {
         sandbox_id: this.deps.sandboxId,
         session_id: sessionId,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
     }
   }

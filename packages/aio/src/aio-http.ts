@@ -1,4 +1,4 @@
-import { AbortedError } from '@sbx/core';
+import { errorMessage, AbortedError } from '@sbx/core';
 import { Agent, EnvHttpProxyAgent, interceptors, request } from 'undici';
 import type { Dispatcher } from 'undici';
 import { AioHttpError } from './aio-http-error.js';
@@ -100,7 +100,7 @@ export class AioHttpClient {
           { cause: err },
         );
       }
-      const reason = err instanceof Error ? err.message : String(err);
+      const reason = errorMessage(err);
       throw new AioHttpError(`${method} ${url} failed: ${reason}`, { method, url }, { cause: err });
     };
     return { dispatcher, signal, fail };

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  errorMessage,
   AbortedError,
   AcquireSerializer,
   InvalidArgumentError,
@@ -193,7 +194,7 @@ function sameIdentity(a: SandboxIdentity, b: SandboxIdentity): boolean {
 }
 
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 type GraceVerdict =

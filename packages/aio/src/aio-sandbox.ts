@@ -1,4 +1,5 @@
 import {
+  errorMessage,
   AbortedError,
   InvalidArgumentError,
   Sandbox,
@@ -322,7 +323,7 @@ export class AioSandbox extends Sandbox {
         });
       } catch (err) {
         if (err instanceof SandboxFileError || err instanceof AbortedError) throw err;
-        const reason = err instanceof Error ? err.message : String(err);
+        const reason = errorMessage(err);
         throw new SandboxFileError(
           `Failed to download file '${path}' from sandbox: ${reason}`,
           { path, operation: 'download', kind: 'EIO' },
@@ -381,7 +382,7 @@ export class AioSandbox extends Sandbox {
         } catch (err) {
           this.logger.warn('Error closing AioSandbox client', {
             sandbox_id: this.id,
-            error: err instanceof Error ? err.message : String(err),
+            error: errorMessage(err),
           });
         }
       })();

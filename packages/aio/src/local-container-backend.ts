@@ -1,5 +1,6 @@
 import type { LocalContainerBackendOptions } from './local-container-backend-options.js';
 import {
+  errorMessage,
   AbortedError,
   DEFAULT_SKILLS_ROOT,
   InvalidArgumentError,
@@ -288,7 +289,7 @@ export class LocalContainerBackend implements SandboxBackend {
     } catch (err) {
       this.logger.error('Could not stop a sandbox container that never became ready', {
         container: info.containerName,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
       });
     }
   }

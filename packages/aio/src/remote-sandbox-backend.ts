@@ -1,4 +1,5 @@
 import {
+  errorMessage,
   DEFAULT_SKILLS_ROOT,
   InvalidArgumentError,
   SandboxRuntimeError,
@@ -52,7 +53,7 @@ function nonEmpty(value: unknown): value is string {
 }
 
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 /**

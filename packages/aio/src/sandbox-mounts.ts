@@ -1,6 +1,7 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  errorMessage,
   SKILL_CATEGORIES,
   VIRTUAL_ACP_WORKSPACE_PATH,
   VIRTUAL_OUTPUTS_PATH,
@@ -162,7 +163,7 @@ export async function prepareSandboxMounts(
         return group.mounts;
       } catch (err) {
         logger.error(`Could not prepare the ${group.name} mounts of a sandbox; skipping them`, {
-          error: err instanceof Error ? err.message : String(err),
+          error: errorMessage(err),
         });
         return [];
       }

@@ -1,4 +1,4 @@
-import { ConfigError, ProviderLoadError } from '@sbx/core';
+import { errorMessage, ConfigError, ProviderLoadError } from '@sbx/core';
 import type { AuthorizationConfig } from './authorization-config.js';
 import { isAuthorizationProvider } from './authorization-provider.js';
 import type { AuthorizationProvider } from './authorization-provider.js';
@@ -36,7 +36,7 @@ function splitUse(use: string): { moduleName: string; exportName: string | undef
 }
 
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 /** A provider's config error, with key paths as the user wrote them in the YAML file. */

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import {
+  errorMessage,
   Sandbox,
   SandboxRuntimeError,
   assembleCommandOutput,
@@ -270,7 +271,7 @@ export class BoxliteSandbox extends Sandbox {
       return outcome.timedOut ? { timedOut: true } : { timedOut: false, result: outcome.value };
     } catch (error) {
       if (isSbxAbort(error)) throw error;
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       if (isTerminalBoxError(error, this.#markers)) {
         this.#logger.warn('BoxLite box is unreachable; evicting it', {
           sandboxId: this.id,

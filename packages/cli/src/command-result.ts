@@ -1,4 +1,4 @@
-import { isSbxError, type ConfigIssue } from '@sbx/core';
+import { errorMessage, isSbxError, type ConfigIssue } from '@sbx/core';
 import { writeLine, type CliIo } from './cli-io.js';
 import { ExitCode } from './exit-codes.js';
 
@@ -35,7 +35,7 @@ export function describeFailure(err: unknown): JsonFailure['error'] {
   const issues = configIssuesOf(err);
   if (isSbxError(err) && issues) return { code: err.code, message: err.message, issues };
   if (isSbxError(err)) return { code: err.code, message: err.message };
-  return { code: 'UNEXPECTED', message: err instanceof Error ? err.message : String(err) };
+  return { code: 'UNEXPECTED', message: errorMessage(err) };
 }
 
 /** A rejected argument (by code, so a duplicated @sbx/core still counts). */

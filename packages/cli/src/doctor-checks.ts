@@ -2,6 +2,7 @@ import { constants as fsConstants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  errorMessage,
   loadProviderClass,
   parseProviderSpecifier,
   parseSandboxConfig,
@@ -122,7 +123,7 @@ function portOf(url: string): string {
 }
 
 function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 function errorCode(err: unknown): string | undefined {

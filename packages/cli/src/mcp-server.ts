@@ -7,6 +7,7 @@ import {
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import {
+  errorMessage,
   DEFAULT_USER_ID,
   TOOL_NAMES,
   getToolDefinitions,
@@ -167,7 +168,7 @@ export async function createSbxMcpServer(options: SbxMcpServerOptions): Promise<
       } catch (err) {
         logger.error('releasing the MCP session sandbox failed', {
           sandboxId,
-          error: err instanceof Error ? err.message : String(err),
+          error: errorMessage(err),
         });
       }
       await server.close();

@@ -1,4 +1,5 @@
 import {
+  errorMessage,
   createToolContext,
   existingMounts,
   loadProviderClass,
@@ -92,7 +93,7 @@ export async function closeProviderSession(
   sandboxId: string | undefined,
   logger: Logger,
 ): Promise<void> {
-  const describe = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+  const describe = (err: unknown): string => errorMessage(err);
   if (sandboxId !== undefined) {
     try {
       await provider.release(sandboxId);

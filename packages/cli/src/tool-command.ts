@@ -1,4 +1,5 @@
 import {
+  errorMessage,
   InvalidArgumentError,
   TOOL_NAMES,
   isToolName,
@@ -28,9 +29,7 @@ export function parseToolArguments(text: string | undefined): Record<string, unk
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new InvalidArgumentError(
-      `tool arguments must be a JSON object: ${err instanceof Error ? err.message : String(err)}`,
-    );
+    throw new InvalidArgumentError(`tool arguments must be a JSON object: ${errorMessage(err)}`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidArgumentError(

@@ -4,6 +4,7 @@ import type { Logger } from './logger.js';
 import type { ModuleImporter } from './provider-loader.js';
 import { loadProviderClass } from './provider-loader.js';
 import type { SandboxProvider } from './sandbox-provider.js';
+import { errorMessage } from './tools/tool-errors.js';
 
 /**
  * The process-wide default provider. The only shared state is one reference, and every read or
@@ -52,7 +53,7 @@ const listeners = new Set<ProviderDetachedListener>();
  * host's logger when given, otherwise Node's warning channel, which prints by default.
  */
 function reportFault(logger: Logger | undefined, message: string, err: unknown): void {
-  const error = err instanceof Error ? err.message : String(err);
+  const error = errorMessage(err);
   if (logger) logger.error(message, { error });
   else process.emitWarning(`${message}: ${error}`, { code: 'SBX_DEFAULT_PROVIDER' });
 }

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from './errors.js';
+import { errorMessage } from './tools/tool-errors.js';
 
 export interface GrepPatternOptions {
   /** Search for the pattern text itself: every regex metacharacter is escaped. Default false. */
@@ -162,7 +163,7 @@ export function escapeRegex(text: string): string {
 }
 
 function reasonOf(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorMessage(err);
   return message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
 }
 

@@ -24,6 +24,7 @@ import type {
   WriteFileOptions,
 } from './sandbox.js';
 import type { AcquireOptions, SandboxProvider } from './sandbox-provider.js';
+import { errorMessage } from './tools/tool-errors.js';
 
 /** Span names. Sandbox operations are `sbx.<operation>` with the operation names below. */
 export const SPAN_NAMES = {
@@ -360,7 +361,7 @@ class ProviderInstrumentation<P extends SandboxProvider> {
         span.recordException(err instanceof Error ? err : String(err));
         span.setStatus({
           code: SPAN_STATUS_ERROR,
-          message: err instanceof Error ? err.message : String(err),
+          message: errorMessage(err),
         });
         const code = errorCode(err);
         if (code) span.setAttribute('sbx.error.code', code);

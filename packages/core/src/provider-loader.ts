@@ -4,6 +4,7 @@ import type { Logger } from './logger.js';
 import { isModuleNotFoundFor } from './optional-dependency.js';
 import { parseProviderSpecifier, providerSpecifierProblem } from './provider-specifier.js';
 import { SandboxProvider } from './sandbox-provider.js';
+import { errorMessage } from './tools/tool-errors.js';
 
 /** Loads a module by specifier; injectable so tests need not install packages. */
 export type ModuleImporter = (specifier: string) => Promise<unknown>;
@@ -155,7 +156,7 @@ export async function loadProviderClass(
     if (isSbxError(err)) throw err;
     throw new ProviderLoadError(
       specifier,
-      `Failed to import sandbox provider package "${spec.moduleName}": ${err instanceof Error ? err.message : String(err)}`,
+      `Failed to import sandbox provider package "${spec.moduleName}": ${errorMessage(err)}`,
       { cause: err },
     );
   }

@@ -14,6 +14,7 @@ import { ignoreMatcherSpec } from './search-ignore.js';
 import type { SearchWorkerHandle } from './search-worker-pool.js';
 import { DEFAULT_SEARCH_TIMEOUT_MS } from './search-limits.js';
 import { throwIfAborted } from './throw-if-aborted.js';
+import { errorMessage } from './tools/tool-errors.js';
 
 /** Options every local search walker accepts. */
 export interface LocalSearchOptions {
@@ -76,7 +77,7 @@ export function searchRootError(err: unknown, shown: string, operation: string):
     );
   }
   return new SandboxFileError(
-    `Cannot search ${shown}: ${code ?? (err instanceof Error ? err.message : String(err))}`,
+    `Cannot search ${shown}: ${code ?? errorMessage(err)}`,
     { path: shown, operation, kind: 'EIO' },
     options,
   );

@@ -3,6 +3,7 @@ import type { Clock, ClockTimer } from './clock.js';
 import { silentLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import type { OwnershipStore } from './ownership-store.js';
+import { errorMessage } from './tools/tool-errors.js';
 
 /**
  * How long the end of a teardown waits for its heartbeat. Longer than two store operations (the
@@ -25,7 +26,7 @@ export interface HeldTeardownLeaseOptions {
 }
 
 function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }
 
 /**

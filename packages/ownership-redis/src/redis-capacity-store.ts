@@ -1,4 +1,5 @@
 import {
+  errorMessage,
   CapacityBackendError,
   CapacityReserveOutcome,
   assertCapacityHardLimit,
@@ -111,7 +112,7 @@ export class RedisCapacityStore implements CapacityStore {
       );
     } catch (err) {
       if (isSbxError(err)) throw err;
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       throw new CapacityBackendError(`capacity ledger ${operation} failed in Redis: ${message}`, {
         cause: err,
         details: { operation, key: this.keys.capacityKey },

@@ -1,4 +1,5 @@
 import {
+  errorMessage,
   LeaseValue,
   OwnershipBackendError,
   RenewOutcome,
@@ -166,7 +167,7 @@ export class RedisOwnershipStore implements OwnershipStore {
       return await this.connection.call(fn);
     } catch (err) {
       if (isSbxError(err)) throw err;
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       throw new OwnershipBackendError(
         `failed to ${operation} sandbox ${sandboxId} ownership in Redis: ${message}`,
         { cause: err, details: { operation, sandbox_id: sandboxId } },

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  errorMessage,
   ProviderClosedError,
   ResettableAcquireSerializer,
   SandboxProvider,
@@ -341,7 +342,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
         );
       }
       throw new SandboxRuntimeError(
-        `Tenki sandbox ${this.sandboxName(id)} did not become ready: ${error instanceof Error ? error.message : String(error)}`,
+        `Tenki sandbox ${this.sandboxName(id)} did not become ready: ${errorMessage(error)}`,
         { cause: error },
       );
     }

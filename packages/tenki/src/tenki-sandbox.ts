@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import {
+  errorMessage,
   AcquireSerializer,
   Sandbox,
   SandboxFileError,
@@ -82,7 +83,7 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 }
 
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }
 
 /**

@@ -3,6 +3,7 @@ import { silentLogger } from '../logger.js';
 import type { Sandbox } from '../sandbox.js';
 import type { SandboxAcquireRequest, ToolContext } from './tool-context.js';
 import { authorizeSandboxUse } from './tool-invocation.js';
+import { errorMessage } from './tool-errors.js';
 
 /**
  * The single entry through which every sandbox-backed tool reaches its sandbox: lazily acquires the
@@ -103,7 +104,7 @@ async function rollback(context: ToolContext, sandboxId: string): Promise<void> 
     // The lookup miss is the error the caller must see; a failed rollback is only reported.
     logger.warn('Rolling back a sandbox that vanished after acquisition failed', {
       sandboxId,
-      error: err instanceof Error ? err.message : String(err),
+      error: errorMessage(err),
     });
   }
 }
