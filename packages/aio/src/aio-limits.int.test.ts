@@ -1,35 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { requireService } from '@sbx/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AioSandbox } from './aio-sandbox.js';
 import { DEFAULT_SECURITY_PROFILE, type ContainerResources } from './container-profile.js';
-import {
-  AIO_STANDIN_IMAGE,
-  asClient,
-  dockerFor,
-  imagesPresent,
-  removeByPrefix,
-  runPrefix,
-} from './docker-test-support.js';
-import { LocalContainerBackend } from './local-container-backend.js';
+import { removeByPrefix, runPrefix, standinBackend, standinDocker } from './docker-test-support.js';
 import type { LocalContainerBackendOptions } from './local-container-backend.js';
 
 // Resource limits and the hardened profile on real containers of the stand-in image.
-const dockerHost = await requireService('docker');
-const docker = dockerHost ? dockerFor(dockerHost) : undefined;
-const ready = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
+const { docker, ready } = await standinDocker();
 const prefix = runPrefix('limits');
 
-function backendWith(extra: Partial<LocalContainerBackendOptions> = {}): LocalContainerBackend {
-  return new LocalContainerBackend({
-    docker: asClient(docker!),
-    image: AIO_STANDIN_IMAGE,
-    containerPrefix: prefix,
-    network: 'host',
-    basePort: 20000 + Math.floor(Math.random() * 20000),
-    ...extra,
-  });
-}
+const backendWith = (extra: Partial<LocalContainerBackendOptions> = {}) =>
+  standinBackend(docker!, prefix, extra);
 
 async function started(extra: Partial<LocalContainerBackendOptions> = {}) {
   const backend = backendWith(extra);

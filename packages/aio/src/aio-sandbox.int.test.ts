@@ -1,39 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { isSbxError } from '@sbx/core';
-import { describeSandboxContract, requireService } from '@sbx/core/testing';
+import { describeSandboxContract } from '@sbx/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AioSandbox } from './aio-sandbox.js';
 import { BASH_EXEC_UNSUPPORTED_MESSAGE } from './bash-exec-unsupported.js';
-import {
-  AIO_STANDIN_IMAGE,
-  asClient,
-  dockerFor,
-  imagesPresent,
-  removeByPrefix,
-  runPrefix,
-} from './docker-test-support.js';
-import { LocalContainerBackend } from './local-container-backend.js';
+import { removeByPrefix, runPrefix, standinBackend, standinDocker } from './docker-test-support.js';
 
 // AioSandbox against a real container of the stand-in image (host networking, 127.0.0.1), created
 // by LocalContainerBackend: the whole core contract, including /mnt/user-data downloads.
-const dockerHost = await requireService('docker');
-const docker = dockerHost ? dockerFor(dockerHost) : undefined;
-const ready = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
+const { docker, ready } = await standinDocker();
 const prefix = runPrefix('sandbox');
 
-function backendWith(
-  environment: Record<string, string> = {},
-  apiKey?: string,
-): LocalContainerBackend {
-  return new LocalContainerBackend({
-    docker: asClient(docker!),
-    image: AIO_STANDIN_IMAGE,
-    containerPrefix: prefix,
-    network: 'host',
-    basePort: 20000 + Math.floor(Math.random() * 20000),
-    environment,
-    ...(apiKey ? { apiKey } : {}),
-  });
+function backendWith(environment: Record<string, string> = {}, apiKey?: string) {
+  return standinBackend(docker!, prefix, { environment, ...(apiKey ? { apiKey } : {}) });
 }
 
 if (ready) {

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
-import { servicesRequired } from '@sbx/core/testing';
+import { requireService, servicesRequired } from '@sbx/core/testing';
 import type { DockerClient } from './docker-client.js';
+import { LocalContainerBackend } from './local-container-backend.js';
+import type { LocalContainerBackendOptions } from './local-container-backend.js';
 
 /** Test support for the Docker tier: a client for DOCKER_HOST and the local test images. */
 export const AIO_STANDIN_IMAGE = 'sbx-test/aio-standin:1';
@@ -51,4 +53,27 @@ export async function removeByPrefix(docker: Docker, prefix: string): Promise<vo
         if (err.statusCode !== 404 && err.statusCode !== 409) throw err;
       });
   }
+}
+
+/** The Docker tier's engine and whether the stand-in image is there (skip, or fail under CI). */
+export async function standinDocker(): Promise<{ docker: Docker | undefined; ready: boolean }> {
+  const host = await requireService('docker');
+  const docker = host ? dockerFor(host) : undefined;
+  return { docker, ready: docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false };
+}
+
+/** A backend for stand-in containers on the host network, under `prefix`, on a random port. */
+export function standinBackend(
+  docker: Docker,
+  prefix: string,
+  extra: Partial<LocalContainerBackendOptions> = {},
+): LocalContainerBackend {
+  return new LocalContainerBackend({
+    docker: asClient(docker),
+    image: AIO_STANDIN_IMAGE,
+    containerPrefix: prefix,
+    network: 'host',
+    basePort: 20000 + Math.floor(Math.random() * 20000),
+    ...extra,
+  });
 }
