@@ -14,7 +14,7 @@ import {
   DEFAULT_BASE_PORT,
   DEFAULT_CONTAINER_PREFIX,
 } from './local-container-backend.js';
-import { canonicalSkillsRoot } from './provisioner-mounts.js';
+import { canonicalSkillsRoot } from '@sbx/core';
 import { CREATE_READY_TIMEOUT_MS } from './readiness.js';
 import type { MountSpec } from './sandbox-backend.js';
 import {

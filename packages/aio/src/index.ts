@@ -106,14 +106,16 @@ export type {
   RemoteSandboxBackendOptions,
   ProvisionerCapabilities,
 } from './remote-sandbox-backend.js';
+export { provisionerExtraMounts } from './provisioner-mounts.js';
+// The allowlist and skills-root rules live in core, shared with @sbx/provisioner; re-exported so
+// existing imports from @sbx/aio keep working.
 export {
   canonicalSkillsRoot,
   provisionerExtraMountPaths,
-  provisionerExtraMounts,
   PROVISIONER_MAX_EXTRA_MOUNTS,
   SKILL_MOUNT_CATEGORIES,
-} from './provisioner-mounts.js';
-export type { ProvisionerMount } from './provisioner-mounts.js';
+} from '@sbx/core';
+export type { ProvisionerMount } from '@sbx/core';
 
 // --- provider
 export { AioSandboxProvider, createAioProvider } from './aio-sandbox-provider.js';

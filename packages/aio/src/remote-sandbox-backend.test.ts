@@ -1,14 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { isSbxError } from '@sbx/core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startStandin } from './aio-standin.fixture.js';
-import type { StandinFixture } from './aio-standin.fixture.js';
 import {
   PROVISIONER_MAX_EXTRA_MOUNTS,
   canonicalSkillsRoot,
+  isSbxError,
   provisionerExtraMountPaths,
-} from './provisioner-mounts.js';
+} from '@sbx/core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startStandin } from './aio-standin.fixture.js';
+import type { StandinFixture } from './aio-standin.fixture.js';
 import { RemoteSandboxBackend } from './remote-sandbox-backend.js';
 
 interface Received {

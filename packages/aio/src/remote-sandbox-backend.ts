@@ -1,4 +1,5 @@
 import {
+  canonicalSkillsRoot,
   errorMessage,
   DEFAULT_SKILLS_ROOT,
   InvalidArgumentError,
@@ -9,7 +10,7 @@ import {
 import type { Logger } from '@sbx/core';
 import { AioHttpClient } from './aio-http.js';
 import { AioHttpError } from './aio-http-error.js';
-import { canonicalSkillsRoot, provisionerExtraMounts } from './provisioner-mounts.js';
+import { provisionerExtraMounts } from './provisioner-mounts.js';
 import { CREATE_READY_TIMEOUT_MS, waitForSandboxReady } from './readiness.js';
 import type {
   BackendCallOptions,

@@ -104,6 +104,23 @@ export {
 } from './identity.js';
 export type { SandboxScope, SandboxScopeTokenInput } from './identity.js';
 
+// @section provisioner-contract
+export {
+  ACP_WORKSPACE_MOUNT_PATH,
+  LARK_CLI_CONFIG_MOUNT_PATH,
+  LARK_CLI_DATA_MOUNT_PATH,
+  LARK_CLI_LOCKS_MOUNT_PATH,
+  LARK_CLI_RUNTIME_MOUNT_PATH,
+  PROVISIONER_MAX_EXTRA_MOUNTS,
+  PROVISIONER_THREAD_ID_PATTERN,
+  PROVISIONER_USER_ID_PATTERN,
+  SKILL_MOUNT_CATEGORIES,
+  canonicalSkillsRoot,
+  provisionerExtraMountPaths,
+  skillCategoryMountPaths,
+} from './provisioner-contract.js';
+export type { ProvisionerMount } from './provisioner-contract.js';
+
 // @section provider-loading
 export {
   DEFAULT_PROVIDER_SPECIFIER,
