@@ -39,6 +39,8 @@ export const VENDOR_SDKS = [
   '@langchain/core',
   'deepagents',
   '@openai/agents',
+  // The provisioner's Kubernetes client.
+  '@kubernetes/client-node',
 ];
 
 /**
@@ -117,6 +119,11 @@ export const PROVIDER_FACTORIES = {
   '@sbx/openai-agents': {
     sdk: '@openai/agents',
     construct: async (mod) => mod.createSbxTools({ provider: {}, threadId: 't' }),
+  },
+  '@sbx/provisioner': {
+    sdk: '@kubernetes/client-node',
+    // Connecting is the first use of the client.
+    construct: async (mod) => mod.connectKubeApi({ kubeconfigPath: '/nonexistent', waitMs: 0 }),
   },
   '@sbx/ownership-redis': {
     sdk: 'ioredis',

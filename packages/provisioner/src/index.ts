@@ -1,0 +1,56 @@
+// @sbx/provisioner: the HTTP service behind @sbx/aio's remote backend, creating one Kubernetes Pod
+// and Service per sandbox.
+
+export { startProvisioner } from './provisioner-server.js';
+export type { RunningProvisioner, StartProvisionerOptions } from './provisioner-server.js';
+export {
+  DEFAULT_PROVISIONER_SETTINGS,
+  PROVISIONER_ENV,
+  SERVICE_TYPES,
+  resolveProvisionerSettings,
+} from './provisioner-settings.js';
+export type {
+  ProvisionerFileBlock,
+  ProvisionerSettings,
+  ResourceQuantities,
+  SandboxServiceType,
+  SettingsSources,
+} from './provisioner-settings.js';
+export {
+  MAX_REQUEST_BODY_BYTES,
+  apiKeyMatches,
+  createProvisionerHandler,
+} from './provisioner-http.js';
+export type {
+  ProvisionerCapabilitiesResponse,
+  ProvisionerHandlerOptions,
+} from './provisioner-http.js';
+export { SandboxPods } from './sandbox-pods.js';
+export type {
+  DeleteResponse,
+  GarbageReport,
+  SandboxPodsOptions,
+  SandboxResponse,
+} from './sandbox-pods.js';
+export { SANDBOX_ID_PATTERN, parseCreateRequest } from './create-request.js';
+export type { CreateSandboxRequest, ExtraMountRequest } from './create-request.js';
+export { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
+export type { ValidatedExtraMount } from './extra-mount-rules.js';
+export { larkPattern, planSandboxVolumes } from './sandbox-volumes.js';
+export type { SandboxVolumePlan } from './sandbox-volumes.js';
+export {
+  SANDBOX_APP_LABEL,
+  SANDBOX_ID_LABEL,
+  SANDBOX_SELECTOR,
+  accessUrl,
+  podName,
+  sandboxLabels,
+  sandboxPod,
+  sandboxService,
+  serviceName,
+} from './sandbox-objects.js';
+export { connectKubeApi, toKubeApiError, waitForKubeconfig } from './kube-api.js';
+export type { ConnectKubeOptions, KubeApi } from './kube-api.js';
+export { KubeApiError, ProvisionerHttpError } from './provisioner-errors.js';
+export type { FieldProblem } from './provisioner-errors.js';
+export type * from './kube-objects.js';

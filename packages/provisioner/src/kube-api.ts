@@ -1,0 +1,224 @@
+import { stat } from 'node:fs/promises';
+import { errorMessage, loadOptionalDependency, silentLogger, sleep, systemClock } from '@sbx/core';
+import type { Clock, Logger } from '@sbx/core';
+import type { Namespace, ObjectList, Pod, Service } from './kube-objects.js';
+import { KubeApiError } from './provisioner-errors.js';
+
+/**
+ * The Kubernetes calls the provisioner makes, and nothing more: one namespace, Pods and Services
+ * in it. Implemented over `@kubernetes/client-node` by {@link connectKubeApi}; a test may pass its
+ * own. Every failure is a {@link KubeApiError} carrying the HTTP status (0: no answer).
+ */
+export interface KubeApi {
+  readNamespace(name: string): Promise<Namespace>;
+  createNamespace(body: Namespace): Promise<Namespace>;
+  createPod(namespace: string, body: Pod): Promise<Pod>;
+  readPod(namespace: string, name: string): Promise<Pod>;
+  deletePod(namespace: string, name: string): Promise<void>;
+  listPods(namespace: string, labelSelector: string): Promise<ObjectList<Pod>>;
+  createService(namespace: string, body: Service): Promise<Service>;
+  readService(namespace: string, name: string): Promise<Service>;
+  deleteService(namespace: string, name: string): Promise<void>;
+  listServices(namespace: string, labelSelector: string): Promise<ObjectList<Service>>;
+}
+
+const REQUIRED_BY = '@sbx/provisioner';
+
+/** The parts of `@kubernetes/client-node` used here (its own types stay out of ours). */
+interface ClientModule {
+  KubeConfig: new () => KubeConfigLike;
+  CoreV1Api: unknown;
+}
+interface KubeConfigLike {
+  clusters: { name: string; server: string }[];
+  users: unknown[];
+  contexts: unknown[];
+  currentContext: string;
+  loadFromFile(file: string): void;
+  loadFromCluster(): void;
+  loadFromOptions(options: unknown): void;
+  getCurrentCluster(): { name: string; server: string } | null;
+  makeApiClient(api: unknown): CoreApiLike;
+}
+type Call = (params: Record<string, unknown>) => Promise<unknown>;
+interface CoreApiLike {
+  readNamespace: Call;
+  createNamespace: Call;
+  createNamespacedPod: Call;
+  readNamespacedPod: Call;
+  deleteNamespacedPod: Call;
+  listNamespacedPod: Call;
+  createNamespacedService: Call;
+  readNamespacedService: Call;
+  deleteNamespacedService: Call;
+  listNamespacedService: Call;
+}
+
+/** The client's `ApiException` (status `code`, JSON `body` text) or a transport error, as ours. */
+export function toKubeApiError(err: unknown, what: string): KubeApiError {
+  if (err instanceof KubeApiError) return err;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'number' && code >= 100) {
+    const rawBody = (err as { body?: unknown }).body;
+    let reason: string | undefined;
+    let message: string | undefined;
+    try {
+      const parsed = (typeof rawBody === 'string' ? JSON.parse(rawBody) : rawBody) as {
+        reason?: unknown;
+        message?: unknown;
+      };
+      if (typeof parsed?.reason === 'string') reason = parsed.reason;
+      if (typeof parsed?.message === 'string') message = parsed.message;
+    } catch {
+      // a body that is not a Status object: the status code says enough
+    }
+    return new KubeApiError(
+      code,
+      reason,
+      `${what}: HTTP ${code}${reason ? ` ${reason}` : ''}${message ? `: ${message}` : ''}`,
+      {
+        cause: err,
+      },
+    );
+  }
+  return new KubeApiError(0, undefined, `${what}: ${errorMessage(err)}`, { cause: err });
+}
+
+function wrap(api: CoreApiLike): KubeApi {
+  const call = async <T>(what: string, fn: () => Promise<unknown>): Promise<T> => {
+    try {
+      return (await fn()) as T;
+    } catch (err) {
+      throw toKubeApiError(err, what);
+    }
+  };
+  return {
+    readNamespace: (name) => call(`read namespace ${name}`, () => api.readNamespace({ name })),
+    createNamespace: (body) => call('create namespace', () => api.createNamespace({ body })),
+    createPod: (namespace, body) =>
+      call(`create pod ${body.metadata?.name}`, () => api.createNamespacedPod({ namespace, body })),
+    readPod: (namespace, name) =>
+      call(`read pod ${name}`, () => api.readNamespacedPod({ namespace, name })),
+    deletePod: async (namespace, name) => {
+      await call(`delete pod ${name}`, () => api.deleteNamespacedPod({ namespace, name }));
+    },
+    listPods: (namespace, labelSelector) =>
+      call('list pods', () => api.listNamespacedPod({ namespace, labelSelector })),
+    createService: (namespace, body) =>
+      call(`create service ${body.metadata?.name}`, () =>
+        api.createNamespacedService({ namespace, body }),
+      ),
+    readService: (namespace, name) =>
+      call(`read service ${name}`, () => api.readNamespacedService({ namespace, name })),
+    deleteService: async (namespace, name) => {
+      await call(`delete service ${name}`, () => api.deleteNamespacedService({ namespace, name }));
+    },
+    listServices: (namespace, labelSelector) =>
+      call('list services', () => api.listNamespacedService({ namespace, labelSelector })),
+  };
+}
+
+export interface ConnectKubeOptions {
+  /** The kubeconfig file; when it does not appear within `waitMs`, the in-cluster config is used. */
+  kubeconfigPath: string;
+  /** Replaces the configured server and turns off its TLS verification (a tunnel, a proxy). */
+  apiServer?: string | undefined;
+  /** How long to wait for the kubeconfig file to appear (a mounted Secret may come late). Default 30 s. */
+  waitMs?: number;
+  /** Default 2 s. */
+  pollMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** For tests: how the client library is imported. */
+  importer?: (specifier: string) => Promise<unknown>;
+}
+
+/**
+ * Waits (bounded) for the kubeconfig file. A directory at that path is a mistake (a volume mounted
+ * where the file should be), reported at once instead of after the wait.
+ *
+ * @returns true when the file is there, false when it never came (use the in-cluster config)
+ * @throws KubeApiError when a directory is in the way
+ */
+export async function waitForKubeconfig(
+  path: string,
+  options: { waitMs?: number; pollMs?: number; clock?: Clock } = {},
+): Promise<boolean> {
+  const clock = options.clock ?? systemClock;
+  const deadline = clock.now() + (options.waitMs ?? 30_000);
+  for (;;) {
+    try {
+      const info = await stat(path);
+      if (info.isDirectory()) {
+        throw new KubeApiError(0, undefined, `kubeconfig path ${path} is a directory, not a file`);
+      }
+      return true;
+    } catch (err) {
+      if (err instanceof KubeApiError) throw err;
+    }
+    if (clock.now() >= deadline) return false;
+    await sleep(options.pollMs ?? 2_000, { clock });
+  }
+}
+
+/**
+ * A {@link KubeApi} over `@kubernetes/client-node` (loaded on first use): from the kubeconfig
+ * file when there is one, else the in-cluster service account.
+ *
+ * @throws MissingDependencyError when the client library is not installed
+ * @throws KubeApiError when no configuration can be loaded
+ */
+export async function connectKubeApi(options: ConnectKubeOptions): Promise<KubeApi> {
+  const logger = options.logger ?? silentLogger;
+  const k8s = await loadOptionalDependency<ClientModule>(
+    '@kubernetes/client-node',
+    REQUIRED_BY,
+    ...(options.importer ? [options.importer] : []),
+  );
+  const present = await waitForKubeconfig(options.kubeconfigPath, options);
+  const kc = new k8s.KubeConfig();
+  if (present) {
+    try {
+      const info = await stat(options.kubeconfigPath);
+      if (!info.isFile()) throw new Error('expected a file');
+      kc.loadFromFile(options.kubeconfigPath);
+    } catch (err) {
+      throw new KubeApiError(
+        0,
+        undefined,
+        `cannot load kubeconfig ${options.kubeconfigPath} (expected a file): ${errorMessage(err)}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  } else {
+    logger.info('no kubeconfig file, using the in-cluster configuration', {
+      path: options.kubeconfigPath,
+    });
+    try {
+      kc.loadFromCluster();
+    } catch (err) {
+      throw new KubeApiError(
+        0,
+        undefined,
+        `no kubeconfig at ${options.kubeconfigPath} and no in-cluster configuration: ${errorMessage(err)}`,
+        {
+          cause: err,
+        },
+      );
+    }
+  }
+  if (options.apiServer) {
+    const current = kc.getCurrentCluster();
+    kc.loadFromOptions({
+      clusters: kc.clusters.map((c) =>
+        c.name === current?.name ? { ...c, server: options.apiServer, skipTLSVerify: true } : c,
+      ),
+      users: kc.users,
+      contexts: kc.contexts,
+      currentContext: kc.currentContext,
+    });
+  }
+  return wrap(kc.makeApiClient(k8s.CoreV1Api));
+}

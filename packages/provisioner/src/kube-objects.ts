@@ -1,0 +1,108 @@
+// The slice of the Kubernetes core/v1 object model the provisioner writes and reads, typed here so
+// the package's public types never name the optional client library. Field names are the API's
+// (camelCase JSON), so these objects go to the client as they are.
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  uid?: string;
+  resourceVersion?: string;
+  creationTimestamp?: string | Date;
+  deletionTimestamp?: string | Date;
+}
+
+export interface Volume {
+  name: string;
+  hostPath?: { path: string; type?: string };
+  persistentVolumeClaim?: { claimName: string; readOnly?: boolean };
+  emptyDir?: Record<string, never>;
+}
+
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+}
+
+export interface Probe {
+  httpGet: { path: string; port: string | number };
+  initialDelaySeconds: number;
+  periodSeconds: number;
+  timeoutSeconds: number;
+  failureThreshold: number;
+}
+
+export interface SecurityContext {
+  privileged?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  runAsNonRoot?: boolean;
+  runAsUser?: number;
+  runAsGroup?: number;
+  seccompProfile?: { type: string };
+}
+
+export interface Container {
+  name: string;
+  image: string;
+  imagePullPolicy?: string;
+  args?: string[];
+  env?: { name: string; value: string }[];
+  ports?: { name: string; containerPort: number; protocol?: string }[];
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  resources?: {
+    requests?: Record<string, string>;
+    limits?: Record<string, string>;
+  };
+  securityContext?: SecurityContext;
+  volumeMounts?: VolumeMount[];
+}
+
+export interface Pod {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec?: {
+    containers: Container[];
+    initContainers?: Container[];
+    volumes?: Volume[];
+    restartPolicy?: string;
+    automountServiceAccountToken?: boolean;
+    enableServiceLinks?: boolean;
+    securityContext?: { seccompProfile?: { type: string }; runAsNonRoot?: boolean };
+    terminationGracePeriodSeconds?: number;
+  };
+  status?: { phase?: string; podIP?: string };
+}
+
+export interface ServicePort {
+  name?: string;
+  port: number;
+  targetPort?: number | string;
+  nodePort?: number;
+  protocol?: string;
+}
+
+export interface Service {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec?: {
+    type?: string;
+    selector?: Record<string, string>;
+    ports?: ServicePort[];
+    clusterIP?: string;
+  };
+}
+
+export interface Namespace {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+}
+
+export interface ObjectList<T> {
+  items: T[];
+}

@@ -1,0 +1,305 @@
+import { ConfigError, errorMessage } from '@sbx/core';
+import { posix } from 'node:path';
+
+export const SERVICE_TYPES = ['NodePort', 'ClusterIP'] as const;
+export type SandboxServiceType = (typeof SERVICE_TYPES)[number];
+
+/** Kubernetes quantities (`100m`, `256Mi`), as they go into the Pod spec. */
+export interface ResourceQuantities {
+  cpu: string;
+  memory: string;
+  ephemeralStorage: string;
+}
+
+export interface ProvisionerSettings {
+  /** Namespace of the sandbox Pods and Services; created when missing. */
+  namespace: string;
+  /** Image of the sandbox container. */
+  sandboxImage: string;
+  /** Host directory holding `<thread>/user-data` (hostPath mode). */
+  threadsHostPath: string;
+  /**
+   * The host base extra mounts must lie under, and skills views are read from. Empty: the parent
+   * of `threadsHostPath` when that is named `threads`, else none (every extra mount is refused).
+   */
+  hostBaseDir: string;
+  skillsPvcName: string;
+  /** `{user_id}` / `{thread_id}` are replaced; empty: the PVC is mounted at its root. */
+  skillsPvcSubpathTemplate: string;
+  userDataPvcName: string;
+  /** First segment of every sub-path on the user-data PVC (`<prefix>/users/<u>/threads/<t>/...`). */
+  userDataPvcSubpathPrefix: string;
+  containerPort: number;
+  serviceType: SandboxServiceType;
+  /** Host part of NodePort access URLs. */
+  nodeHost: string;
+  kubeconfigPath: string;
+  /** Overrides the kubeconfig's server (and then does not verify its TLS certificate). */
+  apiServer: string | undefined;
+  /** Required on every `/api/*` request; empty: every `/api/*` request is refused. */
+  apiKey: string;
+  larkCliInitImage: string;
+  larkCliBrokerImage: string;
+  larkBrokerDenySubcommands: string;
+  requests: ResourceQuantities;
+  limits: ResourceQuantities;
+  /** Run the sandbox container as this uid (and `runAsNonRoot`); undefined: the image's user. */
+  runAsUser: number | undefined;
+  runAsGroup: number | undefined;
+  listenHost: string;
+  listenPort: number;
+  /** How long a delete waits for the Pod to be gone before answering. */
+  deleteTimeoutMs: number;
+  /** Garbage collection of half-created sandboxes; 0 disables it. */
+  gcIntervalMs: number;
+  /** A Pod without Service (or the reverse) younger than this is left alone: a create may be under way. */
+  gcGraceMs: number;
+}
+
+export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Object.freeze({
+  namespace: 'sbx',
+  sandboxImage: 'ghcr.io/agent-infra/sandbox:latest',
+  threadsHostPath: '/var/lib/sbx/threads',
+  hostBaseDir: '',
+  skillsPvcName: '',
+  skillsPvcSubpathTemplate: '',
+  userDataPvcName: '',
+  userDataPvcSubpathPrefix: 'sbx',
+  containerPort: 8080,
+  serviceType: 'NodePort',
+  nodeHost: 'host.docker.internal',
+  kubeconfigPath: '/root/.kube/config',
+  apiServer: undefined,
+  apiKey: '',
+  larkCliInitImage: '',
+  larkCliBrokerImage: '',
+  larkBrokerDenySubcommands: '',
+  requests: Object.freeze({ cpu: '100m', memory: '256Mi', ephemeralStorage: '500Mi' }),
+  limits: Object.freeze({ cpu: '1000m', memory: '1Gi', ephemeralStorage: '500Mi' }),
+  runAsUser: undefined,
+  runAsGroup: undefined,
+  listenHost: '127.0.0.1',
+  listenPort: 8002,
+  deleteTimeoutMs: 10_000,
+  gcIntervalMs: 60_000,
+  gcGraceMs: 120_000,
+});
+
+/**
+ * Environment variables and the setting each sets. The names of the reference provisioner are
+ * kept, so an existing deployment's environment works unchanged; sbx's additions follow them.
+ */
+export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings | string>> = {
+  K8S_NAMESPACE: 'namespace',
+  SANDBOX_IMAGE: 'sandboxImage',
+  THREADS_HOST_PATH: 'threadsHostPath',
+  DEER_FLOW_HOST_BASE_DIR: 'hostBaseDir',
+  SBX_HOST_BASE_DIR: 'hostBaseDir',
+  SKILLS_PVC_NAME: 'skillsPvcName',
+  SKILLS_PVC_SUBPATH_TEMPLATE: 'skillsPvcSubpathTemplate',
+  USERDATA_PVC_NAME: 'userDataPvcName',
+  USERDATA_PVC_SUBPATH_PREFIX: 'userDataPvcSubpathPrefix',
+  SANDBOX_CONTAINER_PORT: 'containerPort',
+  SANDBOX_SERVICE_TYPE: 'serviceType',
+  NODE_HOST: 'nodeHost',
+  KUBECONFIG_PATH: 'kubeconfigPath',
+  K8S_API_SERVER: 'apiServer',
+  PROVISIONER_API_KEY: 'apiKey',
+  LARK_CLI_INIT_IMAGE: 'larkCliInitImage',
+  LARK_CLI_BROKER_IMAGE: 'larkCliBrokerImage',
+  DEERFLOW_LARK_BROKER_DENY_SUBCOMMANDS: 'larkBrokerDenySubcommands',
+  SANDBOX_CPU_REQUEST: 'requests.cpu',
+  SANDBOX_MEMORY_REQUEST: 'requests.memory',
+  SANDBOX_EPHEMERAL_STORAGE_REQUEST: 'requests.ephemeralStorage',
+  SANDBOX_CPU_LIMIT: 'limits.cpu',
+  SANDBOX_MEMORY_LIMIT: 'limits.memory',
+  SANDBOX_EPHEMERAL_STORAGE_LIMIT: 'limits.ephemeralStorage',
+  SANDBOX_RUN_AS_USER: 'runAsUser',
+  SANDBOX_RUN_AS_GROUP: 'runAsGroup',
+  PROVISIONER_HOST: 'listenHost',
+  PROVISIONER_PORT: 'listenPort',
+  SANDBOX_DELETE_TIMEOUT_SECONDS: 'deleteTimeoutMs',
+  SANDBOX_GC_INTERVAL_SECONDS: 'gcIntervalMs',
+};
+
+/** The `provisioner:` block of an sbx config file: snake_case keys, the same settings. */
+export type ProvisionerFileBlock = Record<string, unknown>;
+
+const FILE_KEYS: Readonly<Record<string, string>> = {
+  namespace: 'namespace',
+  sandbox_image: 'sandboxImage',
+  threads_host_path: 'threadsHostPath',
+  host_base_dir: 'hostBaseDir',
+  skills_pvc_name: 'skillsPvcName',
+  skills_pvc_subpath_template: 'skillsPvcSubpathTemplate',
+  userdata_pvc_name: 'userDataPvcName',
+  userdata_pvc_subpath_prefix: 'userDataPvcSubpathPrefix',
+  container_port: 'containerPort',
+  service_type: 'serviceType',
+  node_host: 'nodeHost',
+  kubeconfig_path: 'kubeconfigPath',
+  api_server: 'apiServer',
+  api_key: 'apiKey',
+  lark_cli_init_image: 'larkCliInitImage',
+  lark_cli_broker_image: 'larkCliBrokerImage',
+  lark_broker_deny_subcommands: 'larkBrokerDenySubcommands',
+  'requests.cpu': 'requests.cpu',
+  'requests.memory': 'requests.memory',
+  'requests.ephemeral_storage': 'requests.ephemeralStorage',
+  'limits.cpu': 'limits.cpu',
+  'limits.memory': 'limits.memory',
+  'limits.ephemeral_storage': 'limits.ephemeralStorage',
+  run_as_user: 'runAsUser',
+  run_as_group: 'runAsGroup',
+  listen_host: 'listenHost',
+  listen_port: 'listenPort',
+  delete_timeout_seconds: 'deleteTimeoutMs',
+  gc_interval_seconds: 'gcIntervalMs',
+};
+
+function settingError(path: string, message: string): ConfigError {
+  return new ConfigError([{ path, message }], 'Invalid provisioner settings');
+}
+
+const QUANTITY_RE = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/;
+const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+function integerIn(source: string, raw: string, min: number, max: number): number {
+  const n = /^[0-9]+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw settingError(source, `must be an integer in ${min}..${max}, got '${raw}'`);
+  }
+  return n;
+}
+
+/** Sets one setting from its text form, validated; `source` names where the value came from. */
+function assign(target: ProvisionerSettings, setting: string, raw: string, source: string): void {
+  const [group, field] = setting.split('.') as [string, string | undefined];
+  if (field !== undefined) {
+    if (!QUANTITY_RE.test(raw)) {
+      throw settingError(source, `must be a Kubernetes quantity like 500m or 1Gi, got '${raw}'`);
+    }
+    const quantities = { ...(target[group as 'requests' | 'limits'] as ResourceQuantities) };
+    quantities[field as keyof ResourceQuantities] = raw;
+    target[group as 'requests' | 'limits'] = quantities;
+    return;
+  }
+  switch (setting) {
+    case 'containerPort':
+    case 'listenPort':
+      target[setting] = integerIn(source, raw, setting === 'listenPort' ? 0 : 1, 65_535);
+      return;
+    case 'runAsUser':
+    case 'runAsGroup':
+      target[setting] = integerIn(source, raw, 0, 2_147_483_647);
+      return;
+    case 'deleteTimeoutMs':
+    case 'gcIntervalMs':
+      target[setting] = integerIn(source, raw, 0, 86_400) * 1000;
+      return;
+    case 'serviceType':
+      if (!(SERVICE_TYPES as readonly string[]).includes(raw)) {
+        throw settingError(source, `must be NodePort or ClusterIP, got '${raw}'`);
+      }
+      target.serviceType = raw as SandboxServiceType;
+      return;
+    case 'apiServer':
+      target.apiServer = raw === '' ? undefined : raw;
+      return;
+    default:
+      (target as unknown as Record<string, string>)[setting] = raw;
+  }
+}
+
+function flatten(block: Record<string, unknown>, prefix = ''): [string, unknown][] {
+  return Object.entries(block).flatMap(([k, v]) =>
+    typeof v === 'object' && v !== null && !Array.isArray(v)
+      ? flatten(v as Record<string, unknown>, `${prefix}${k}.`)
+      : [[`${prefix}${k}`, v] as [string, unknown]],
+  );
+}
+
+/** Checks what no single value shows: the namespace, the paths, the sub-path template. */
+function checkSettings(s: ProvisionerSettings): void {
+  if (!DNS_LABEL_RE.test(s.namespace)) {
+    throw settingError(
+      'K8S_NAMESPACE',
+      `must be a DNS label (lower-case, digits, '-'), got '${s.namespace}'`,
+    );
+  }
+  for (const [name, value] of [
+    ['THREADS_HOST_PATH', s.threadsHostPath],
+    ['the host base dir', s.hostBaseDir],
+  ] as const) {
+    if (
+      value !== '' &&
+      (!value.startsWith('/') || posix.normalize(value) !== value.replace(/\/+$/, ''))
+    ) {
+      throw settingError(name, `must be an absolute, normalised path, got '${value}'`);
+    }
+  }
+  if (
+    !/^[A-Za-z0-9_.-]+$/.test(s.userDataPvcSubpathPrefix) ||
+    s.userDataPvcSubpathPrefix.startsWith('.')
+  ) {
+    throw settingError(
+      'USERDATA_PVC_SUBPATH_PREFIX',
+      `must be one path segment, got '${s.userDataPvcSubpathPrefix}'`,
+    );
+  }
+  const unknownPlaceholder = /\{(?!user_id\}|thread_id\})[^}]*\}/.exec(s.skillsPvcSubpathTemplate);
+  if (unknownPlaceholder) {
+    throw settingError(
+      'SKILLS_PVC_SUBPATH_TEMPLATE',
+      `may use only {user_id} and {thread_id}, found ${unknownPlaceholder[0]}`,
+    );
+  }
+  if (s.sandboxImage === '') throw settingError('SANDBOX_IMAGE', 'must not be empty');
+}
+
+export interface SettingsSources {
+  /** Environment variables (win over the file). */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** The `provisioner:` block of a config file. */
+  file?: ProvisionerFileBlock;
+  /** Settings set in code (win over everything). */
+  overrides?: Partial<ProvisionerSettings>;
+}
+
+/**
+ * The provisioner's settings: defaults, then the config file's `provisioner:` block, then the
+ * environment, then `overrides`. Every value is validated here, so a bad port or service type
+ * stops the start-up with a `ConfigError` naming the variable instead of failing the first create.
+ */
+export function resolveProvisionerSettings(sources: SettingsSources = {}): ProvisionerSettings {
+  const s: ProvisionerSettings = {
+    ...DEFAULT_PROVISIONER_SETTINGS,
+    requests: { ...DEFAULT_PROVISIONER_SETTINGS.requests },
+    limits: { ...DEFAULT_PROVISIONER_SETTINGS.limits },
+  };
+  for (const [key, value] of flatten(sources.file ?? {})) {
+    const setting = FILE_KEYS[key];
+    if (setting === undefined)
+      throw settingError(`provisioner.${key}`, `is not a provisioner setting`);
+    if (value === null || value === undefined) continue;
+    if (typeof value !== 'string' && typeof value !== 'number') {
+      throw settingError(`provisioner.${key}`, `must be a string or a number`);
+    }
+    assign(s, setting, String(value), `provisioner.${key}`);
+  }
+  for (const [name, setting] of Object.entries(PROVISIONER_ENV)) {
+    const value = sources.env?.[name];
+    if (value !== undefined) assign(s, setting, value, name);
+  }
+  Object.assign(s, sources.overrides ?? {});
+  if (s.hostBaseDir === '' && posix.basename(s.threadsHostPath) === 'threads') {
+    s.hostBaseDir = posix.dirname(s.threadsHostPath);
+  }
+  try {
+    checkSettings(s);
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw settingError('', errorMessage(err));
+  }
+  return s;
+}

@@ -1,0 +1,133 @@
+import type { CreateSandboxRequest } from './create-request.js';
+import type { Container, Pod, Probe, Service } from './kube-objects.js';
+import type { ProvisionerSettings } from './provisioner-settings.js';
+import { planSandboxVolumes } from './sandbox-volumes.js';
+
+/** The label every sandbox Pod and Service carries; listing and garbage collection select on it. */
+export const SANDBOX_APP_LABEL = 'sbx-sandbox';
+export const SANDBOX_ID_LABEL = 'sandbox-id';
+export const HTTP_PORT_NAME = 'http';
+
+export const podName = (sandboxId: string): string => `sandbox-${sandboxId}`;
+export const serviceName = (sandboxId: string): string => `sandbox-${sandboxId}-svc`;
+
+export function sandboxLabels(sandboxId: string): Record<string, string> {
+  return {
+    app: SANDBOX_APP_LABEL,
+    [SANDBOX_ID_LABEL]: sandboxId,
+    'app.kubernetes.io/name': 'sbx',
+    'app.kubernetes.io/component': 'sandbox',
+    'app.kubernetes.io/managed-by': 'sbx-provisioner',
+  };
+}
+
+export const SANDBOX_SELECTOR = `app=${SANDBOX_APP_LABEL}`;
+
+function probe(initialDelaySeconds: number, periodSeconds: number): Probe {
+  return {
+    httpGet: { path: '/v1/sandbox', port: HTTP_PORT_NAME },
+    initialDelaySeconds,
+    periodSeconds,
+    timeoutSeconds: 3,
+    failureThreshold: 3,
+  };
+}
+
+/**
+ * The sandbox Pod. Beyond the reference: the container may not escalate privileges and runs under
+ * the runtime's default seccomp profile; the Pod gets no service-account token (the agent inside
+ * must not hold credentials for the Kubernetes API that runs it) and no service-link environment
+ * (the names and addresses of every other Service in the namespace); resources come from the
+ * settings; and a uid can be set for images that run as non-root.
+ */
+export function sandboxPod(settings: ProvisionerSettings, request: CreateSandboxRequest): Pod {
+  const plan = planSandboxVolumes(settings, request);
+  const { requests, limits } = settings;
+  const sandbox: Container = {
+    name: 'sandbox',
+    image: settings.sandboxImage,
+    imagePullPolicy: 'IfNotPresent',
+    ports: [{ name: HTTP_PORT_NAME, containerPort: settings.containerPort, protocol: 'TCP' }],
+    readinessProbe: probe(5, 5),
+    livenessProbe: probe(10, 10),
+    resources: {
+      requests: {
+        cpu: requests.cpu,
+        memory: requests.memory,
+        'ephemeral-storage': requests.ephemeralStorage,
+      },
+      limits: {
+        cpu: limits.cpu,
+        memory: limits.memory,
+        'ephemeral-storage': limits.ephemeralStorage,
+      },
+    },
+    securityContext: {
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      seccompProfile: { type: 'RuntimeDefault' },
+      ...(settings.runAsUser !== undefined
+        ? { runAsUser: settings.runAsUser, runAsNonRoot: settings.runAsUser !== 0 }
+        : {}),
+      ...(settings.runAsGroup !== undefined ? { runAsGroup: settings.runAsGroup } : {}),
+    },
+    volumeMounts: plan.mounts,
+    ...(plan.env.length > 0 ? { env: plan.env } : {}),
+  };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: podName(request.sandboxId),
+      namespace: settings.namespace,
+      labels: sandboxLabels(request.sandboxId),
+    },
+    spec: {
+      containers: [sandbox, ...plan.sidecars],
+      ...(plan.initContainers.length > 0 ? { initContainers: plan.initContainers } : {}),
+      volumes: plan.volumes,
+      restartPolicy: 'Always',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
+    },
+  };
+}
+
+export function sandboxService(settings: ProvisionerSettings, sandboxId: string): Service {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: serviceName(sandboxId),
+      namespace: settings.namespace,
+      labels: sandboxLabels(sandboxId),
+    },
+    spec: {
+      type: settings.serviceType,
+      selector: { [SANDBOX_ID_LABEL]: sandboxId },
+      ports: [
+        {
+          name: HTTP_PORT_NAME,
+          port: settings.containerPort,
+          targetPort: settings.containerPort,
+          protocol: 'TCP',
+        },
+      ],
+    },
+  };
+}
+
+/**
+ * How a gateway reaches the sandbox behind `service`: `http://<node host>:<node port>` (NodePort;
+ * undefined until the port is assigned) or the Service's cluster DNS name (ClusterIP).
+ */
+export function accessUrl(settings: ProvisionerSettings, service: Service): string | undefined {
+  const name = service.metadata?.name;
+  if (!name) return undefined;
+  if (settings.serviceType === 'ClusterIP') {
+    return `http://${name}.${settings.namespace}.svc.cluster.local:${settings.containerPort}`;
+  }
+  const port = service.spec?.ports?.find((p) => p.name === HTTP_PORT_NAME)?.nodePort;
+  return typeof port === 'number' && port > 0 ? `http://${settings.nodeHost}:${port}` : undefined;
+}

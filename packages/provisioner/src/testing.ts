@@ -1,0 +1,13 @@
+// @sbx/provisioner/testing: a local Kubernetes API stand-in with a fake kubelet, for testing a
+// provisioner deployment (or anything else that manages Pods and Services) without a cluster.
+export { KubeStandin, matchesSelector } from './testing/kube-standin.js';
+export type {
+  KubeFault,
+  KubeRequestRecord,
+  KubeResource,
+  KubeStandinOptions,
+  KubeVerb,
+  PodServer,
+  PodServerFactory,
+} from './testing/kube-standin.js';
+export { kubeObjectProblems } from './testing/kube-validation.js';

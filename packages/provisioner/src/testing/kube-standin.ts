@@ -1,0 +1,471 @@
+import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { Pod, Service } from '../kube-objects.js';
+import { kubeObjectProblems } from './kube-validation.js';
+
+/**
+ * A local stand-in for the Kubernetes API server (core/v1 Namespaces, Pods and Services: create,
+ * read, list with label selectors, delete), with resourceVersions, the API's `Status` errors
+ * (404 NotFound, 409 AlreadyExists, 422 Invalid), injectable faults (a transient 429 or 503, a
+ * refused create) and a fake kubelet: a created Pod is started as a local server (by default a
+ * minimal one answering the sandbox readiness path; a test passes the AIO stand-in) on a
+ * 127.0.0.1 port, moved to `Running`, and its port is what a NodePort Service selecting it reports
+ * as `nodePort`, so `http://127.0.0.1:<nodePort>` reaches it.
+ *
+ * Deliberate differences from a cluster: a NodePort is reported only once a selected Pod runs
+ * (a cluster assigns one at once, but its traffic fails until then: the same wait, made visible);
+ * deletion completes after `terminationDelayMs` or when a held termination is released.
+ */
+
+export interface PodServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+export type PodServerFactory = (pod: Pod) => Promise<PodServer>;
+
+export type KubeVerb = 'create' | 'read' | 'list' | 'delete';
+export type KubeResource = 'namespaces' | 'pods' | 'services';
+
+export interface KubeFault {
+  verb: KubeVerb;
+  resource: KubeResource;
+  status: number;
+  /** How many matching calls fail (default 1). */
+  times?: number;
+  /** Only calls on this object name. */
+  name?: string;
+}
+
+export interface KubeStandinOptions {
+  podServer?: PodServerFactory;
+  /** Milliseconds from a Pod delete until it is gone (default 0: on the next turn). */
+  terminationDelayMs?: number;
+}
+
+export interface KubeRequestRecord {
+  method: string;
+  path: string;
+  verb: KubeVerb;
+  resource: KubeResource;
+  name: string | undefined;
+  status: number;
+}
+
+interface StoredPod {
+  pod: Pod;
+  server: PodServer | undefined;
+  starting: Promise<void> | undefined;
+}
+
+function status(code: number, reason: string, message: string) {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+  };
+}
+
+const REASONS: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'AlreadyExists',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+};
+
+/** Equality-based label selectors: `k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated. */
+export function matchesSelector(
+  labels: Record<string, string> | undefined,
+  selector: string | null,
+): boolean {
+  if (!selector) return true;
+  const l = labels ?? {};
+  return selector.split(',').every((raw) => {
+    const term = raw.trim();
+    if (term === '') return true;
+    const ne = term.indexOf('!=');
+    if (ne > 0) return l[term.slice(0, ne)] !== term.slice(ne + 2);
+    const eq = term.indexOf('=');
+    if (eq > 0) return l[term.slice(0, eq)] === term.slice(term[eq + 1] === '=' ? eq + 2 : eq + 1);
+    if (term.startsWith('!')) return !(term.slice(1) in l);
+    return term in l;
+  });
+}
+
+async function minimalPodServer(): Promise<PodServer> {
+  const server = http.createServer((req, res) => {
+    res.writeHead(req.url?.startsWith('/v1/sandbox') ? 200 : 404, {
+      'content-type': 'application/json',
+    });
+    res.end(JSON.stringify({ success: true, data: { home_dir: '/root' } }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+export class KubeStandin {
+  readonly url: string;
+  readonly requests: KubeRequestRecord[] = [];
+  readonly #server: http.Server;
+  readonly #options: KubeStandinOptions;
+  readonly #namespaces = new Map<string, Record<string, unknown>>();
+  readonly #pods = new Map<string, StoredPod>();
+  readonly #services = new Map<string, Service>();
+  readonly #faults: (KubeFault & { left: number })[] = [];
+  readonly #held = new Map<string, () => void>();
+  #version = 1;
+  #kubeletPaused = false;
+  #holdTermination = false;
+
+  private constructor(server: http.Server, options: KubeStandinOptions) {
+    this.#server = server;
+    this.#options = options;
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  static async start(options: KubeStandinOptions = {}): Promise<KubeStandin> {
+    let standin: KubeStandin | undefined;
+    const server = http.createServer((req, res) => void standin!.#handle(req, res));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    standin = new KubeStandin(server, options);
+    return standin;
+  }
+
+  /** Writes a kubeconfig pointing at this server into `dir`; returns its path. */
+  async writeKubeconfig(dir: string, namespace = 'default'): Promise<string> {
+    const file = path.join(dir, 'kubeconfig');
+    const config = {
+      apiVersion: 'v1',
+      kind: 'Config',
+      // Plain HTTP on loopback: the client allows it only with TLS verification off.
+      clusters: [
+        { name: 'standin', cluster: { server: this.url, 'insecure-skip-tls-verify': true } },
+      ],
+      users: [{ name: 'standin', user: { token: 'standin-token' } }],
+      contexts: [{ name: 'standin', context: { cluster: 'standin', user: 'standin', namespace } }],
+      'current-context': 'standin',
+    };
+    await writeFile(file, JSON.stringify(config));
+    return file;
+  }
+
+  /** The next matching calls answer `status` instead of being served. */
+  fail(fault: KubeFault): void {
+    this.#faults.push({ ...fault, left: fault.times ?? 1 });
+  }
+
+  /** New Pods stay Pending until {@link resumeKubelet}. */
+  pauseKubelet(): void {
+    this.#kubeletPaused = true;
+  }
+
+  resumeKubelet(): void {
+    this.#kubeletPaused = false;
+    for (const stored of this.#pods.values()) void this.#startPod(stored);
+  }
+
+  /** Deleted Pods stay terminating until {@link releaseTerminations}. */
+  holdTerminations(): void {
+    this.#holdTermination = true;
+  }
+
+  releaseTerminations(): void {
+    this.#holdTermination = false;
+    for (const finish of [...this.#held.values()]) finish();
+  }
+
+  pods(namespace?: string): Pod[] {
+    return [...this.#pods.values()]
+      .map((s) => s.pod)
+      .filter((p) => !namespace || p.metadata?.namespace === namespace);
+  }
+
+  services(namespace?: string): Service[] {
+    return [...this.#services.values()].filter(
+      (s) => !namespace || s.metadata?.namespace === namespace,
+    );
+  }
+
+  namespaces(): string[] {
+    return [...this.#namespaces.keys()];
+  }
+
+  /** Calls made, optionally of one verb and resource. */
+  calls(verb?: KubeVerb, resource?: KubeResource): KubeRequestRecord[] {
+    return this.requests.filter(
+      (r) => (!verb || r.verb === verb) && (!resource || r.resource === resource),
+    );
+  }
+
+  /** Puts an object in place as if someone else had made it (a half-created sandbox, say). */
+  seed(kind: 'pod' | 'service', object: Pod | Service, createdSecondsAgo = 0): void {
+    const meta = object.metadata!;
+    const stamped = {
+      ...object,
+      metadata: {
+        ...meta,
+        uid: randomUUID(),
+        resourceVersion: String(this.#version++),
+        creationTimestamp: new Date(Date.now() - createdSecondsAgo * 1000).toISOString(),
+      },
+    };
+    const key = `${meta.namespace}/${meta.name}`;
+    if (kind === 'pod') {
+      const stored: StoredPod = {
+        pod: { ...(stamped as Pod), status: { phase: 'Pending' } },
+        server: undefined,
+        starting: undefined,
+      };
+      this.#pods.set(key, stored);
+      void this.#startPod(stored);
+    } else this.#services.set(key, stamped as Service);
+  }
+
+  /** Stops the server and every Pod server. */
+  async close(): Promise<void> {
+    await Promise.all(
+      [...this.#pods.values()].map(async (s) => {
+        await s.starting;
+        await s.server?.close();
+      }),
+    );
+    await new Promise<void>((resolve) => {
+      this.#server.close(() => resolve());
+      this.#server.closeAllConnections();
+    });
+  }
+
+  async #startPod(stored: StoredPod): Promise<void> {
+    if (
+      this.#kubeletPaused ||
+      stored.server ||
+      stored.starting ||
+      stored.pod.metadata?.deletionTimestamp
+    )
+      return;
+    const factory = this.#options.podServer ?? minimalPodServer;
+    stored.starting = (async () => {
+      const server = await factory(stored.pod);
+      stored.server = server;
+      stored.pod.status = { phase: 'Running', podIP: '127.0.0.1' };
+      stored.pod.metadata!.resourceVersion = String(this.#version++);
+    })();
+    await stored.starting;
+  }
+
+  #nodePortFor(service: Service): number | undefined {
+    const selector = service.spec?.selector ?? {};
+    for (const stored of this.#pods.values()) {
+      if (stored.pod.metadata?.namespace !== service.metadata?.namespace) continue;
+      if (stored.pod.metadata?.deletionTimestamp || !stored.server) continue;
+      const labels = stored.pod.metadata?.labels ?? {};
+      if (Object.entries(selector).every(([k, v]) => labels[k] === v)) return stored.server.port;
+    }
+    return undefined;
+  }
+
+  #present(service: Service): Service {
+    if (service.spec?.type !== 'NodePort') return service;
+    const nodePort = this.#nodePortFor(service);
+    return {
+      ...service,
+      spec: {
+        ...service.spec,
+        ports: (service.spec.ports ?? []).map((p) =>
+          nodePort === undefined ? p : { ...p, nodePort },
+        ),
+      },
+    };
+  }
+
+  async #handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', this.url);
+    const parts = url.pathname.split('/').filter(Boolean);
+    const method = req.method ?? 'GET';
+    const chunks: Buffer[] = [];
+    for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
+    const body =
+      chunks.length > 0
+        ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>)
+        : {};
+
+    // /api/v1/namespaces[/{ns}[/{resource}[/{name}]]]
+    if (parts[0] !== 'api' || parts[1] !== 'v1' || parts[2] !== 'namespaces') {
+      return this.#send(
+        res,
+        404,
+        status(404, 'NotFound', `the server could not find ${url.pathname}`),
+      );
+    }
+    const ns = parts[3];
+    const resource = (parts[4] ?? 'namespaces') as KubeResource;
+    const name = parts[4] === undefined ? (method === 'POST' ? undefined : ns) : parts[5];
+    const verb: KubeVerb =
+      method === 'POST'
+        ? 'create'
+        : method === 'DELETE'
+          ? 'delete'
+          : name === undefined
+            ? 'list'
+            : 'read';
+    const record = (code: number) =>
+      this.requests.push({
+        method,
+        path: url.pathname,
+        verb,
+        resource,
+        name: name ?? (body.metadata as { name?: string } | undefined)?.name,
+        status: code,
+      });
+
+    const objectName = name ?? (body.metadata as { name?: string } | undefined)?.name;
+    const fault = this.#faults.find(
+      (f) =>
+        f.left > 0 &&
+        f.verb === verb &&
+        f.resource === resource &&
+        (!f.name || f.name === objectName),
+    );
+    if (fault) {
+      fault.left--;
+      record(fault.status);
+      const reason = REASONS[fault.status] ?? 'Unknown';
+      return this.#send(res, fault.status, status(fault.status, reason, `injected ${reason}`));
+    }
+    const reply = (code: number, payload: unknown) => {
+      record(code);
+      this.#send(res, code, payload);
+    };
+
+    if (resource === 'namespaces') {
+      if (verb === 'create') {
+        const nsName = (body.metadata as { name?: string } | undefined)?.name ?? '';
+        if (this.#namespaces.has(nsName))
+          return reply(409, status(409, 'AlreadyExists', `namespaces "${nsName}" already exists`));
+        const created = {
+          ...body,
+          metadata: {
+            ...(body.metadata as object),
+            uid: randomUUID(),
+            resourceVersion: String(this.#version++),
+          },
+        };
+        this.#namespaces.set(nsName, created);
+        return reply(201, created);
+      }
+      const found = ns ? this.#namespaces.get(ns) : undefined;
+      if (!found) return reply(404, status(404, 'NotFound', `namespaces "${ns}" not found`));
+      return reply(200, found);
+    }
+    if (resource !== 'pods' && resource !== 'services') {
+      return reply(404, status(404, 'NotFound', `unknown resource ${resource}`));
+    }
+    if (!ns || !this.#namespaces.has(ns))
+      return reply(404, status(404, 'NotFound', `namespaces "${ns}" not found`));
+    const kind = resource === 'pods' ? 'Pod' : 'Service';
+    const store = resource === 'pods' ? this.#pods : this.#services;
+    const unwrap = (v: StoredPod | Service): Pod | Service =>
+      resource === 'pods' ? (v as StoredPod).pod : this.#present(v as Service);
+
+    if (verb === 'list') {
+      const selector = url.searchParams.get('labelSelector');
+      const items = [...store.values()]
+        .map(unwrap)
+        .filter(
+          (o) => o.metadata?.namespace === ns && matchesSelector(o.metadata?.labels, selector),
+        );
+      return reply(200, {
+        kind: `${kind}List`,
+        apiVersion: 'v1',
+        metadata: { resourceVersion: String(this.#version) },
+        items,
+      });
+    }
+    if (verb === 'create') {
+      const problems = kubeObjectProblems(kind, body);
+      const objName = (body.metadata as { name?: string } | undefined)?.name ?? '';
+      if (problems.length > 0) {
+        return reply(
+          422,
+          status(422, 'Invalid', `${kind} "${objName}" is invalid: ${problems.join('; ')}`),
+        );
+      }
+      const key = `${ns}/${objName}`;
+      if (store.has(key))
+        return reply(409, status(409, 'AlreadyExists', `${resource} "${objName}" already exists`));
+      const metadata = {
+        ...(body.metadata as object),
+        namespace: ns,
+        uid: randomUUID(),
+        resourceVersion: String(this.#version++),
+        creationTimestamp: new Date().toISOString(),
+      };
+      if (resource === 'pods') {
+        const stored: StoredPod = {
+          pod: { ...(body as Pod), metadata, status: { phase: 'Pending' } },
+          server: undefined,
+          starting: undefined,
+        };
+        this.#pods.set(key, stored);
+        void this.#startPod(stored);
+        return reply(201, stored.pod);
+      }
+      const service = { ...(body as Service), metadata };
+      this.#services.set(key, service);
+      return reply(201, this.#present(service));
+    }
+    const key = `${ns}/${name}`;
+    const found = store.get(key);
+    if (!found) return reply(404, status(404, 'NotFound', `${resource} "${name}" not found`));
+    if (verb === 'read') return reply(200, unwrap(found));
+    // delete
+    if (resource === 'services') {
+      this.#services.delete(key);
+      return reply(200, found);
+    }
+    const stored = found as StoredPod;
+    if (!stored.pod.metadata!.deletionTimestamp) {
+      stored.pod.metadata!.deletionTimestamp = new Date().toISOString();
+      stored.pod.metadata!.resourceVersion = String(this.#version++);
+      const finish = () => {
+        this.#held.delete(key);
+        if (this.#pods.get(key) === stored) this.#pods.delete(key);
+        void (async () => {
+          await stored.starting;
+          await stored.server?.close();
+        })();
+      };
+      if (this.#holdTermination) this.#held.set(key, finish);
+      else setTimeout(finish, this.#options.terminationDelayMs ?? 0);
+    }
+    return reply(200, stored.pod);
+  }
+
+  #send(res: http.ServerResponse, code: number, payload: unknown): void {
+    const text = JSON.stringify(payload);
+    res.writeHead(code, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(text),
+    });
+    res.end(text);
+  }
+}
