@@ -129,6 +129,10 @@ export interface ConnectKubeOptions {
   pollMs?: number;
   clock?: Clock;
   logger?: Logger;
+  /** Where the in-cluster variables are read; default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Where the in-cluster variables are read; default `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
   /** For tests: how the client library is imported. */
   importer?: (specifier: string) => Promise<unknown>;
 }
@@ -197,6 +201,12 @@ export async function connectKubeApi(options: ConnectKubeOptions): Promise<KubeA
       path: options.kubeconfigPath,
     });
     try {
+      // The client builds a config even outside a cluster (with an undefined server) and fails
+      // only at the first call; the service host variable is what every Pod is given.
+      const env = options.env ?? process.env;
+      if (!env.KUBERNETES_SERVICE_HOST) {
+        throw new Error('KUBERNETES_SERVICE_HOST is not set (not running in a Pod)');
+      }
       kc.loadFromCluster();
     } catch (err) {
       throw new KubeApiError(

@@ -1,0 +1,167 @@
+import {
+  PROVISIONER_MAX_EXTRA_MOUNTS,
+  PROVISIONER_THREAD_ID_PATTERN,
+  provisionerExtraMountPaths,
+} from '@sbx/core';
+import { describe, expect, it } from 'vitest';
+import { parseCreateRequest } from './create-request.js';
+import { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
+import { ProvisionerHttpError } from './provisioner-errors.js';
+
+const BASE = '/data/sbx';
+
+function statusOf(fn: () => unknown): number | undefined {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ProvisionerHttpError) return err.status;
+    throw err;
+  }
+  return undefined;
+}
+
+describe('create request validation', () => {
+  it('§9.5.73 the thread id pattern is the gateway’s: rejects "", dots, traversal and 65 characters', () => {
+    for (const bad of ['', 'thread.with.dot', '../escape', 'a'.repeat(65)]) {
+      expect(statusOf(() => parseCreateRequest({ sandbox_id: 'x1', thread_id: bad }))).toBe(422);
+    }
+    for (const good of ['a', 'A1_b-2', 'a'.repeat(64)]) {
+      expect(parseCreateRequest({ sandbox_id: 'x1', thread_id: good }).threadId).toBe(good);
+      expect(PROVISIONER_THREAD_ID_PATTERN.test(good)).toBe(true);
+    }
+  });
+
+  it('an anonymous create is its own thread; the user defaults to "default"; unknown fields are ignored', () => {
+    const r = parseCreateRequest({ sandbox_id: 'abc', thread_id: null, newer_field: 1 });
+    expect(r).toMatchObject({
+      sandboxId: 'abc',
+      threadId: 'abc',
+      userId: 'default',
+      skillsRoot: '/mnt/skills',
+    });
+  });
+
+  it('refuses sandbox ids that cannot name a Pod and Service before anything is created', () => {
+    for (const bad of ['', 'Upper', 'a_b', 'a'.repeat(52), '-lead', 'trail-', '../x', 'a.b']) {
+      expect(statusOf(() => parseCreateRequest({ sandbox_id: bad }))).toBe(422);
+    }
+    expect(parseCreateRequest({ sandbox_id: 'a'.repeat(51) }).sandboxId).toHaveLength(51);
+  });
+
+  it('lists every field problem in the 422 detail', () => {
+    try {
+      parseCreateRequest({ sandbox_id: 7, user_id: '../root', extra_mounts: [{ host_path: 1 }] });
+      expect.unreachable();
+    } catch (err) {
+      const detail = (err as ProvisionerHttpError).detail as { loc: unknown[] }[];
+      expect(detail.map((p) => p.loc.join('.'))).toEqual(
+        expect.arrayContaining([
+          'body.sandbox_id',
+          'body.user_id',
+          'body.extra_mounts.0.host_path',
+        ]),
+      );
+    }
+  });
+
+  it('refuses a skills root that is not canonical or overlaps a platform mount', () => {
+    for (const root of ['skills', '/mnt/user-data/skills', '/mnt/../etc', '/']) {
+      expect(
+        statusOf(() => parseCreateRequest({ sandbox_id: 'a', skills_container_path: root })),
+      ).toBe(422);
+    }
+  });
+});
+
+describe('extra mount rules', () => {
+  const ok = (containerPath: string, hostPath = `${BASE}/x`) => ({
+    hostPath,
+    containerPath,
+    readOnly: false,
+  });
+
+  it('§9.5.62 the provisioner accepts exactly the gateway’s allowlist (one literal), runtime and config/locks included; at most 10', () => {
+    const paths = provisionerExtraMountPaths();
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/mnt/integrations/lark-cli/runtime',
+        '/mnt/integrations/lark-cli/config/locks',
+      ]),
+    );
+    expect(PROVISIONER_MAX_EXTRA_MOUNTS).toBe(10);
+    expect(
+      validateExtraMounts(
+        paths.map((p) => ok(p)),
+        BASE,
+        '/mnt/skills',
+      ),
+    ).toHaveLength(paths.length);
+    for (const gatewayDrops of ['/mnt/user-data/workspace', '/mnt/skills']) {
+      expect(statusOf(() => validateExtraMounts([ok(gatewayDrops)], BASE, '/mnt/skills'))).toBe(
+        400,
+      );
+    }
+  });
+
+  it('§9.5.69 a host path outside the state root (/etc) or an unknown container path (/mnt/secrets) is a 400', () => {
+    expect(
+      statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace', '/etc')], BASE, '/mnt/skills')),
+    ).toBe(400);
+    expect(statusOf(() => validateExtraMounts([ok('/mnt/secrets')], BASE, '/mnt/skills'))).toBe(
+      400,
+    );
+  });
+
+  it('compares by path segments after normalising, so a sibling prefix or a climb out is refused', () => {
+    for (const host of [
+      `${BASE}-evil/x`,
+      `${BASE}/../etc`,
+      `${BASE}/a/../../../etc`,
+      BASE,
+      'relative/x',
+      `${BASE}/x\0`,
+    ]) {
+      expect(
+        statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace', host)], BASE, '/mnt/skills')),
+      ).toBe(400);
+    }
+    expect(
+      validateExtraMounts([ok('/mnt/acp-workspace/', `${BASE}//a/./b/`)], BASE, '/mnt/skills')[0],
+    ).toMatchObject({
+      hostPath: `${BASE}/a/b`,
+      containerPath: '/mnt/acp-workspace',
+      relativeHostPath: 'a/b',
+    });
+  });
+
+  it('refuses more than ten, the same container path twice, and any mount when there is no host base', () => {
+    const eleven = Array.from({ length: 11 }, () => ok('/mnt/acp-workspace'));
+    expect(statusOf(() => validateExtraMounts(eleven, BASE, '/mnt/skills'))).toBe(400);
+    expect(
+      statusOf(() =>
+        validateExtraMounts(
+          [ok('/mnt/acp-workspace'), ok('/mnt/acp-workspace/')],
+          BASE,
+          '/mnt/skills',
+        ),
+      ),
+    ).toBe(400);
+    expect(statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace')], '', '/mnt/skills'))).toBe(
+      400,
+    );
+    expect(validateExtraMounts([], '', '/mnt/skills')).toEqual([]);
+  });
+
+  it('derives the allowlist from the request’s skills root', () => {
+    expect(validateExtraMounts([ok('/opt/skills/custom')], BASE, '/opt/skills')).toHaveLength(1);
+    expect(
+      statusOf(() => validateExtraMounts([ok('/mnt/skills/custom')], BASE, '/opt/skills')),
+    ).toBe(400);
+  });
+
+  it('PVC sub-paths refuse empty, absolute and ".." paths', () => {
+    for (const bad of ['', '.', '/abs', 'a/../..', '..'])
+      expect(statusOf(() => safeSubPath(bad))).toBe(400);
+    expect(safeSubPath('sbx/users/u/x/')).toBe('sbx/users/u/x');
+  });
+});
