@@ -49,7 +49,7 @@ export {
   sandboxService,
   serviceName,
 } from './sandbox-objects.js';
-export { connectKubeApi, toKubeApiError, waitForKubeconfig } from './kube-api.js';
+export { KUBE_PERMISSIONS, connectKubeApi, toKubeApiError, waitForKubeconfig } from './kube-api.js';
 export type { ConnectKubeOptions, KubeApi } from './kube-api.js';
 export { KubeApiError, ProvisionerHttpError } from './provisioner-errors.js';
 export type { FieldProblem } from './provisioner-errors.js';

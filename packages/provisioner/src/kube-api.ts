@@ -24,6 +24,17 @@ export interface KubeApi {
 
 const REQUIRED_BY = '@sbx/provisioner';
 
+/**
+ * The RBAC a provisioner needs in its sandbox namespace: exactly the calls of {@link KubeApi}
+ * (the deploy manifests' Role is checked against this). Reading and creating the namespace need
+ * a cluster-scoped grant on top; a deployment that creates the namespace itself turns that
+ * off (`K8S_ENSURE_NAMESPACE=false`).
+ */
+export const KUBE_PERMISSIONS: Readonly<Record<'pods' | 'services', readonly string[]>> = {
+  pods: ['create', 'get', 'list', 'delete'],
+  services: ['create', 'get', 'list', 'delete'],
+};
+
 /** The parts of `@kubernetes/client-node` used here (its own types stay out of ours). */
 interface ClientModule {
   KubeConfig: new () => KubeConfigLike;
@@ -129,8 +140,6 @@ export interface ConnectKubeOptions {
   pollMs?: number;
   clock?: Clock;
   logger?: Logger;
-  /** Where the in-cluster variables are read; default `process.env`. */
-  env?: Readonly<Record<string, string | undefined>>;
   /** Where the in-cluster variables are read; default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
   /** For tests: how the client library is imported. */

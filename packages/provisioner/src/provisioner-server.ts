@@ -62,7 +62,7 @@ export async function startProvisioner(
       ? { urlPollIntervalMs: options.urlPollIntervalMs }
       : {}),
   });
-  await pods.ensureNamespace();
+  if (settings.ensureNamespace) await pods.ensureNamespace();
   const server = http.createServer(
     createProvisionerHandler({
       pods,

@@ -14,6 +14,8 @@ export interface ResourceQuantities {
 export interface ProvisionerSettings {
   /** Namespace of the sandbox Pods and Services; created when missing. */
   namespace: string;
+  /** Check (and create) the namespace at start-up; needs cluster-scoped namespace access. */
+  ensureNamespace: boolean;
   /** Image of the sandbox container. */
   sandboxImage: string;
   /** Host directory holding `<thread>/user-data` (hostPath mode). */
@@ -58,6 +60,7 @@ export interface ProvisionerSettings {
 
 export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Object.freeze({
   namespace: 'sbx',
+  ensureNamespace: true,
   sandboxImage: 'ghcr.io/agent-infra/sandbox:latest',
   threadsHostPath: '/var/lib/sbx/threads',
   hostBaseDir: '',
@@ -91,6 +94,7 @@ export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Objec
  */
 export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings | string>> = {
   K8S_NAMESPACE: 'namespace',
+  K8S_ENSURE_NAMESPACE: 'ensureNamespace',
   SANDBOX_IMAGE: 'sandboxImage',
   THREADS_HOST_PATH: 'threadsHostPath',
   DEER_FLOW_HOST_BASE_DIR: 'hostBaseDir',
@@ -127,6 +131,7 @@ export type ProvisionerFileBlock = Record<string, unknown>;
 
 const FILE_KEYS: Readonly<Record<string, string>> = {
   namespace: 'namespace',
+  ensure_namespace: 'ensureNamespace',
   sandbox_image: 'sandboxImage',
   threads_host_path: 'threadsHostPath',
   host_base_dir: 'hostBaseDir',
@@ -196,6 +201,11 @@ function assign(target: ProvisionerSettings, setting: string, raw: string, sourc
     case 'deleteTimeoutMs':
     case 'gcIntervalMs':
       target[setting] = integerIn(source, raw, 0, 86_400) * 1000;
+      return;
+    case 'ensureNamespace':
+      if (!['true', 'false'].includes(raw))
+        throw settingError(source, `must be true or false, got '${raw}'`);
+      target.ensureNamespace = raw === 'true';
       return;
     case 'serviceType':
       if (!(SERVICE_TYPES as readonly string[]).includes(raw)) {
@@ -282,8 +292,8 @@ export function resolveProvisionerSettings(sources: SettingsSources = {}): Provi
     if (setting === undefined)
       throw settingError(`provisioner.${key}`, `is not a provisioner setting`);
     if (value === null || value === undefined) continue;
-    if (typeof value !== 'string' && typeof value !== 'number') {
-      throw settingError(`provisioner.${key}`, `must be a string or a number`);
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw settingError(`provisioner.${key}`, `must be a string, a number or a boolean`);
     }
     assign(s, setting, String(value), `provisioner.${key}`);
   }

@@ -53,7 +53,7 @@ describe('create request validation', () => {
       parseCreateRequest({ sandbox_id: 7, user_id: '../root', extra_mounts: [{ host_path: 1 }] });
       expect.unreachable();
     } catch (err) {
-      const detail = (err as ProvisionerHttpError).detail as { loc: unknown[] }[];
+      const detail = (err as ProvisionerHttpError).detail as readonly { loc: unknown[] }[];
       expect(detail.map((p) => p.loc.join('.'))).toEqual(
         expect.arrayContaining([
           'body.sandbox_id',

@@ -164,7 +164,7 @@ describe('extra mounts', () => {
       container_path: `/mnt/skills/${c}`,
       read_only: true,
     }));
-    for (const env of [{}, { SKILLS_PVC_NAME: 'skills-pvc' }]) {
+    for (const env of [{}, { SKILLS_PVC_NAME: 'skills-pvc' }] as Record<string, string>[]) {
       const p = pod({ thread_id: 't', user_id: 'u', extra_mounts: four }, env);
       expect(volumeNames(p)).toEqual(['user-data', 'extra-0', 'extra-1', 'extra-2', 'extra-3']);
     }

@@ -143,11 +143,12 @@ export class KubeStandin {
   }
 
   static async start(options: KubeStandinOptions = {}): Promise<KubeStandin> {
-    let standin: KubeStandin | undefined;
-    const server = http.createServer((req, res) => void standin!.#handle(req, res));
+    // The handler needs the instance, and the instance needs the listening server's port.
+    const holder: { standin?: KubeStandin } = {};
+    const server = http.createServer((req, res) => void holder.standin!.#handle(req, res));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    standin = new KubeStandin(server, options);
-    return standin;
+    holder.standin = new KubeStandin(server, options);
+    return holder.standin;
   }
 
   /** Writes a kubeconfig pointing at this server into `dir`; returns its path. */

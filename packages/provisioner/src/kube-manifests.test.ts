@@ -1,0 +1,146 @@
+import { readFile, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { dumpYaml, loadYaml } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { parseCreateRequest } from './create-request.js';
+import { KUBE_PERMISSIONS } from './kube-api.js';
+import { resolveProvisionerSettings } from './provisioner-settings.js';
+import { sandboxPod, sandboxService } from './sandbox-objects.js';
+
+// Every object the project hands to Kubernetes, checked against @kubernetes/client-node's model
+// types: an object is read into the typed model and written back, and must come back unchanged.
+// A misspelt or misplaced field does not survive the trip (the model has no slot for it), so the
+// comparison names it.
+
+const deployDir = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../../deploy/kubernetes',
+);
+
+function roundTrip(object: unknown): unknown {
+  const typed = loadYaml(JSON.stringify(object));
+  return parse(dumpYaml(typed)) as unknown;
+}
+
+async function manifests(): Promise<{ file: string; object: Record<string, unknown> }[]> {
+  const files = (await readdir(deployDir)).filter(
+    (f) => f.endsWith('.yaml') && f !== 'kustomization.yaml',
+  );
+  return Promise.all(
+    files.sort().map(async (file) => ({
+      file,
+      object: parse(await readFile(path.join(deployDir, file), 'utf8')) as Record<string, unknown>,
+    })),
+  );
+}
+
+describe('deploy/kubernetes manifests', () => {
+  it('each manifest is a valid object of its kind (survives the client’s model types unchanged)', async () => {
+    const all = await manifests();
+    expect(all.map((m) => m.object.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'Namespace',
+      'Role',
+      'RoleBinding',
+      'Secret',
+      'Service',
+      'ServiceAccount',
+    ]);
+    for (const { file, object } of all) {
+      expect(roundTrip(object), file).toEqual(object);
+    }
+  });
+
+  it('the kustomization lists every manifest', async () => {
+    const kustomization = parse(
+      await readFile(path.join(deployDir, 'kustomization.yaml'), 'utf8'),
+    ) as { resources: string[] };
+    expect(kustomization.resources.sort()).toEqual((await manifests()).map((m) => m.file));
+  });
+
+  it('the Role grants exactly the calls the provisioner makes, in its namespace only', async () => {
+    const role = (await manifests()).find((m) => m.object.kind === 'Role')!.object as {
+      metadata: { namespace: string };
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    const granted = Object.fromEntries(
+      role.rules.map((r) => [r.resources.join(','), [...r.verbs].sort()]),
+    );
+    const used = Object.fromEntries(
+      Object.entries(KUBE_PERMISSIONS).map(([k, v]) => [k, [...v].sort()]),
+    );
+    expect(granted).toEqual(used);
+    expect(role.rules.every((r) => r.apiGroups.length === 1 && r.apiGroups[0] === '')).toBe(true);
+  });
+
+  it('the Deployment runs the provisioner with the ConfigMap and Secret, as the Service account, not as root', async () => {
+    const all = await manifests();
+    const deployment = all.find((m) => m.object.kind === 'Deployment')!.object as {
+      spec: {
+        template: {
+          spec: {
+            serviceAccountName: string;
+            securityContext: { runAsNonRoot: boolean };
+            containers: { envFrom: unknown[] }[];
+          };
+        };
+      };
+    };
+    const pod = deployment.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('sbx-provisioner');
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(pod.containers[0]!.envFrom).toEqual([
+      { configMapRef: { name: 'sbx-provisioner' } },
+      { secretRef: { name: 'sbx-provisioner' } },
+    ]);
+    const config = all.find((m) => m.object.kind === 'ConfigMap')!.object as {
+      data: Record<string, string>;
+    };
+    // The ConfigMap's settings are ones the provisioner accepts.
+    expect(() => resolveProvisionerSettings({ env: config.data })).not.toThrow();
+    expect(config.data.K8S_ENSURE_NAMESPACE).toBe('false');
+  });
+});
+
+describe('the objects the provisioner creates', () => {
+  const settings = resolveProvisionerSettings({
+    env: {
+      LARK_CLI_BROKER_IMAGE: 'broker:1',
+      USERDATA_PVC_NAME: 'data',
+      SANDBOX_RUN_AS_USER: '1000',
+    },
+  });
+  const request = parseCreateRequest({
+    sandbox_id: 'abc123',
+    thread_id: 't1',
+    provision_lark_cli_broker: true,
+    extra_mounts: [
+      {
+        host_path: '/var/lib/sbx/users/u/lark/config',
+        container_path: '/mnt/integrations/lark-cli/config',
+        read_only: true,
+      },
+    ],
+  });
+
+  it('the sandbox Pod (with every optional part) is a valid V1Pod', () => {
+    const pod = sandboxPod(settings, request);
+    expect(roundTrip(pod)).toEqual(pod);
+  });
+
+  it('the sandbox Service is a valid V1Service', () => {
+    const service = sandboxService(settings, 'abc123');
+    expect(roundTrip(service)).toEqual(service);
+  });
+
+  it('a misspelt field is caught by the round trip (the check can fail)', () => {
+    const service = sandboxService(settings, 'abc123') as unknown as {
+      spec: Record<string, unknown>;
+    };
+    service.spec.tpye = 'NodePort';
+    expect(roundTrip(service)).not.toEqual(service);
+  });
+});
