@@ -71,6 +71,8 @@ describe('sbx config validate', () => {
         '    templat: base',
         '  tenki:',
         '    cpu_core: 2',
+        '  provisioner:',
+        '    namespac: sbx',
         '',
       ].join('\n'),
     );
@@ -85,6 +87,10 @@ describe('sbx config validate', () => {
         },
         { path: 'sandbox.e2b.templat', message: 'unknown key (did you mean "template"?)' },
         { path: 'sandbox.tenki.cpu_core', message: 'unknown key (did you mean "cpu_cores"?)' },
+        {
+          path: 'sandbox.provisioner.namespac',
+          message: 'unknown key (did you mean "namespace"?)',
+        },
       ]),
     );
     expect(result.issues.map((i) => i.path)).toContain('sandbox.aio.bogus_key');

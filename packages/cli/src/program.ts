@@ -7,6 +7,7 @@ import { execCommand, type ExecOptions } from './exec-command.js';
 import { gcCommand, type GcOptions } from './gc-command.js';
 import { lsCommand, type LsOptions } from './ls-command.js';
 import { mcpCommand, type McpOptions } from './mcp-command.js';
+import { provisionerCommand, type ProvisionerOptions } from './provisioner-command.js';
 import { toolCommand, type ToolOptions } from './tool-command.js';
 import { CLI_VERSION } from './version.js';
 import type { CommonOptions } from './command-result.js';
@@ -29,6 +30,14 @@ function positiveSeconds(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) {
     throw new CommanderArgumentError('expected a positive number of seconds');
+  }
+  return n;
+}
+
+function tcpPort(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65_535) {
+    throw new CommanderArgumentError('expected a TCP port (0-65535)');
   }
   return n;
 }
@@ -144,6 +153,20 @@ export function buildProgram(runtime: CommandRuntime, exit: { code: number }): C
     )
     .action(async (options: McpOptions) => {
       exit.code = await mcpCommand(options, runtime);
+    });
+
+  withJson(program.command('provisioner'))
+    .description('serve the Kubernetes provisioner (needs @sbx/provisioner) until interrupted')
+    .option('-c, --config <file>', 'sbx config file with a sandbox.provisioner block')
+    .option('--host <address>', 'listen address (default: $PROVISIONER_HOST or 127.0.0.1)')
+    .option('--port <port>', 'listen port (default: $PROVISIONER_PORT or 8002)', tcpPort)
+    .option('-v, --verbose', 'log every request to stderr')
+    .addHelpText(
+      'after',
+      '\nSettings: the environment variables of the @sbx/provisioner README (K8S_NAMESPACE,\nSANDBOX_IMAGE, PROVISIONER_API_KEY, ...), over the config file block.',
+    )
+    .action(async (options: ProvisionerOptions) => {
+      exit.code = await provisionerCommand(options, runtime);
     });
 
   return program;

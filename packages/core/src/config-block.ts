@@ -83,4 +83,5 @@ export const PROVIDER_BLOCK_PACKAGES: Readonly<
   boxlite: '@sbx/boxlite',
   tenki: '@sbx/tenki',
   opensandbox: '@sbx/opensandbox',
+  provisioner: '@sbx/provisioner',
 };

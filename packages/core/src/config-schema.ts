@@ -420,6 +420,9 @@ const sectionShape = {
   boxlite: openBlock('Options of @sbx/boxlite, validated by that package.'),
   tenki: openBlock('Options of @sbx/tenki, validated by that package.'),
   opensandbox: openBlock('Options of @sbx/opensandbox, validated by that package.'),
+  provisioner: openBlock(
+    'Settings of the Kubernetes provisioner service, validated by @sbx/provisioner.',
+  ),
   provider_options: openBlock('Options of a third-party provider package named by use.'),
 };
 
@@ -499,6 +502,7 @@ function toConfig(s: Section, ctx: SandboxSchemaContext): SandboxConfig {
     boxlite: open(s.boxlite),
     tenki: open(s.tenki),
     opensandbox: open(s.opensandbox),
+    provisioner: open(s.provisioner),
     providerOptions: open(s.provider_options),
   };
 }

@@ -23,6 +23,7 @@ export const PROVIDER_BLOCK_KEYS = [
   'boxlite',
   'tenki',
   'opensandbox',
+  'provisioner',
   'provider_options',
 ] as const;
 export type ProviderBlockKey = (typeof PROVIDER_BLOCK_KEYS)[number];
@@ -118,6 +119,8 @@ export interface SandboxConfig {
   readonly boxlite: OpenConfigBlock | undefined;
   readonly tenki: OpenConfigBlock | undefined;
   readonly opensandbox: OpenConfigBlock | undefined;
+  /** Settings of `sbx provisioner`, validated by @sbx/provisioner (gateways ignore it). */
+  readonly provisioner: OpenConfigBlock | undefined;
   /** Block for a third-party provider package named by `use`. */
   readonly providerOptions: OpenConfigBlock | undefined;
 }

@@ -2,6 +2,9 @@
 // and Service per sandbox.
 
 export { startProvisioner } from './provisioner-server.js';
+export { jsonLineLogger, serveProvisioner } from './provisioner-main.js';
+export type { ServeProvisionerOptions } from './provisioner-main.js';
+export { validateConfigBlock } from './provisioner-config-block.js';
 export type { RunningProvisioner, StartProvisionerOptions } from './provisioner-server.js';
 export {
   DEFAULT_PROVISIONER_SETTINGS,

@@ -24,6 +24,10 @@ export interface KubeApi {
 
 const REQUIRED_BY = '@sbx/provisioner';
 
+// Resolved from this package, where the client is a peer, not from @sbx/core (a strict installer
+// such as pnpm lets each package see only its own dependencies).
+const importFromHere = (specifier: string): Promise<unknown> => import(specifier);
+
 /**
  * The RBAC a provisioner needs in its sandbox namespace: exactly the calls of {@link KubeApi}
  * (the deploy manifests' Role is checked against this). Reading and creating the namespace need
@@ -186,7 +190,7 @@ export async function connectKubeApi(options: ConnectKubeOptions): Promise<KubeA
   const k8s = await loadOptionalDependency<ClientModule>(
     '@kubernetes/client-node',
     REQUIRED_BY,
-    ...(options.importer ? [options.importer] : []),
+    options.importer ?? importFromHere,
   );
   const present = await waitForKubeconfig(options.kubeconfigPath, options);
   const kc = new k8s.KubeConfig();

@@ -1,4 +1,4 @@
-import { ConfigError, errorMessage } from '@sbx/core';
+import { ConfigError, closestKey, errorMessage } from '@sbx/core';
 import { posix } from 'node:path';
 
 export const SERVICE_TYPES = ['NodePort', 'ClusterIP'] as const;
@@ -126,7 +126,10 @@ export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings 
   SANDBOX_GC_INTERVAL_SECONDS: 'gcIntervalMs',
 };
 
-/** The `provisioner:` block of an sbx config file: snake_case keys, the same settings. */
+/** Where the block sits in an sbx config file (issue paths are written from it). */
+const FILE_BLOCK = 'sandbox.provisioner';
+
+/** The `sandbox.provisioner` block of an sbx config file: snake_case keys, the same settings. */
 export type ProvisionerFileBlock = Record<string, unknown>;
 
 const FILE_KEYS: Readonly<Record<string, string>> = {
@@ -270,14 +273,14 @@ function checkSettings(s: ProvisionerSettings): void {
 export interface SettingsSources {
   /** Environment variables (win over the file). */
   env?: Readonly<Record<string, string | undefined>>;
-  /** The `provisioner:` block of a config file. */
+  /** The `sandbox.provisioner` block of a config file. */
   file?: ProvisionerFileBlock;
   /** Settings set in code (win over everything). */
   overrides?: Partial<ProvisionerSettings>;
 }
 
 /**
- * The provisioner's settings: defaults, then the config file's `provisioner:` block, then the
+ * The provisioner's settings: defaults, then the config file's `sandbox.provisioner` block, then the
  * environment, then `overrides`. Every value is validated here, so a bad port or service type
  * stops the start-up with a `ConfigError` naming the variable instead of failing the first create.
  */
@@ -289,13 +292,18 @@ export function resolveProvisionerSettings(sources: SettingsSources = {}): Provi
   };
   for (const [key, value] of flatten(sources.file ?? {})) {
     const setting = FILE_KEYS[key];
-    if (setting === undefined)
-      throw settingError(`provisioner.${key}`, `is not a provisioner setting`);
+    if (setting === undefined) {
+      const close = closestKey(key, Object.keys(FILE_KEYS));
+      throw settingError(
+        `${FILE_BLOCK}.${key}`,
+        `unknown key${close ? ` (did you mean "${close}"?)` : ''}`,
+      );
+    }
     if (value === null || value === undefined) continue;
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw settingError(`provisioner.${key}`, `must be a string, a number or a boolean`);
+      throw settingError(`${FILE_BLOCK}.${key}`, `must be a string, a number or a boolean`);
     }
-    assign(s, setting, String(value), `provisioner.${key}`);
+    assign(s, setting, String(value), `${FILE_BLOCK}.${key}`);
   }
   for (const [name, setting] of Object.entries(PROVISIONER_ENV)) {
     const value = sources.env?.[name];
