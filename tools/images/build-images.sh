@@ -7,6 +7,9 @@
 #                        as /bin/sh and the usual applets, so JS servers can run in a container
 #   sbx-test/aio-standin:1  the node image plus tools/images/aio-standin/*.mjs, a stand-in
 #                        for the all-in-one sandbox API (listens on 127.0.0.1:$SBX_AIO_PORT)
+#   sbx-test/provisioner:1  the node image plus @sbx/provisioner bundled into one file with the
+#                        Kubernetes client (tools/images/provisioner/image-entry.ts), run as uid
+#                        65532; needs the repository's node_modules (npm ci) for the bundler
 #
 # Usage: DOCKER_HOST=unix:///tmp/sbx-services/docker.sock bash tools/images/build-images.sh
 #        (or `source tools/services/start-docker.sh` first). --force rebuilds regardless.
@@ -22,6 +25,7 @@ if [[ "${1:-}" == "--force" ]]; then force=1; fi
 BUSYBOX_TAG="sbx-test/busybox:1"
 NODE_TAG="sbx-test/node:1"
 AIO_STANDIN_TAG="sbx-test/aio-standin:1"
+PROVISIONER_TAG="sbx-test/provisioner:1"
 aio_standin_dir="$here/aio-standin"
 aio_standin_modules=("$aio_standin_dir"/*.mjs)
 
@@ -88,6 +92,7 @@ import_rootfs() {
   local tag="$1" rootfs="$2" hash="$3" cmd="$4"
   shift 4
   local changes=(-c "LABEL sbx.inputs=$hash" -c "CMD $cmd")
+  if [[ -n "${IMPORT_USER:-}" ]]; then changes+=(-c "USER $IMPORT_USER"); fi
   local env old
   for env in "$@"; do changes+=(-c "ENV $env"); done
   old="$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)"
@@ -158,6 +163,35 @@ build_aio_standin() {
   log "built $AIO_STANDIN_TAG ($hash)"
 }
 
+# The node rootfs with the provisioner bundle at /opt/sbx-provisioner/provisioner.mjs as the
+# command, listening on all interfaces as a Pod must (tests override PROVISIONER_HOST).
+build_provisioner() {
+  local bundle="$work/provisioner.mjs"
+  bash "$here/provisioner/bundle.sh" "$bundle" || die "could not bundle the provisioner"
+  local hash
+  # shellcheck disable=SC2046
+  hash="$(inputs_hash "$node_bin" $(libs_of "$node_bin") "$busybox_bin" $(libs_of "$busybox_bin") "$bundle")"
+  if [[ "$force" == 0 && "$(current_label "$PROVISIONER_TAG")" == "$hash" ]]; then
+    log "$PROVISIONER_TAG is up to date ($hash)"
+    return
+  fi
+  local rootfs="$work/provisioner"
+  busybox_rootfs "$rootfs"
+  mkdir -p "$rootfs/usr/local/bin" "$rootfs/opt/sbx-provisioner"
+  cp -L "$node_bin" "$rootfs/usr/local/bin/node"
+  for lib in $(libs_of "$node_bin"); do copy_into "$rootfs" "$lib"; done
+  cp "$bundle" "$rootfs/opt/sbx-provisioner/provisioner.mjs"
+  chmod 0644 "$rootfs/opt/sbx-provisioner/provisioner.mjs"
+  # uid 65532, the Deployment's runAsUser: the image never needs root.
+  IMPORT_USER=65532:65532 import_rootfs "$PROVISIONER_TAG" "$rootfs" "$hash" '["node","/opt/sbx-provisioner/provisioner.mjs"]' \
+    'PATH=/usr/local/bin:/bin' 'HOME=/tmp' 'PROVISIONER_HOST=0.0.0.0' 'PROVISIONER_PORT=8002'
+  local got
+  got="$(docker run --rm --network none -e PROVISIONER_PORT=x "$PROVISIONER_TAG" 2>&1 || true)"
+  [[ "$got" == *PROVISIONER_PORT* ]] || die "$PROVISIONER_TAG does not run its entry (got: $got)"
+  log "built $PROVISIONER_TAG ($hash)"
+}
+
 build_busybox
 build_node
 build_aio_standin
+build_provisioner

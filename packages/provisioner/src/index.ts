@@ -2,7 +2,7 @@
 // and Service per sandbox.
 
 export { startProvisioner } from './provisioner-server.js';
-export { jsonLineLogger, serveProvisioner } from './provisioner-main.js';
+export { jsonLineLogger, runProvisionerProcess, serveProvisioner } from './provisioner-main.js';
 export type { ServeProvisionerOptions } from './provisioner-main.js';
 export { validateConfigBlock } from './provisioner-config-block.js';
 export type { RunningProvisioner, StartProvisionerOptions } from './provisioner-server.js';

@@ -1,4 +1,4 @@
-import { loadSandboxConfig } from '@sbx/core';
+import { errorMessage, loadSandboxConfig } from '@sbx/core';
 import type { Logger } from '@sbx/core';
 import { resolveProvisionerSettings } from './provisioner-settings.js';
 import { startProvisioner } from './provisioner-server.js';
@@ -7,8 +7,8 @@ import type { RunningProvisioner } from './provisioner-server.js';
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
 /**
- * One JSON object per line on stderr (what log collectors in a cluster read), from `level` up.
- * `SBX_LOG_LEVEL` sets the level of the executable; default `info`.
+ * One JSON object per line (what log collectors in a cluster read), from `level` up; default
+ * `info`. The executable takes the level from `SBX_LOG_LEVEL`.
  */
 export function jsonLineLogger(
   level: string = 'info',
@@ -27,13 +27,11 @@ export interface ServeProvisionerOptions {
   /** An sbx config file whose `sandbox.provisioner` block holds settings (the environment wins). */
   configFile?: string | undefined;
   logger?: Logger;
+  /** How `@kubernetes/client-node` is imported (a bundle passes the module it carries). */
+  importer?: (specifier: string) => Promise<unknown>;
 }
 
-/**
- * The provisioner as a process runs it: settings from the config file and the environment, then
- * serving until SIGTERM or SIGINT, on which it stops accepting requests and closes (a Pod being
- * deleted by Kubernetes gets SIGTERM). Used by the `sbx-provisioner` executable and `sbx provisioner`.
- */
+/** The provisioner from a config file and the environment. */
 export async function serveProvisioner(
   options: ServeProvisionerOptions = {},
 ): Promise<RunningProvisioner> {
@@ -43,5 +41,45 @@ export async function serveProvisioner(
     ? await loadSandboxConfig({ path: options.configFile }, { env })
     : undefined;
   const settings = resolveProvisionerSettings({ file: config?.provisioner ?? {}, env });
-  return startProvisioner({ settings, logger });
+  return startProvisioner({
+    settings,
+    logger,
+    ...(options.importer ? { importer: options.importer } : {}),
+  });
+}
+
+/**
+ * The provisioner as a process runs it (the `sbx-provisioner` executable, the container image):
+ * settings from `SBX_CONFIG` and the environment, serving until SIGTERM or SIGINT, on which it
+ * stops accepting requests, closes and exits 0 (Kubernetes sends SIGTERM to a Pod it deletes). A
+ * start-up failure is logged and exits 1.
+ */
+export async function runProvisionerProcess(
+  options: Pick<ServeProvisionerOptions, 'importer'> = {},
+): Promise<void> {
+  const logger = jsonLineLogger(process.env.SBX_LOG_LEVEL);
+  let running: RunningProvisioner;
+  try {
+    running = await serveProvisioner({
+      env: process.env,
+      configFile: process.env.SBX_CONFIG,
+      logger,
+      ...options,
+    });
+  } catch (err) {
+    logger.error('provisioner failed to start', { error: errorMessage(err) });
+    process.exit(1);
+  }
+  const stop = (signal: string) => {
+    logger.info('stopping', { signal });
+    running.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error('close failed', { error: errorMessage(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
 }

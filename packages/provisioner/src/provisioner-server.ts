@@ -16,6 +16,8 @@ export interface StartProvisionerOptions {
   kube?: KubeApi;
   logger?: Logger;
   clock?: Clock;
+  /** How `@kubernetes/client-node` is imported (a bundle passes the module it carries). */
+  importer?: (specifier: string) => Promise<unknown>;
   /** Passed to the Service URL wait of each create (tests shorten it). */
   urlPolls?: number;
   urlPollIntervalMs?: number;
@@ -51,6 +53,7 @@ export async function startProvisioner(
       apiServer: settings.apiServer,
       logger,
       clock,
+      ...(options.importer ? { importer: options.importer } : {}),
     }));
   const pods = new SandboxPods({
     settings,
