@@ -181,7 +181,7 @@ describe.each(targets)(
           SANDBOX_GC_INTERVAL_SECONDS: '0',
         },
       });
-      return startProvisioner({ settings, urlPollIntervalMs: 50 });
+      return startProvisioner({ settings, pollIntervalMs: 50 });
     }
 
     async function gateways(count: number): Promise<WorkerInstance[]> {

@@ -52,7 +52,7 @@ async function start(env: Record<string, string> = {}, urlPolls = 20): Promise<R
     settings: settingsWith(env),
     kube,
     urlPolls,
-    urlPollIntervalMs: 10,
+    pollIntervalMs: 10,
   });
   return provisioner;
 }

@@ -20,7 +20,7 @@ export interface StartProvisionerOptions {
   importer?: (specifier: string) => Promise<unknown>;
   /** Passed to the Service URL wait of each create (tests shorten it). */
   urlPolls?: number;
-  urlPollIntervalMs?: number;
+  pollIntervalMs?: number;
 }
 
 export interface RunningProvisioner {
@@ -61,9 +61,7 @@ export async function startProvisioner(
     clock,
     logger,
     ...(options.urlPolls !== undefined ? { urlPolls: options.urlPolls } : {}),
-    ...(options.urlPollIntervalMs !== undefined
-      ? { urlPollIntervalMs: options.urlPollIntervalMs }
-      : {}),
+    ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
   });
   if (settings.ensureNamespace) await pods.ensureNamespace();
   const server = http.createServer(

@@ -42,9 +42,12 @@ export interface SandboxPodsOptions {
   kube: KubeApi;
   clock?: Clock;
   logger?: Logger;
-  /** Service reads while waiting for the access URL (default 20) and the pause between them (500 ms). */
+  /**
+   * Service reads while waiting for the access URL (default 20), and the pause between them and
+   * between the Pod reads of a delete's wait (default 500 ms).
+   */
   urlPolls?: number;
-  urlPollIntervalMs?: number;
+  pollIntervalMs?: number;
   /** Tries of one create call on a transient answer (default 3). */
   transientAttempts?: number;
 }
@@ -75,7 +78,7 @@ export class SandboxPods {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #urlPolls: number;
-  readonly #urlPollIntervalMs: number;
+  readonly #pollIntervalMs: number;
   readonly #attempts: number;
   readonly #creating = new Map<string, Promise<SandboxResponse>>();
 
@@ -85,7 +88,7 @@ export class SandboxPods {
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
     this.#urlPolls = options.urlPolls ?? 20;
-    this.#urlPollIntervalMs = options.urlPollIntervalMs ?? 500;
+    this.#pollIntervalMs = options.pollIntervalMs ?? 500;
     this.#attempts = Math.max(1, options.transientAttempts ?? 3);
   }
 
@@ -176,7 +179,7 @@ export class SandboxPods {
           error: errorMessage(err),
         });
       }
-      await sleep(this.#urlPollIntervalMs, { clock: this.#clock });
+      await sleep(this.#pollIntervalMs, { clock: this.#clock });
     }
     throw new ProvisionerHttpError(500, 'Service access URL was not available in time');
   }
@@ -265,7 +268,7 @@ export class SandboxPods {
         if (isKubeStatus(err, 404)) return true;
       }
       if (this.#clock.now() >= deadline) return false;
-      await sleep(200, { clock: this.#clock });
+      await sleep(this.#pollIntervalMs, { clock: this.#clock });
     }
   }
 
