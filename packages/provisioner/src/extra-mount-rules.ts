@@ -9,6 +9,9 @@ export interface ValidatedExtraMount extends ExtraMountRequest {
   relativeHostPath: string;
 }
 
+/** The directory name of thread user data on the host (agent-writable). */
+const USER_DATA_SEGMENT = 'user-data';
+
 function refuse(message: string): never {
   throw new ProvisionerHttpError(400, message);
 }
@@ -22,11 +25,12 @@ function normalised(p: string): string {
  * The rules of an extra mount request, checked on the normalised paths:
  * at most ten; the host path absolute and under the host base (by path segments, so
  * `/data-evil` is not under `/data`); the container path absolute and in the allowlist shared with
- * the gateway (derived from the request's skills root); no container path twice.
+ * the gateway (derived from the request's skills root); no container path twice; and no host
+ * path inside a thread's user data (a `user-data` segment), which agents write to.
  *
  * What this cannot check: the kubelet resolves the host path on the node, so a symlink placed
- * under the host base by someone who can write there could point elsewhere. The host base must be
- * writable only by the gateway (see the README); agents write only below their own user-data.
+ * under the host base by someone who can write there could point elsewhere. Apart from the user
+ * data refused here, the host base must be writable only by the gateway (see the README).
  *
  * @throws ProvisionerHttpError 400 naming the first offending mount
  */
@@ -59,6 +63,11 @@ export function validateExtraMounts(
       posix.isAbsolute(relative)
     ) {
       refuse(`extra_mounts[${i}]: host_path ${hostPath} is not under the host base ${hostBase}`);
+    }
+    // Thread user data is where agents write (symlinks included), and the kubelet follows a
+    // symlink on a host path: no extra mount may be taken from inside it.
+    if (relative.split('/').includes(USER_DATA_SEGMENT)) {
+      refuse(`extra_mounts[${i}]: host_path ${hostPath} is inside a thread's user data`);
     }
     if (!m.containerPath.startsWith('/'))
       refuse(`extra_mounts[${i}]: container_path must be absolute`);

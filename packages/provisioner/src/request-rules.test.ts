@@ -134,6 +134,24 @@ describe('extra mount rules', () => {
     });
   });
 
+  it('refuses a host path inside thread user data, where agents can plant symlinks the kubelet would follow', () => {
+    for (const host of [
+      `${BASE}/threads/t1/user-data/escape`,
+      `${BASE}/users/u/threads/t/user-data`,
+    ]) {
+      expect(
+        statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace', host)], BASE, '/mnt/skills')),
+      ).toBe(400);
+    }
+    expect(
+      validateExtraMounts(
+        [ok('/mnt/acp-workspace', `${BASE}/users/u/threads/t/acp-workspace`)],
+        BASE,
+        '/mnt/skills',
+      ),
+    ).toHaveLength(1);
+  });
+
   it('refuses more than ten, the same container path twice, and any mount when there is no host base', () => {
     const eleven = Array.from({ length: 11 }, () => ok('/mnt/acp-workspace'));
     expect(statusOf(() => validateExtraMounts(eleven, BASE, '/mnt/skills'))).toBe(400);
