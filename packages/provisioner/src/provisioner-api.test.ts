@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -75,6 +76,28 @@ async function call(method: string, route: string, body?: unknown, key: string |
     json = text;
   }
   return { status: res.status, body: json as Record<string, unknown> };
+}
+
+/** A POST of `size` bytes sent in chunks, with no content-length; resolves the status. */
+function chunkedPost(route: string, size: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${provisioner!.url}${route}`, {
+      method: 'POST',
+      headers: {
+        'x-api-key': KEY,
+        'content-type': 'application/json',
+        'transfer-encoding': 'chunked',
+      },
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    const chunk = 'x'.repeat(4096);
+    for (let sent = 0; sent < size; sent += chunk.length) req.write(chunk);
+    req.end();
+  });
 }
 
 const create = (id: string, extra: Record<string, unknown> = {}) =>
@@ -287,6 +310,29 @@ describe('provisioner API against the Kubernetes stand-in', () => {
   });
 });
 
+describe('garbage collection never races a create or a delete', () => {
+  it('leaves a lone Pod alone while this provisioner is creating its Service', async () => {
+    const p = await start();
+    standin.seed('pod', sandboxPod(p.settings, parseCreateRequest({ sandbox_id: 'busy1' })), 600);
+    standin.fail({ verb: 'create', resource: 'services', status: 503 });
+    const creating = create('busy1');
+    // The Service create was refused once; the retry waits its back-off: the Pod is alone now.
+    await expect.poll(() => standin.calls('create', 'services').length).toBe(1);
+    expect(await p.pods.collectGarbage()).toEqual({ pods: [], services: [] });
+    expect((await creating).status).toBe(200);
+  });
+
+  it('does not delete again a Pod that is already terminating', async () => {
+    const p = await start();
+    standin.seed('pod', sandboxPod(p.settings, parseCreateRequest({ sandbox_id: 'going1' })), 600);
+    standin.holdTerminations();
+    await kube.deletePod('sbx-test', 'sandbox-going1');
+    expect(await p.pods.collectGarbage()).toEqual({ pods: [], services: [] });
+    expect(standin.calls('delete', 'pods')).toHaveLength(1);
+    standin.releaseTerminations();
+  });
+});
+
 describe('provisioner HTTP surface', () => {
   it('§9.5.78 /health is open; /api/* needs the key; a wrong or missing key is 401 Unauthorized', async () => {
     await start();
@@ -337,6 +383,8 @@ describe('provisioner HTTP surface', () => {
       pad: 'x'.repeat(70_000),
     });
     expect(huge.status).toBe(413);
+    // Without a content-length (chunked), the body is cut off as it arrives.
+    expect(await chunkedPost('/api/sandboxes', 70_000)).toBe(413);
     expect([...standin.calls('create', 'pods'), ...standin.calls('create', 'services')]).toEqual(
       [],
     );

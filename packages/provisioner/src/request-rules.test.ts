@@ -115,6 +115,7 @@ describe('extra mount rules', () => {
   it('compares by path segments after normalising, so a sibling prefix or a climb out is refused', () => {
     for (const host of [
       `${BASE}-evil/x`,
+      `${BASE}/..`,
       `${BASE}/../etc`,
       `${BASE}/a/../../../etc`,
       BASE,
@@ -154,7 +155,9 @@ describe('extra mount rules', () => {
 
   it('refuses more than ten, the same container path twice, and any mount when there is no host base', () => {
     const eleven = Array.from({ length: 11 }, () => ok('/mnt/acp-workspace'));
-    expect(statusOf(() => validateExtraMounts(eleven, BASE, '/mnt/skills'))).toBe(400);
+    expect(() => validateExtraMounts(eleven, BASE, '/mnt/skills')).toThrow(
+      /at most 10 extra mounts/,
+    );
     expect(
       statusOf(() =>
         validateExtraMounts(
