@@ -12,6 +12,7 @@ import {
   getSandboxLeaseManager,
   loadProviderClass,
   parseSandboxConfig,
+  MemoryLeaseTable,
 } from '@sbx/core';
 import { settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -728,6 +729,31 @@ describe('get, release, destroy, shutdown, reset', () => {
     await expect(h.provider.acquire()).rejects.toBeInstanceOf(SerializerClosedError);
     expect(h.backend.isRunning(id)).toBe(true);
     expect(h.provider.get(id)).toBeDefined();
+  });
+
+  it('#16 bug 3: after reset() the detached provider stops no container a replacement now serves', async () => {
+    const h = await harness({ background: true });
+    const id = await warmSandbox(h, 'handover');
+    await h.provider.reset();
+    // The replacement: same backend, its own memory store (as a default provider rebuilt in the
+    // same process gets), so it adopts the parked container at once and hands it out.
+    const next = await harness({
+      background: true,
+      backend: h.backend,
+      backendGate: h.backendGate,
+      clock: h.clock,
+      table: new MemoryLeaseTable({ clock: h.clock }),
+    });
+    await next.provider.reconcile();
+    expect(await next.provider.acquire(T('handover'))).toBe(id);
+    // Past the old instance's warm expiry (idle_timeout 600 s from its release), inside the
+    // replacement's own idle limit for the sandbox it handed out just now.
+    await h.clock.advance(300_000);
+    await next.provider.acquire(T('handover'));
+    await h.clock.advance(400_000);
+    expect(h.backend.isRunning(id)).toBe(true);
+    expect(h.provider.renewalRunning).toBe(false);
+    expect(h.provider.idleCheckerRunning).toBe(false);
   });
 
   it('anonymous acquires get a random id, no thread mapping, and are parked on release', async () => {

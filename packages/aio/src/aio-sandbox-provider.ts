@@ -280,6 +280,8 @@ export class AioSandboxProvider
   #startup: Promise<void>;
   #startupReconcile: Promise<unknown> | undefined;
   #renewTimer: ClockTimer | undefined;
+  /** Set by `reset()`: no background work runs again (acquires are refused by the serializer). */
+  #detached = false;
   #reconcileTimer: ClockTimer | undefined;
   #renewing: Promise<void> | undefined;
   #reconciling: Promise<ReconcileSummary> | undefined;
@@ -1471,10 +1473,10 @@ export class AioSandboxProvider
   }
 
   #scheduleRenewal(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#detached) return;
     this.#renewTimer = this.#clock.setTimeout(async () => {
       this.#renewTimer = undefined;
-      if (this.#closed) return;
+      if (this.#closed || this.#detached) return;
       try {
         await this.renewLeases();
       } catch (err) {
@@ -1485,10 +1487,10 @@ export class AioSandboxProvider
   }
 
   #scheduleReconcile(): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#detached) return;
     this.#reconcileTimer = this.#clock.setTimeout(async () => {
       this.#reconcileTimer = undefined;
-      if (this.#closed) return;
+      if (this.#closed || this.#detached) return;
       try {
         await this.reconcile();
       } catch (err) {
@@ -1499,13 +1501,28 @@ export class AioSandboxProvider
   }
 
   /**
-   * Closes the acquire serializer (and the lease manager bound to this provider), so a replaced
-   * default provider keeps nothing waiting. No container is touched and leases keep being
-   * renewed; full teardown is `shutdown()`. The instance must not be used for acquires again.
+   * Detaches this instance: closes the acquire serializer (and the lease manager bound to this
+   * provider), so a replaced default provider keeps nothing waiting, and stops every piece of
+   * background work (lease renewal, reconciliation, the idle checker). No container is touched:
+   * this instance's leases are no longer renewed and lapse, so a replacement adopts what it left
+   * running. Stopping the timers is the point: a detached instance that kept expiring its warm
+   * entries would stop containers the replacement has since handed out. Full teardown is
+   * `shutdown()`. The instance must not be used for acquires again.
    */
   override async reset(): Promise<void> {
+    this.#detached = true;
+    this.#clearTimers();
     this.#serializer.close();
     discardSandboxLeaseManager(this);
+    await this.#pool.stop();
+  }
+
+  #clearTimers(): void {
+    for (const timer of [this.#renewTimer, this.#reconcileTimer]) {
+      if (timer !== undefined) this.#clock.clearTimeout(timer);
+    }
+    this.#renewTimer = undefined;
+    this.#reconcileTimer = undefined;
   }
 
   /**
@@ -1521,11 +1538,7 @@ export class AioSandboxProvider
 
   async #shutdownNow(): Promise<void> {
     this.#closed = true;
-    for (const timer of [this.#renewTimer, this.#reconcileTimer]) {
-      if (timer !== undefined) this.#clock.clearTimeout(timer);
-    }
-    this.#renewTimer = undefined;
-    this.#reconcileTimer = undefined;
+    this.#clearTimers();
     this.#serializer.close();
     discardSandboxLeaseManager(this);
     await this.#pool.stop();
