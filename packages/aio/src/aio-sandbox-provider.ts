@@ -280,6 +280,14 @@ export class AioSandboxProvider
   #startup: Promise<void>;
   #startupReconcile: Promise<unknown> | undefined;
   #renewTimer: ClockTimer | undefined;
+  /**
+   * Ids inside a create's readiness wait (from the backend's create until registration begins):
+   * the container is listed, untracked and unowned, which is exactly what reconciliation and the
+   * orphan reaper take. They must not (reconciliation defers them), or a create at the cap evicts
+   * it as a warm entry and the first acquire fails or hands out a stopped container. The
+   * register's publish window after it is covered by the register's own re-checks.
+   */
+  readonly #creating = new Set<string>();
   /** Set by `reset()`: no background work runs again (acquires are refused by the serializer). */
   #detached = false;
   #reconcileTimer: ClockTimer | undefined;
@@ -643,6 +651,23 @@ export class AioSandboxProvider
             this.#logger,
           );
     await this.#pool.ensureCapacity(this.#active.size, id);
+    let info: SandboxInfo;
+    this.#creating.add(id);
+    try {
+      info = await this.#createReady(id, identity, mounts);
+    } finally {
+      this.#creating.delete(id);
+    }
+    // From here the register's own re-checks handle an adoption during its publish.
+    await this.#registerCreated(info, identity);
+  }
+
+  /** The backend's create and the readiness wait (an unready container is torn down). */
+  async #createReady(
+    id: string,
+    identity: SandboxIdentity | undefined,
+    mounts: Awaited<ReturnType<typeof prepareSandboxMounts>>,
+  ): Promise<SandboxInfo> {
     const spec = identity?.spec;
     const info = await this.backend.create({
       sandboxId: id,
@@ -667,7 +692,7 @@ export class AioSandboxProvider
         { details: { sandbox_id: id } },
       );
     }
-    await this.#registerCreated(info, identity);
+    return info;
   }
 
   async #registerCreated(info: SandboxInfo, identity: SandboxIdentity | undefined) {
@@ -1225,7 +1250,11 @@ export class AioSandboxProvider
       }
       // A container being torn down here is untracked and still running: exactly what this loop
       // adopts, and neither our own claim nor the grace would exclude it.
-      if (this.#pool.isReserved(id) || !(await this.#adoptableAfterGrace(id))) {
+      if (
+        this.#pool.isReserved(id) ||
+        this.#creating.has(id) ||
+        !(await this.#adoptableAfterGrace(id))
+      ) {
         summary.deferred.push(id);
         continue;
       }
@@ -1425,6 +1454,7 @@ export class AioSandboxProvider
       throwIfAborted(signal);
       const id = info.sandboxId;
       if (this.#active.has(id)) keep(id, 'active in this instance');
+      else if (this.#creating.has(id)) keep(id, 'being created by this instance');
       else if (this.#pool.has(id)) keep(id, 'warm in this instance');
       else if (this.#pool.isReserved(id)) keep(id, 'being torn down by this instance');
       else if (!isValidSandboxId(id)) keep(id, 'not a valid sandbox id');
