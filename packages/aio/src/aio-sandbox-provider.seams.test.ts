@@ -51,3 +51,62 @@ describe('the readiness window of a create (#16 bug 4)', () => {
     expect(h.backend.isRunning(await first.promise)).toBe(true);
   });
 });
+
+describe('a flush after a paused gateway resumed (#16 bug 5)', () => {
+  it('a stale warm entry whose renewal heard LOST is never stopped, even once the peer’s lease is flushed', async () => {
+    const a = await harness({ crossProcess: true });
+    const b = await a.peer();
+    harnesses.push(b);
+    const x = await a.provider.acquire(T('t'));
+    await a.provider.release(x); // parked on A
+    // While A was paused, later turns of the thread were served by B.
+    expect(await b.provider.acquire(T('t'))).toBe(x);
+    expect(a.lease(x)).toBe(`own:${b.ownerId}`);
+    // A resumes: its warm expiry reserves X and asks to claim it; the renewal runs meanwhile,
+    // hears LOST, and cannot forget the entry the reaper holds.
+    for (let t = 0; t < 21; t++) {
+      await a.clock.advance(30_000);
+      await b.provider.renewLeases(); // B is alive all along
+    }
+    a.store.pause('claim', { times: 1 });
+    const expiry = track(a.provider.reapExpiredWarm());
+    const claim = await a.store.nextCall('claim');
+    await a.provider.renewLeases();
+    await claim.release();
+    expect(await expiry.promise).toEqual([]); // refused: B owns it
+    // FLUSHALL: every lease is gone; the reaper's next pass must not take that as free.
+    a.table.clear();
+    await a.provider.reapExpiredWarm();
+    expect(a.backend.isRunning(x)).toBe(true);
+    expect(a.provider.snapshot().warm).toEqual([]);
+    await b.provider.renewLeases(); // the live owner re-asserts its lease
+    expect(a.lease(x)).toBe(`own:${b.ownerId}`);
+    expect(b.provider.get(x)).toBeDefined();
+  });
+});
+
+describe('a flush after a paused gateway resumed: the idle reaper of active sandboxes (#16 bug 5)', () => {
+  it('a stale active entry whose renewal heard LOST is forgotten, not stopped, once the lease is flushed', async () => {
+    const a = await harness({ crossProcess: true });
+    const b = await a.peer();
+    harnesses.push(b);
+    const x = await a.provider.acquire(T('t')); // active on A, then A pauses
+    expect(await b.provider.acquire(T('t'))).toBe(x);
+    for (let t = 0; t < 21; t++) {
+      await a.clock.advance(30_000);
+      await b.provider.renewLeases();
+    }
+    a.store.pause('claim', { times: 1 });
+    const idle = track(a.provider.runIdleCheck());
+    const claim = await a.store.nextCall('claim');
+    await a.provider.renewLeases(); // LOST, while the idle teardown holds it
+    await claim.release();
+    await idle.promise;
+    a.table.clear();
+    await a.provider.runIdleCheck();
+    expect(a.backend.isRunning(x)).toBe(true);
+    expect(a.provider.get(x)).toBeUndefined();
+    await b.provider.renewLeases();
+    expect(a.lease(x)).toBe(`own:${b.ownerId}`);
+  });
+});

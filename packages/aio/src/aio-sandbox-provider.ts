@@ -288,6 +288,14 @@ export class AioSandboxProvider
    * register's publish window after it is covered by the register's own re-checks.
    */
   readonly #creating = new Set<string>();
+  /**
+   * Ids whose renewal heard `LOST` (a peer holds the lease) while the entry could not be
+   * forgotten (a reaper held it). A later claim of such an id by a reaper must not be taken as
+   * leave to stop it: after a store flush the peer's lease is simply absent, so the claim would
+   * be granted and the container stopped under the peer's running command. The reaper forgets
+   * the entry instead; the container stays with the peer.
+   */
+  readonly #supersededHere = new Set<string>();
   /** Set by `reset()`: no background work runs again (acquires are refused by the serializer). */
   #detached = false;
   #reconcileTimer: ClockTimer | undefined;
@@ -771,6 +779,8 @@ export class AioSandboxProvider
     key: string | undefined,
   ): void {
     if (this.#pool.has(id)) this.#pool.forget(id);
+    // Published again by this instance: its own now, whatever a renewal heard before.
+    this.#supersededHere.delete(id);
     const previous = this.#active.get(id);
     this.#active.set(id, { client, info, identity });
     if (key !== undefined) this.#threads.set(key, id);
@@ -872,6 +882,14 @@ export class AioSandboxProvider
       return false;
     }
     try {
+      if (this.#supersededHere.has(id)) {
+        this.#logger.warn(
+          `Not destroying sandbox ${id}: another instance took it over; forgetting it instead`,
+        );
+        reservation.release();
+        if (this.#forgetLost(id)) this.#supersededHere.delete(id);
+        return false;
+      }
       // Claim before untracking: a refused claim must not leave a running container that no map
       // knows about.
       if (!(await this.#claim(id, true))) {
@@ -993,6 +1011,7 @@ export class AioSandboxProvider
     }
     if (this.#pool.has(id)) this.#pool.forget(id);
     this.#epoch.delete(id);
+    this.#supersededHere.delete(id);
     if (entry !== undefined) void this.#closeClient(entry.client, id, 'forget');
     return true;
   }
@@ -1002,6 +1021,13 @@ export class AioSandboxProvider
 
   /** Warm teardown: claim first (a refusal keeps the entry), stop under a held lease. */
   async #destroyWarm(entry: WarmEntry<WarmValue>, reason: WarmPoolDestroyReason): Promise<boolean> {
+    if (this.#supersededHere.delete(entry.id)) {
+      this.#logger.warn(
+        `Forgetting warm sandbox ${entry.id} (${reason}): another instance took it over; the container keeps running`,
+      );
+      // The pool removes the entry inside its reservation; nothing is stopped.
+      return true;
+    }
     if (!(await this.#claim(entry.id, true))) {
       this.#logger.info(
         `Not stopping warm sandbox ${entry.id} (${reason}): another instance owns it`,
@@ -1179,11 +1205,14 @@ export class AioSandboxProvider
       ids.map(async (id) => {
         const epoch = this.#epoch.get(id) ?? 0;
         if (await this.#refresh(id)) return;
-        if (this.#forgetLost(id, epoch)) {
-          this.#logger.warn(
-            `Sandbox ${id} is owned by another instance now; forgot it (the container keeps running)`,
-          );
+        if (!this.#forgetLost(id, epoch)) {
+          // Kept only because a teardown here holds it: remember that it is a peer's now.
+          if (this.#pool.isReserved(id)) this.#supersededHere.add(id);
+          return;
         }
+        this.#logger.warn(
+          `Sandbox ${id} is owned by another instance now; forgot it (the container keeps running)`,
+        );
       }),
     );
   }
