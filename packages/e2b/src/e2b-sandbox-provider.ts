@@ -658,9 +658,10 @@ export class E2BSandboxProvider extends SandboxProvider {
           (info.metadata[E2B_TAGS.spec] || undefined) === key.spec &&
           belongsToLedger(info, stores.ledgerKey) &&
           skillsRootOf(info, DEFAULT_SKILLS_ROOT) === this.settings.skillsRoot &&
-          !this.#active.has(info.sandboxId) &&
-          !this.#warm.has(info.sandboxId) &&
-          !this.#slots.tombstones.has(info.sandboxId),
+          // Anything tracked here, in flight included: a VM reconciliation is still bootstrapping
+          // is not free to adopt. Adopting it made reconciliation see "the thread got a sandbox
+          // meanwhile" and release the lease of the VM just handed out.
+          !this.#isTrackedLocally(info.sandboxId),
       )
       .sort(compareCandidates);
     for (const info of candidates) {
@@ -2136,7 +2137,11 @@ export class E2BSandboxProvider extends SandboxProvider {
       ...this.#slots.tombstones.keys(),
       ...this.#ownedRemoteOps,
     ]);
-    const owned = new Set(this.#owned);
+    // Ours to kill: the leases held, and every warm entry and tombstone. A warm VM whose eviction
+    // kill failed, or a tombstone, is no longer in `#owned` (the held teardown dropped it when its
+    // kill ended), yet nothing else will ever kill it: left alone it runs until its E2B timeout
+    // and holds a ledger slot. The claim below still keeps a VM a peer has taken since.
+    const owned = new Set([...this.#owned, ...this.#warm.ids(), ...this.#slots.tombstones.keys()]);
     this.#active.clear();
     this.#threads.clear();
     for (const id of this.#warm.ids()) this.#warm.forget(id);

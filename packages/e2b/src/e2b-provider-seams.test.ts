@@ -1,0 +1,73 @@
+import { track } from '@sbx/core/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { E2B_TAGS } from './metadata.js';
+import { makeHarness } from './test-support.js';
+import { sdkError } from './testing/fake-e2b-client.js';
+import type { Harness } from './test-support.js';
+
+// Bugs found where the provider's paths meet (issue #16), each pinned by the interleaving that
+// produced it: the test fails on the code before the fix.
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+async function harness(options: Parameters<typeof makeHarness>[0] = {}): Promise<Harness> {
+  const h = await makeHarness(options);
+  cleanups.push(h.cleanup);
+  return h;
+}
+const T = (threadId: string) => ({ userId: 'u1', threadId });
+const tagged = (thread: string, createdAtSeconds: number) => ({
+  [E2B_TAGS.provider]: 'e2b_sandbox_provider',
+  [E2B_TAGS.createdAt]: String(createdAtSeconds),
+  [E2B_TAGS.user]: 'u1',
+  [E2B_TAGS.thread]: thread,
+});
+
+describe('reconciliation racing an acquire (#16 bug 1)', () => {
+  it('an acquire does not adopt a VM reconciliation is still bootstrapping; the VM it hands out keeps its lease', async () => {
+    const h = await harness({ config: { e2b: { reconciliation_grace_seconds: 0 } } });
+    const previous = await h.fake.seed({ metadata: tagged('t1', 1) });
+    // Reconciliation probes the VM (a `true`), claims it, then runs the bootstrap: hold that.
+    h.fake.gate.pause('run', { times: 2 });
+    const pass = track(h.provider.reconcileNow());
+    await (await h.fake.gate.nextCall('run')).release();
+    const bootstrap = await h.fake.gate.nextCall('run');
+    // The thread's first turn after the restart lands now.
+    const id = await h.provider.acquire(T('t1'));
+    await bootstrap.release();
+    await pass.promise;
+    const owner = await h.ownership.owner(id);
+    expect(owner?.ownerId).toBe(h.ownership.ownerId);
+    expect(h.provider.get(id)).toBeDefined();
+    expect(h.fake.vms.get(id)!.alive).toBe(true);
+    expect(previous.sandboxId).toBeDefined();
+  });
+});
+
+describe('shutdown after a failed kill (#16 bug 2)', () => {
+  it('shutdown kills a warm VM whose eviction kill failed, not leaving it to its E2B timeout', async () => {
+    const h = await harness({ config: { replicas: 1, overflow_policy: 'reject' } });
+    const first = await h.provider.acquire(T('t1'));
+    await h.provider.release(first); // parked warm
+    h.fake.fail('kill', sdkError('SandboxError', 'kill failed'), { times: 1 });
+    // A second thread at the cap evicts the warm VM; its kill fails.
+    const second = await h.provider.acquire(T('t2')).catch(() => undefined);
+    expect(h.fake.vms.get(first)!.alive).toBe(true);
+    await h.provider.shutdown();
+    expect(h.fake.vms.get(first)!.alive).toBe(false);
+    if (second !== undefined) expect(h.fake.vms.get(second)!.alive).toBe(false);
+  });
+
+  it('shutdown kills a tombstone: a new VM whose bootstrap failed and whose kill failed', async () => {
+    const h = await harness();
+    h.fake.fail('run', sdkError('SandboxError', 'bootstrap failed'), { times: 1 });
+    h.fake.fail('kill', sdkError('SandboxError', 'kill failed'), { times: 1 });
+    await expect(h.provider.acquire(T('t1'))).rejects.toThrow();
+    const [tombstone] = [...h.fake.vms.values()].filter((vm) => vm.alive);
+    expect(tombstone).toBeDefined();
+    await h.provider.shutdown();
+    expect(tombstone!.alive).toBe(false);
+  });
+});
