@@ -110,3 +110,56 @@ describe('a flush after a paused gateway resumed: the idle reaper of active sand
     expect(a.lease(x)).toBe(`own:${b.ownerId}`);
   });
 });
+
+describe('guards where a round trip lets other paths in (#16 item 6)', () => {
+  it('reuse re-checks membership after its take: a release landing meanwhile is not handed out as active', async () => {
+    const h = await harness();
+    const id = await h.provider.acquire(T('t'));
+    h.store.pause('take', { times: 1 });
+    const again = track(h.provider.acquire(T('t')));
+    const take = await h.store.nextCall('take');
+    await h.provider.release(id); // the previous turn's release lands during the round trip
+    await take.release();
+    expect(await again.promise).toBe(id);
+    expect(h.provider.get(id)).toBeDefined();
+    expect(h.provider.snapshot()).toMatchObject({ active: [id], warm: [] });
+  });
+
+  it('create-register re-checks after its publish: adopted and then evicted meanwhile, it is never handed out', async () => {
+    const h = await harness();
+    // The take commits, its answer is held: the publish → track window.
+    h.store.pause('take', { times: 1, phase: 'after' });
+    const acquire = track(h.provider.acquire(T('a')));
+    const take = await h.store.nextCall('take');
+    const x = h.provider.sandboxIdFor(T('a'));
+    expect((await h.provider.reconcile()).adopted).toEqual([x]);
+    h.backendGate.pause('destroy', { times: 1 });
+    const eviction = track(h.provider.evictOldestWarm());
+    const stop = await h.backendGate.nextCall('destroy');
+    await take.release();
+    await expect(acquire.promise).rejects.toMatchObject({ code: 'SANDBOX_BEING_DESTROYED' });
+    expect(h.provider.get(x)).toBeUndefined();
+    await stop.release();
+    expect(await eviction.promise).toBe(x);
+  });
+
+  it('renewal does not forget an entry its own teardown holds: a failed stop keeps it tracked and retried', async () => {
+    const h = await harness();
+    const id = await h.provider.acquire(T('t'));
+    await h.provider.release(id);
+    await h.clock.advance(601_000);
+    await h.provider.renewLeases();
+    h.backendGate.pause('destroy', { times: 1 });
+    const expiry = track(h.provider.reapExpiredWarm());
+    const stop = await h.backendGate.nextCall('destroy');
+    // Mid-stop the lease reads del: (ours): renewal hears LOST.
+    await h.provider.renewLeases();
+    await stop.fail(new Error('engine timeout'));
+    await expiry.promise;
+    // Still running, so still tracked: the next pass stops it.
+    expect(h.backend.isRunning(id)).toBe(true);
+    expect(h.provider.snapshot().warm).toEqual([id]);
+    expect(await h.provider.reapExpiredWarm()).toEqual([id]);
+    expect(h.backend.isRunning(id)).toBe(false);
+  });
+});

@@ -1177,6 +1177,18 @@ export class AioSandboxProvider
     }
   }
 
+  /** A peer holds the lease (own: or del:); false when it is ours, absent, or unknown. */
+  async #heldByPeer(id: string): Promise<boolean> {
+    const store = this.#requireStore();
+    try {
+      const holder = await store.owner(id);
+      return holder !== undefined && holder.ownerId !== store.ownerId;
+    } catch (err) {
+      this.#ownershipError('owner', id, err);
+      return false;
+    }
+  }
+
   #heldTeardown(id: string, stop: () => Promise<void>): Promise<void> {
     return withHeldTeardownLease(
       {
@@ -1206,8 +1218,11 @@ export class AioSandboxProvider
         const epoch = this.#epoch.get(id) ?? 0;
         if (await this.#refresh(id)) return;
         if (!this.#forgetLost(id, epoch)) {
-          // Kept only because a teardown here holds it: remember that it is a peer's now.
-          if (this.#pool.isReserved(id)) this.#supersededHere.add(id);
+          // Kept only because a teardown here holds it: remember that it is a peer's now. Our
+          // own teardown's del: marker reads as LOST too; that one is not a takeover.
+          if (this.#pool.isReserved(id) && (await this.#heldByPeer(id))) {
+            this.#supersededHere.add(id);
+          }
           return;
         }
         this.#logger.warn(
