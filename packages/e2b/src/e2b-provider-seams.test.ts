@@ -1,4 +1,5 @@
-import { track } from '@sbx/core/testing';
+import { MemoryCapacityStore, MemoryLeaseTable, MemoryOwnershipStore } from '@sbx/core';
+import { pausable, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E2B_TAGS } from './metadata.js';
 import { makeHarness } from './test-support.js';
@@ -69,5 +70,46 @@ describe('shutdown after a failed kill (#16 bug 2)', () => {
     expect(tombstone).toBeDefined();
     await h.provider.shutdown();
     expect(tombstone!.alive).toBe(false);
+  });
+});
+
+describe('guards where a round trip lets other paths in (#16 item 6)', () => {
+  it('renewal hearing LOST while an acquire publishes does not forget the sandbox being handed out', async () => {
+    const table = new MemoryLeaseTable();
+    const store = pausable(new MemoryOwnershipStore({ table }));
+    const h = await harness({ ownership: store.proxy });
+    const id = await h.provider.acquire(T('t1'));
+    const inUse = h.provider.get(id)!;
+    // A peer took the lease over (a turn it served); this instance's next turn re-publishes.
+    await new MemoryOwnershipStore({ table }).take(id);
+    store.pause('take', { times: 1 });
+    const again = track(h.provider.acquire(T('t1')));
+    const take = await store.nextCall('take');
+    await h.provider.renewLeases(); // hears LOST: the peer's lease, before our take lands
+    await take.release();
+    expect(await again.promise).toBe(id);
+    expect(h.provider.get(id)).toBe(inUse);
+    expect(await inUse.executeCommand('echo still-open')).toContain('still-open');
+  });
+
+  it('discovery adopts neither a VM prepared for another skills root nor one of another capacity ledger', async () => {
+    const cap = new MemoryCapacityStore({ hardLimit: 5 });
+    await cap.reconcile({
+      expectedRevision: await cap.revision(),
+      entries: [],
+      complete: true,
+      maxAgeMs: 120_000,
+    });
+    const h = await harness({ capacity: cap, config: { replicas: 5 } });
+    const otherRoot = await h.fake.seed({
+      metadata: { ...tagged('t1', 1), [E2B_TAGS.skillsRoot]: '/opt/skills' },
+    });
+    const otherLedger = await h.fake.seed({
+      metadata: { ...tagged('t2', 1), [E2B_TAGS.capacityLedger]: 'other:e2b-capacity' },
+    });
+    const one = await h.provider.acquire(T('t1'));
+    const two = await h.provider.acquire(T('t2'));
+    expect(one).not.toBe(otherRoot.sandboxId);
+    expect(two).not.toBe(otherLedger.sandboxId);
   });
 });
