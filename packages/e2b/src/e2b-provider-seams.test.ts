@@ -1,5 +1,5 @@
 import { MemoryCapacityStore, MemoryLeaseTable, MemoryOwnershipStore } from '@sbx/core';
-import { pausable, track } from '@sbx/core/testing';
+import { pausable, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E2B_TAGS } from './metadata.js';
 import { makeHarness } from './test-support.js';
@@ -111,5 +111,22 @@ describe('guards where a round trip lets other paths in (#16 item 6)', () => {
     const two = await h.provider.acquire(T('t2'));
     expect(one).not.toBe(otherRoot.sandboxId);
     expect(two).not.toBe(otherLedger.sandboxId);
+  });
+});
+
+describe('the SDK pool (#16 item 6)', () => {
+  it('bounds how many SDK calls run at once, whatever the number of acquires', async () => {
+    const h = await harness({ config: { replicas: 3, overflow_policy: 'reject' } });
+    const limit = h.provider.settings.sdkConcurrency;
+    const threads = Array.from({ length: limit + 4 }, (_, i) => `p${i}`);
+    for (const t of threads) await h.fake.seed({ metadata: tagged(t, 1) });
+    h.fake.gate.pause('connect');
+    const acquires = threads.map((t) => h.provider.acquire(T(t)).catch(() => undefined));
+    await expect.poll(() => h.fake.gate.waiting('connect')).toBe(limit);
+    await settle(); // more turns of the loop: nothing else gets in
+    expect(h.fake.gate.waiting('connect')).toBe(limit);
+    h.fake.gate.resume('connect');
+    await h.fake.gate.releaseAll();
+    await Promise.all(acquires);
   });
 });

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SKILLS_SIGNATURE_FILE, assertSafeSkillsRoot } from './skill-sync.js';
 import { makeHarness } from './test-support.js';
 import type { Harness } from './test-support.js';
+import { sdkError } from './testing/fake-e2b-client.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -200,5 +201,18 @@ describe('agent skill sync (authz-leases §6, remote-providers §2.9)', () => {
         signature: 's',
       }),
     ).rejects.toThrow(/not active for this thread/);
+  });
+
+  it('#16 item 6: a projection file that cannot be uploaded fails the sync, and no signature marks it current', async () => {
+    const h = await harness();
+    const id = await h.provider.acquire({ ...T, skillPolicy: { allowedSkills: ['a'] } });
+    const proj = await projection({ 'public/a/SKILL.md': 'skill a', 'custom/b/SKILL.md': 'b' });
+    h.fake.fail('write', sdkError('SandboxError', 'disk full'), { times: 1 });
+    await expect(
+      h.provider.syncAgentSkills(id, { ...T, projection: proj, signature: 'sig-bad' }),
+    ).rejects.toThrow();
+    expect(
+      await run(h, id, `cat /mnt/skills/${SKILLS_SIGNATURE_FILE} 2>/dev/null || echo none`),
+    ).toBe('none\n');
   });
 });
