@@ -208,6 +208,12 @@ export class WorkerInstance {
   }
 
   call<T = unknown>(op: string, args: Record<string, unknown> = {}): Promise<T> {
+    if (!this.alive) {
+      // No reply would ever come (the exit handler has already rejected what was pending).
+      const err = new Error('worker exited') as WorkerError;
+      err.code = 'WORKER_EXITED';
+      return Promise.reject(err);
+    }
     const id = this.#next++;
     return new Promise<T>((resolve, reject) => {
       this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
