@@ -130,3 +130,45 @@ describe('the SDK pool (#16 item 6)', () => {
     await Promise.all(acquires);
   });
 });
+
+describe('one lifecycle contract: events (#16)', () => {
+  it('reports every acquire path, adoptions, reaps and ownership-store failures', async () => {
+    const store = pausable(new MemoryOwnershipStore());
+    const h = await harness({
+      ownership: store.proxy,
+      config: { e2b: { reconciliation_grace_seconds: 0 } },
+    });
+    const events: string[] = [];
+    h.provider.onEvent((e) =>
+      events.push(
+        e.type === 'acquire'
+          ? `acquire:${e.path}`
+          : e.type === 'reap'
+            ? `reap:${e.reason}`
+            : e.type,
+      ),
+    );
+    const id = await h.provider.acquire(T('t1'));
+    await h.provider.acquire(T('t1'));
+    await h.provider.release(id);
+    await h.provider.acquire(T('t1'));
+    await h.fake.seed({ metadata: tagged('t2', 1) });
+    await h.provider.acquire(T('t2'));
+    await h.fake.seed({ metadata: tagged('t3', 1) });
+    await h.fake.seed({ metadata: tagged('t3', 2) });
+    await h.provider.reconcileNow();
+    store.pause('renew', { times: 1 });
+    const renewal = track(h.provider.renewLeases());
+    await (await store.nextCall('renew')).fail(new Error('store down'));
+    await renewal.promise;
+    expect(events).toEqual([
+      'acquire:create',
+      'acquire:reuse',
+      'acquire:reclaim',
+      'acquire:discover',
+      'adopt',
+      'reap:duplicate',
+      'ownership-error',
+    ]);
+  });
+});

@@ -34,10 +34,13 @@ import {
   withHeldTeardownLease,
   throwIfAborted,
   sleep,
+  SandboxProviderEventEmitter,
 } from '@sbx/core';
 import type {
   AcquireOptions,
+  AcquirePath,
   CapacityStore,
+  SandboxProviderEventListener,
   ListSandboxesOptions,
   OrphanReapReport,
   ReapOrphansOptions,
@@ -310,6 +313,7 @@ export class E2BSandboxProvider extends SandboxProvider {
   readonly #waiters = new Set<() => void>();
   /** VMs whose acquire spec set their idle timeout (seconds), by id. */
   readonly #vmTimeouts = new Map<string, number>();
+  readonly #events: SandboxProviderEventEmitter;
   #closed = false;
   #shutdown: Promise<void> | undefined;
   #renewTimer: ClockTimer | undefined;
@@ -321,6 +325,7 @@ export class E2BSandboxProvider extends SandboxProvider {
     super();
     this.#init = init;
     this.#logger = init.logger ?? silentLogger;
+    this.#events = new SandboxProviderEventEmitter({ logger: this.#logger });
     this.#clock = init.clock ?? systemClock;
     this.settings = resolveE2BSettings(init.config, this.#logger);
     this.ownership = resolveOwnershipConfig(init.config, init.env ?? process.env);
@@ -444,7 +449,7 @@ export class E2BSandboxProvider extends SandboxProvider {
     const labels = options.spec?.labels;
     if (options.threadId === undefined) {
       // A thread-less sandbox has no identity to find it again by: never serialized, never reused.
-      return this.#create(undefined, uploadShared, labels);
+      return this.#acquired(await this.#create(undefined, uploadShared, labels), 'create');
     }
     const spec = checkSandboxSpec(
       options.spec,
@@ -465,17 +470,41 @@ export class E2BSandboxProvider extends SandboxProvider {
     try {
       return await this.#serializer.hold(
         this.#serializerKey(key),
-        async () =>
-          (await this.#reuse(key)) ??
-          (await this.#reclaim(key)) ??
-          (await this.#discover(key)) ??
-          (await this.#create(key, uploadShared, labels)),
+        async () => {
+          // Emitted inside the acquire (so instrumentation attributes it to this call).
+          const reused = await this.#reuse(key);
+          if (reused !== undefined) return this.#acquired(reused, 'reuse');
+          const reclaimed = await this.#reclaim(key);
+          if (reclaimed !== undefined) return this.#acquired(reclaimed, 'reclaim');
+          const discovered = await this.#discover(key);
+          if (discovered !== undefined) return this.#acquired(discovered, 'discover');
+          return this.#acquired(await this.#create(key, uploadShared, labels), 'create');
+        },
         { signal: options.signal },
       );
     } catch (error) {
       if (error instanceof SerializerClosedError) throw this.#closedError();
       throw error;
     }
+  }
+
+  /** Subscribes to acquire paths, adoptions, reaps and ownership-store failures. */
+  onEvent(listener: SandboxProviderEventListener): () => void {
+    return this.#events.onEvent(listener);
+  }
+
+  #acquired(sandboxId: string, path: AcquirePath): string {
+    this.#events.emit({ type: 'acquire', sandboxId, path });
+    return sandboxId;
+  }
+
+  #ownershipError(operation: string, sandboxId: string, error: unknown): void {
+    this.#logger.warn('The ownership store could not answer', {
+      operation,
+      sandboxId,
+      error: errorMessage(error),
+    });
+    this.#events.emit({ type: 'ownership-error', operation, sandboxId, error });
   }
 
   override async release(sandboxId: string): Promise<void> {
@@ -1515,14 +1544,17 @@ export class E2BSandboxProvider extends SandboxProvider {
       let outcome: RenewOutcome;
       try {
         outcome = await ownership.renew(id);
-      } catch {
+      } catch (error) {
+        // Unknown: the sandbox is kept and renewed again next tick.
+        this.#ownershipError('renew', id, error);
         continue;
       }
       if (outcome === RenewOutcome.RENEWED) continue;
       if (outcome === RenewOutcome.LAPSED) {
         try {
           if (await ownership.claim(id)) continue;
-        } catch {
+        } catch (error) {
+          this.#ownershipError('claim', id, error);
           continue;
         }
       }
@@ -1610,20 +1642,25 @@ export class E2BSandboxProvider extends SandboxProvider {
         this.#rememberTimeout(plan.adoptable.info);
         if (await this.#adoptCanonical(plan.adoptable.info, plan.adoptable.remote, key, stores)) {
           stats.adopted += 1;
+          this.#events.emit({ type: 'adopt', sandboxId: plan.adoptable.info.sandboxId });
         } else stats.deferred += 1;
       }
       stats.duplicates += plan.duplicates.length;
       for (const dup of plan.duplicates) {
         const outcome = await this.#reapAfter(dup, r.graceSeconds * 1000, false);
-        if (outcome === 'killed') stats.killed += 1;
-        else stats.deferred += 1;
+        if (outcome === 'killed') {
+          stats.killed += 1;
+          this.#events.emit({ type: 'reap', sandboxId: dup.sandboxId, reason: 'duplicate' });
+        } else stats.deferred += 1;
       }
     }
     for (const orphan of orphans) {
       if (this.#closed) break;
       const outcome = await this.#reapAfter(orphan, r.orphanTtlSeconds * 1000, true);
-      if (outcome === 'killed') stats.killed += 1;
-      else stats.deferred += 1;
+      if (outcome === 'killed') {
+        stats.killed += 1;
+        this.#events.emit({ type: 'reap', sandboxId: orphan.sandboxId, reason: 'orphan' });
+      } else stats.deferred += 1;
     }
     this.#forgetUnlisted(inventory);
     this.#logger.debug('E2B reconciliation pass', { ...stats });
