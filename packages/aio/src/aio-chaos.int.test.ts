@@ -109,7 +109,7 @@ describe.skipIf(!redis)('chaos: gateways killed, paused and flushed (Docker + Re
         key_prefix: keyPrefix,
       },
       warm_pool: { idle_check_interval_seconds: 3600 },
-      aio: { network: 'host', reconcile_interval_seconds: 2, stop_grace_seconds: 5 },
+      aio: { network: 'host', reconciliation_interval_seconds: 2, stop_grace_seconds: 5 },
     });
   }
 

@@ -67,8 +67,9 @@ const networkMode: Check = (v) =>
  * - `host_base_dir`: host-side base of bind-mount sources when the engine sees another
  *   filesystem (Docker-outside-of-Docker);
  * - `ready_timeout_seconds` (60), `stop_timeout_seconds` (120), `stop_grace_seconds` (10);
- * - `reconcile_interval_seconds` (default `warm_pool.idle_check_interval_seconds`),
- *   `reconcile_max_items` (500), `reconcile_max_seconds` (30): the budgets of one pass;
+ * - `reconciliation_interval_seconds` (default `warm_pool.idle_check_interval_seconds`),
+ *   `reconciliation_max_items` (500), `reconciliation_max_seconds` (30): the budgets of one pass
+ *   (the names @sbx/e2b uses; `reconcile_*` are accepted as aliases);
  * - `api_key` (else env `SBX_AIO_API_KEY`): the image's `SANDBOX_API_KEY`, sent as
  *   `X-AIO-API-Key`; `headers`: more headers for every call to a sandbox;
  * - `limits` (`memory_mb` 4096, `cpus` 2, `pids` 1024, `disk_gb` unset) and `security`
@@ -83,6 +84,10 @@ const BLOCK_CHECKS: Readonly<Record<string, Check>> = {
   ready_timeout_seconds: positive,
   stop_timeout_seconds: positive,
   stop_grace_seconds: nonNegativeInt,
+  // The names @sbx/e2b uses; the earlier `reconcile_*` spellings stay accepted (below).
+  reconciliation_interval_seconds: positive,
+  reconciliation_max_items: positiveInt,
+  reconciliation_max_seconds: positive,
   reconcile_interval_seconds: positive,
   reconcile_max_items: positiveInt,
   reconcile_max_seconds: positive,
@@ -95,6 +100,13 @@ const BLOCK_CHECKS: Readonly<Record<string, Check>> = {
 
 export const AIO_CONFIG_KEYS: readonly string[] = Object.keys(BLOCK_CHECKS);
 
+/** Earlier names of the reconciliation keys, and the names they stand for. */
+const RECONCILIATION_ALIASES: readonly (readonly [string, string])[] = [
+  ['reconcile_interval_seconds', 'reconciliation_interval_seconds'],
+  ['reconcile_max_items', 'reconciliation_max_items'],
+  ['reconcile_max_seconds', 'reconciliation_max_seconds'],
+];
+
 interface AioBlock {
   network?: ContainerNetworkMode;
   sandbox_host?: string;
@@ -103,6 +115,9 @@ interface AioBlock {
   ready_timeout_seconds?: number;
   stop_timeout_seconds?: number;
   stop_grace_seconds?: number;
+  reconciliation_interval_seconds?: number;
+  reconciliation_max_items?: number;
+  reconciliation_max_seconds?: number;
   reconcile_interval_seconds?: number;
   reconcile_max_items?: number;
   reconcile_max_seconds?: number;
@@ -189,6 +204,22 @@ export function resolveAioSettings(
       if (problem) issues.push({ path: `sandbox.aio.${key}`, message: problem });
     }
   }
+  for (const [alias, name] of RECONCILIATION_ALIASES) {
+    const given = raw[alias];
+    const canonical = raw[name];
+    if (
+      given !== undefined &&
+      given !== null &&
+      canonical !== undefined &&
+      canonical !== null &&
+      given !== canonical
+    ) {
+      issues.push({
+        path: `sandbox.aio.${alias}`,
+        message: `is another name for ${name}, which is set to a different value; keep one`,
+      });
+    }
+  }
   const resources = readLimits(raw.limits, issues);
   const security = readSecurity(raw.security, issues);
   if (issues.length > 0) throw new ConfigError(issues, 'Invalid sandbox.aio configuration');
@@ -254,9 +285,14 @@ export function resolveAioSettings(
         : Math.round(block.stop_timeout_seconds * 1000),
     stopGraceSeconds: block.stop_grace_seconds,
     reconcile: {
-      intervalSeconds: block.reconcile_interval_seconds ?? idleCheck,
-      maxItems: block.reconcile_max_items ?? DEFAULT_RECONCILE_MAX_ITEMS,
-      maxSeconds: block.reconcile_max_seconds ?? DEFAULT_RECONCILE_MAX_SECONDS,
+      intervalSeconds:
+        block.reconciliation_interval_seconds ?? block.reconcile_interval_seconds ?? idleCheck,
+      maxItems:
+        block.reconciliation_max_items ?? block.reconcile_max_items ?? DEFAULT_RECONCILE_MAX_ITEMS,
+      maxSeconds:
+        block.reconciliation_max_seconds ??
+        block.reconcile_max_seconds ??
+        DEFAULT_RECONCILE_MAX_SECONDS,
     },
   };
 }

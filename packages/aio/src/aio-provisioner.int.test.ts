@@ -203,7 +203,7 @@ describe.each(targets)(
               key_prefix: keyPrefix,
             },
             warm_pool: { idle_check_interval_seconds: 3600 },
-            aio: { reconcile_interval_seconds: 3600 },
+            aio: { reconciliation_interval_seconds: 3600 },
           }),
         ),
       );
