@@ -14,6 +14,6 @@ export default defineConfig({
   // The search worker is plain CommonJS loaded by path (`new Worker(url)`): shipped beside the
   // bundles that locate it relative to themselves.
   async onSuccess() {
-    await copyFile('src/search-worker.cjs', 'dist/search-worker.cjs');
+    await copyFile('src/search/search-worker.cjs', 'dist/search-worker.cjs');
   },
 });

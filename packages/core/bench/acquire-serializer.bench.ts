@@ -12,7 +12,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { AcquireSerializer, serializerKey } from '../src/acquire-serializer.js';
+import { AcquireSerializer, serializerKey } from '../src/serializer/acquire-serializer.js';
 
 interface ScenarioResult {
   scenario: string;

@@ -22,12 +22,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const ENTRIES = [
-  'acquire-serializer.ts',
-  'lease-manager.ts',
-  'lease-client.ts',
-  'lease-context.ts',
-  'warm-pool.ts',
-  'clock.ts',
+  'serializer/acquire-serializer.ts',
+  'execution-leases/lease-manager.ts',
+  'execution-leases/lease-client.ts',
+  'execution-leases/lease-context.ts',
+  'warm-pool/warm-pool.ts',
+  'async/clock.ts',
   'testing/fake-provider.ts',
 ];
 const SYNC_WARNING = 'WARNING: Detected use of sync API';
@@ -70,10 +70,10 @@ async function transpileGraph(outDir: string): Promise<void> {
 
 const HARNESS = `
 const { readFileSync } = require('node:fs');
-const { AcquireSerializer } = require('./acquire-serializer.js');
-const { SandboxLeaseManager } = require('./lease-manager.js');
-const { acquireSandboxClientLease } = require('./lease-client.js');
-const { WarmPool } = require('./warm-pool.js');
+const { AcquireSerializer } = require('./serializer/acquire-serializer.js');
+const { SandboxLeaseManager } = require('./execution-leases/lease-manager.js');
+const { acquireSandboxClientLease } = require('./execution-leases/lease-client.js');
+const { WarmPool } = require('./warm-pool/warm-pool.js');
 const { FakeSandboxProvider } = require('./testing/fake-provider.js');
 
 async function main() {

@@ -1,13 +1,13 @@
 // Public API of @sbx/core. Each block belongs to one concept; keep exports explicit.
 
 // --- errors
-export * from './errors.js';
+export * from './errors/errors.js';
 
 // --- optional dependencies
-export { loadOptionalDependency, interopDefault } from './optional-dependency.js';
+export { loadOptionalDependency, interopDefault } from './provider-kit/optional-dependency.js';
 
 // --- contract
-export { Sandbox } from './sandbox.js';
+export { Sandbox } from './contract/sandbox.js';
 export type {
   ExecuteCommandOptions,
   ScopedExecuteCommandOptions,
@@ -19,17 +19,17 @@ export type {
   GrepOptions,
   GrepMatch,
   GrepResult,
-} from './sandbox.js';
-export { SandboxProvider } from './sandbox-provider.js';
+} from './contract/sandbox.js';
+export { SandboxProvider } from './contract/sandbox-provider.js';
 export type {
   AcquireOptions,
   AgentSkillPolicy,
   SkillProjectionCategory,
   SyncAgentSkillsOptions,
-} from './sandbox-provider.js';
+} from './contract/sandbox-provider.js';
 
 // @section config
-export { OVERFLOW_POLICIES, OWNERSHIP_TYPES, PROVIDER_BLOCK_KEYS } from './config.js';
+export { OVERFLOW_POLICIES, OWNERSHIP_TYPES, PROVIDER_BLOCK_KEYS } from './config/config.js';
 export type {
   OpenConfigBlock,
   OverflowPolicy,
@@ -43,7 +43,7 @@ export type {
   ToolsConfig,
   VolumeMountConfig,
   WarmPoolConfig,
-} from './config.js';
+} from './config/config.js';
 export {
   DEFAULT_BASE_DIR,
   DEFAULT_OWNERSHIP_KEY_PREFIX,
@@ -55,44 +55,48 @@ export {
   createSandboxConfigSchema,
   sandboxConfigSchema,
   sandboxSectionInputSchema,
-} from './config-schema.js';
-export type { SandboxConfigInput, SandboxSchemaContext } from './config-schema.js';
+} from './config/config-schema.js';
+export type { SandboxConfigInput, SandboxSchemaContext } from './config/config-schema.js';
 export {
   REFERENCE_FLAT_PROVIDER_KEYS,
   providerBlockFor,
   translateReferenceUse,
-} from './config-input.js';
-export { loadSandboxConfig, parseSandboxConfig, parseSandboxConfigYaml } from './config-loader.js';
+} from './config/config-input.js';
+export {
+  loadSandboxConfig,
+  parseSandboxConfig,
+  parseSandboxConfigYaml,
+} from './config/config-loader.js';
 export {
   PROVIDER_BLOCK_PACKAGES,
   closestKey,
   collectConfigIssues,
   unknownKeyIssues,
-} from './config-block.js';
-export type { ConfigBlockValidator } from './config-block.js';
-export type { ParseSandboxConfigOptions, SandboxConfigSource } from './config-loader.js';
+} from './config/config-block.js';
+export type { ConfigBlockValidator } from './config/config-block.js';
+export type { ParseSandboxConfigOptions, SandboxConfigSource } from './config/config-loader.js';
 export {
   DEFAULT_OWNERSHIP_REDIS_URL,
   REFERENCE_OWNERSHIP_REDIS_URL_ENV,
   REFERENCE_STREAM_BRIDGE_REDIS_URL_ENV,
   SBX_OWNERSHIP_REDIS_URL_ENV,
   resolveOwnershipConfig,
-} from './config-ownership.js';
+} from './config/config-ownership.js';
 export type {
   OwnershipSource,
   ResolveOwnershipOptions,
   ResolvedOwnershipConfig,
-} from './config-ownership.js';
-export { listSandboxConfigKeys, sandboxConfigJsonSchema } from './config-reference.js';
-export type { ConfigKeyInfo } from './config-reference.js';
+} from './config/config-ownership.js';
+export { listSandboxConfigKeys, sandboxConfigJsonSchema } from './config/config-reference.js';
+export type { ConfigKeyInfo } from './config/config-reference.js';
 
 // @section identity
 export {
   assertSameThreadIdentity,
   describeThreadIdentity,
   sameThreadIdentity,
-} from './thread-identity.js';
-export type { ThreadIdentity } from './thread-identity.js';
+} from './identity/thread-identity.js';
+export type { ThreadIdentity } from './identity/thread-identity.js';
 export {
   DEFAULT_USER_ID,
   SandboxScopeKinds,
@@ -101,8 +105,8 @@ export {
   isValidSandboxId,
   resolveEffectiveUserId,
   sandboxScopeTokenKind,
-} from './identity.js';
-export type { SandboxScope, SandboxScopeTokenInput } from './identity.js';
+} from './identity/identity.js';
+export type { SandboxScope, SandboxScopeTokenInput } from './identity/identity.js';
 
 // @section provisioner-contract
 export {
@@ -118,18 +122,18 @@ export {
   canonicalSkillsRoot,
   provisionerExtraMountPaths,
   skillCategoryMountPaths,
-} from './provisioner-contract.js';
-export type { ProvisionerMount } from './provisioner-contract.js';
+} from './contract/provisioner-contract.js';
+export type { ProvisionerMount } from './contract/provisioner-contract.js';
 
 // @section provider-loading
 export {
   DEFAULT_PROVIDER_SPECIFIER,
   parseProviderSpecifier,
   providerSpecifierProblem,
-} from './provider-specifier.js';
-export type { ProviderSpecifier } from './provider-specifier.js';
-export { PROVIDER_FACTORY_EXPORT, loadProviderClass } from './provider-loader.js';
-export { isModuleNotFoundFor } from './optional-dependency.js';
+} from './provider-kit/provider-specifier.js';
+export type { ProviderSpecifier } from './provider-kit/provider-specifier.js';
+export { PROVIDER_FACTORY_EXPORT, loadProviderClass } from './provider-kit/provider-loader.js';
+export { isModuleNotFoundFor } from './provider-kit/optional-dependency.js';
 export type {
   LoadProviderOptions,
   LoadedProvider,
@@ -137,7 +141,7 @@ export type {
   SandboxProviderClass,
   SandboxProviderFactory,
   SandboxProviderInit,
-} from './provider-loader.js';
+} from './provider-kit/provider-loader.js';
 export {
   SBX_CONFIG_PATH_ENV,
   getInstalledSandboxProvider,
@@ -146,15 +150,15 @@ export {
   resetSandboxProvider,
   setSandboxProvider,
   shutdownSandboxProvider,
-} from './default-provider.js';
+} from './provider-kit/default-provider.js';
 export type {
   DefaultProviderLifecycleOptions,
   GetSandboxProviderOptions,
   ProviderDetachReason,
   ProviderDetachedListener,
-} from './default-provider.js';
+} from './provider-kit/default-provider.js';
 
-export { canListSandboxes, canReapOrphans } from './sandbox-inspection.js';
+export { canListSandboxes, canReapOrphans } from './contract/sandbox-inspection.js';
 export type {
   ListSandboxesOptions,
   OrphanCollectingProvider,
@@ -162,32 +166,32 @@ export type {
   ReapOrphansOptions,
   SandboxListingProvider,
   SandboxSummary,
-} from './sandbox-inspection.js';
+} from './contract/sandbox-inspection.js';
 
 // @section acquire-serializer
-export { throwIfAborted } from './throw-if-aborted.js';
-export { sleep } from './sleep.js';
-export type { SleepOptions } from './sleep.js';
-export { ResettableAcquireSerializer } from './resettable-acquire-serializer.js';
-export type { ResettableAcquireSerializerOptions } from './resettable-acquire-serializer.js';
+export { throwIfAborted } from './async/throw-if-aborted.js';
+export { sleep } from './async/sleep.js';
+export type { SleepOptions } from './async/sleep.js';
+export { ResettableAcquireSerializer } from './serializer/resettable-acquire-serializer.js';
+export type { ResettableAcquireSerializerOptions } from './serializer/resettable-acquire-serializer.js';
 export {
   AcquireSerializer,
   DEFAULT_SERIALIZER_LIMIT,
   serializerKey,
-} from './acquire-serializer.js';
+} from './serializer/acquire-serializer.js';
 export type {
   AcquireSerializerOptions,
   SerializerKeyPart,
   SerializerLease,
   SerializerWaitOptions,
-} from './acquire-serializer.js';
+} from './serializer/acquire-serializer.js';
 
 // @section lease-manager
 export {
   SandboxLeaseManager,
   getSandboxLeaseManager,
   discardSandboxLeaseManager,
-} from './lease-manager.js';
+} from './execution-leases/lease-manager.js';
 export type {
   LeaseProvider,
   LeaseIdentity,
@@ -199,7 +203,7 @@ export type {
   LeaseBindingSnapshot,
   LeaseManagerSnapshot,
   IdleTeardownReservation,
-} from './lease-manager.js';
+} from './execution-leases/lease-manager.js';
 export {
   LEASE_OWNER_CONTEXT_KEY,
   COMMAND_SCOPE_CONTEXT_KEY,
@@ -209,33 +213,36 @@ export {
   sandboxLeaseOwner,
   sandboxCommandScope,
   ensureSandboxLeaseOwner,
-} from './lease-context.js';
-export type { ServerOwnedContextKey } from './lease-context.js';
-export { acquireSandboxClientLease, runLifecycleOperation } from './lease-client.js';
+} from './execution-leases/lease-context.js';
+export type { ServerOwnedContextKey } from './execution-leases/lease-context.js';
+export {
+  acquireSandboxClientLease,
+  runLifecycleOperation,
+} from './execution-leases/lease-client.js';
 export type {
   SandboxClientLease,
   SandboxClientLeaseOptions,
   LifecycleOperationOptions,
-} from './lease-client.js';
+} from './execution-leases/lease-client.js';
 
 // @section warm-pool
-export { WarmPoolRegistry } from './warm-pool-registry.js';
-export type { WarmPoolRegistryOptions, WarmPoolSettings } from './warm-pool-registry.js';
+export { WarmPoolRegistry } from './warm-pool/warm-pool-registry.js';
+export type { WarmPoolRegistryOptions, WarmPoolSettings } from './warm-pool/warm-pool-registry.js';
 export {
   WarmPool,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_REPLICAS,
-} from './warm-pool.js';
+} from './warm-pool/warm-pool.js';
 export type {
   WarmEntry,
   WarmPoolOptions,
   WarmPoolDestroyReason,
   TeardownReservation,
   WarmPoolCapacityResult,
-} from './warm-pool.js';
-export { systemClock } from './clock.js';
-export type { Clock, ClockTimer, ClockTimeoutOptions } from './clock.js';
+} from './warm-pool/warm-pool.js';
+export { systemClock } from './async/clock.js';
+export type { Clock, ClockTimer, ClockTimeoutOptions } from './async/clock.js';
 
 // @section ownership-store
 export {
@@ -248,30 +255,30 @@ export {
   assertLeaseOwnerId,
   DEFAULT_RENEWAL_INTERVAL_SECONDS,
   DEFAULT_TTL_MULTIPLIER,
-} from './ownership-store.js';
+} from './ownership/ownership-store.js';
 export type {
   OwnershipStore,
   ClaimOptions,
   LeaseState,
   LeaseHolder,
   LeaseTimingConfig,
-} from './ownership-store.js';
-export { MemoryOwnershipStore, MemoryLeaseTable } from './memory-ownership-store.js';
-export type { MemoryOwnershipStoreOptions } from './memory-ownership-store.js';
+} from './ownership/ownership-store.js';
+export { MemoryOwnershipStore, MemoryLeaseTable } from './ownership/memory-ownership-store.js';
+export type { MemoryOwnershipStoreOptions } from './ownership/memory-ownership-store.js';
 export {
   createOwnershipStore,
   loadOwnershipRedisModule,
   redisUrlOf,
   assertOwnershipType,
   OWNERSHIP_REDIS_PACKAGE,
-} from './ownership-store-factory.js';
+} from './ownership/ownership-store-factory.js';
 export type {
   OwnershipRedisModule,
   OwnershipStoreFactoryOptions,
   CreateOwnershipStoreOptions,
-} from './ownership-store-factory.js';
-export { TEARDOWN_JOIN_TIMEOUT_MS, withHeldTeardownLease } from './teardown-lease.js';
-export type { HeldTeardownLeaseOptions } from './teardown-lease.js';
+} from './ownership/ownership-store-factory.js';
+export { TEARDOWN_JOIN_TIMEOUT_MS, withHeldTeardownLease } from './ownership/teardown-lease.js';
+export type { HeldTeardownLeaseOptions } from './ownership/teardown-lease.js';
 
 // @section capacity-store
 export {
@@ -288,12 +295,16 @@ export {
   assertCapacityInventory,
   assertCapacityToken,
   assertCapacitySandboxId,
-} from './capacity-store.js';
-export type { CapacityStore, CapacityInventory, CapacityInventoryEntry } from './capacity-store.js';
-export { MemoryCapacityStore, MemoryCapacityLedger } from './memory-capacity-store.js';
-export type { MemoryCapacityStoreOptions } from './memory-capacity-store.js';
-export { createCapacityStore } from './capacity-store-factory.js';
-export type { CreateCapacityStoreOptions } from './capacity-store-factory.js';
+} from './capacity/capacity-store.js';
+export type {
+  CapacityStore,
+  CapacityInventory,
+  CapacityInventoryEntry,
+} from './capacity/capacity-store.js';
+export { MemoryCapacityStore, MemoryCapacityLedger } from './capacity/memory-capacity-store.js';
+export type { MemoryCapacityStoreOptions } from './capacity/memory-capacity-store.js';
+export { createCapacityStore } from './capacity/capacity-store-factory.js';
+export type { CreateCapacityStoreOptions } from './capacity/capacity-store-factory.js';
 
 // @section env-policy
 export {
@@ -308,12 +319,12 @@ export {
   ENV_POLICY_MODES,
   redactSecrets,
   validateExtraEnv,
-} from './env-policy.js';
-export type { BuildSandboxEnvOptions, EnvPolicyMode } from './env-policy.js';
+} from './config/env-policy.js';
+export type { BuildSandboxEnvOptions, EnvPolicyMode } from './config/env-policy.js';
 
 // @section search
-export { IGNORE_PATTERNS, shouldIgnoreName, shouldIgnorePath } from './search-ignore.js';
-export type { IgnoreOptions } from './search-ignore.js';
+export { IGNORE_PATTERNS, shouldIgnoreName, shouldIgnorePath } from './search/search-ignore.js';
+export type { IgnoreOptions } from './search/search-ignore.js';
 export {
   BINARY_SNIFF_BYTES,
   DEFAULT_GLOB_MAX_RESULTS,
@@ -324,31 +335,31 @@ export {
   DEFAULT_SEARCH_TIMEOUT_MS,
   MAX_GREP_LINE_LENGTH,
   REMOTE_LIST_DIR_LIMIT,
-} from './search-limits.js';
-export { SearchWorkerPool, matchingLineIndices } from './search-worker-pool.js';
-export type { LineTestOptions, SearchWorkerPoolOptions } from './search-worker-pool.js';
-export { requiredLiteral } from './grep-literal.js';
-export { compareNames, compareRelativePaths } from './search-order.js';
+} from './search/search-limits.js';
+export { SearchWorkerPool, matchingLineIndices } from './search/search-worker-pool.js';
+export type { LineTestOptions, SearchWorkerPoolOptions } from './search/search-worker-pool.js';
+export { requiredLiteral } from './search/grep-literal.js';
+export { compareNames, compareRelativePaths } from './search/search-order.js';
 export {
   MAX_GLOB_ALTERNATIVES,
   MAX_GLOB_PATTERN_LENGTH,
   compileGlob,
   globNameFilter,
   pathMatchesGlob,
-} from './glob-match.js';
-export type { GlobMatcher, GlobMatchOptions } from './glob-match.js';
-export { truncateLine } from './grep-line-summary.js';
-export { compileGrepPattern, escapeRegex, translatePythonRegex } from './grep-pattern.js';
-export type { GrepPatternOptions, TranslatedRegex } from './grep-pattern.js';
-export { regexToPosixEre } from './grep-ere.js';
-export type { LocalSearchOptions } from './search-walk.js';
-export { findGlobMatches } from './glob-find.js';
-export type { FindGlobOptions } from './glob-find.js';
-export { findGrepMatches } from './grep-find.js';
-export type { FindGrepOptions } from './grep-find.js';
-export { listDirTree } from './list-dir.js';
-export type { ListDirTreeOptions } from './list-dir.js';
-export { shellQuote } from './shell-quote.js';
+} from './search/glob-match.js';
+export type { GlobMatcher, GlobMatchOptions } from './search/glob-match.js';
+export { truncateLine } from './search/grep-line-summary.js';
+export { compileGrepPattern, escapeRegex, translatePythonRegex } from './search/grep-pattern.js';
+export type { GrepPatternOptions, TranslatedRegex } from './search/grep-pattern.js';
+export { regexToPosixEre } from './search/grep-ere.js';
+export type { LocalSearchOptions } from './search/search-walk.js';
+export { findGlobMatches } from './search/glob-find.js';
+export type { FindGlobOptions } from './search/glob-find.js';
+export { findGrepMatches } from './search/grep-find.js';
+export type { FindGrepOptions } from './search/grep-find.js';
+export { listDirTree } from './paths/list-dir.js';
+export type { ListDirTreeOptions } from './paths/list-dir.js';
+export { shellQuote } from './host/shell-quote.js';
 export {
   buildFindCommand,
   buildGrepCommand,
@@ -361,14 +372,14 @@ export {
   planRemoteListDir,
   remoteOutputLimit,
   remotePerFileLimit,
-} from './search-remote.js';
+} from './search/search-remote.js';
 export type {
   RemoteGlobOptions,
   RemoteGrepOptions,
   RemoteListDirOptions,
   RemoteParseOptions,
   RemoteSearchPlan,
-} from './search-remote.js';
+} from './search/search-remote.js';
 
 // @section virtual-paths
 export {
@@ -383,22 +394,22 @@ export {
   isUnderVirtualPrefix,
   normalizeVirtualRoot,
   hasTraversalSegment,
-} from './virtual-paths.js';
-export type { SkillCategory, UserDataSubdir, ThreadDataPaths } from './virtual-paths.js';
+} from './paths/virtual-paths.js';
+export type { SkillCategory, UserDataSubdir, ThreadDataPaths } from './paths/virtual-paths.js';
 export {
   assertSafePathSegment,
   userDir,
   threadLayout,
   sharedSkillsViewPath,
-} from './virtual-paths-layout.js';
-export type { ThreadLayout } from './virtual-paths-layout.js';
+} from './paths/virtual-paths-layout.js';
+export type { ThreadLayout } from './paths/virtual-paths-layout.js';
 export {
   threadVirtualToHostMappings,
   threadHostToVirtualMappings,
   replaceVirtualPath,
   replaceVirtualPathsInCommand,
-} from './virtual-paths-thread.js';
-export type { ThreadPathCorrespondence } from './virtual-paths-thread.js';
+} from './paths/virtual-paths-thread.js';
+export type { ThreadPathCorrespondence } from './paths/virtual-paths-thread.js';
 export {
   PathMappingTable,
   pathMapping,
@@ -406,20 +417,20 @@ export {
   PATH_ESCAPES_MOUNT_MESSAGE,
   READ_ONLY_FILE_SYSTEM_MESSAGE,
   OUTSIDE_MOUNTS_MESSAGE,
-} from './path-mapping.js';
-export { MAX_PATH_BYTES, assertPathArgument, shownPath } from './path-limits.js';
+} from './paths/path-mapping.js';
+export { MAX_PATH_BYTES, assertPathArgument, shownPath } from './paths/path-limits.js';
 export {
   ESCAPED_CONFINEMENT_MESSAGE,
   ensureDirectoryConfined,
   openConfined,
   openedRealPath,
-} from './host-confinement.js';
-export type { ConfinedOpenOptions } from './host-confinement.js';
-export type { PathMappingTableOptions } from './path-mapping.js';
-export type { PathMapping, ResolvedPath, PathAccess } from './path-mapping.js';
-export { realpathLenient, isInsideRoot } from './path-mapping-realpath.js';
-export { findContainerPaths, translateContainerPaths } from './path-mapping-translate.js';
-export type { TranslationMode, ContainerPathOccurrence } from './path-mapping-translate.js';
+} from './host/host-confinement.js';
+export type { ConfinedOpenOptions } from './host/host-confinement.js';
+export type { PathMappingTableOptions } from './paths/path-mapping.js';
+export type { PathMapping, ResolvedPath, PathAccess } from './paths/path-mapping.js';
+export { realpathLenient, isInsideRoot } from './paths/path-mapping-realpath.js';
+export { findContainerPaths, translateContainerPaths } from './paths/path-mapping-translate.js';
+export type { TranslationMode, ContainerPathOccurrence } from './paths/path-mapping-translate.js';
 export {
   buildOutputMaskPattern,
   scanPathOccurrences,
@@ -427,8 +438,8 @@ export {
   resolveHostRoot,
   resolvedRootCacheSize,
   maskLocalPathsInOutput,
-} from './path-masking.js';
-export type { MaskSource, MaskOptions, LocalMaskOptions } from './path-masking.js';
+} from './paths/path-masking.js';
+export type { MaskSource, MaskOptions, LocalMaskOptions } from './paths/path-masking.js';
 export {
   THREAD_DATA_UNAVAILABLE_MESSAGE,
   NO_ALLOWED_DIRECTORIES_MESSAGE,
@@ -439,18 +450,18 @@ export {
   validateLocalToolPath,
   resolveAndValidateUserDataPath,
   existingMounts,
-} from './path-validation.js';
-export type { VirtualRootsOptions, LocalToolPathOptions } from './path-validation.js';
-export { validateLocalBashCommandPaths, mcpFilesystemRoots } from './bash-path-guard.js';
-export type { BashPathGuardOptions, McpServerArgs } from './bash-path-guard.js';
+} from './paths/path-validation.js';
+export type { VirtualRootsOptions, LocalToolPathOptions } from './paths/path-validation.js';
+export { validateLocalBashCommandPaths, mcpFilesystemRoots } from './host/bash-path-guard.js';
+export type { BashPathGuardOptions, McpServerArgs } from './host/bash-path-guard.js';
 export {
   LOCAL_HOST_BASH_DISABLED_MESSAGE,
   LOCAL_BASH_SUBAGENT_DISABLED_MESSAGE,
   isLocalProviderSpecifier,
   usesLocalSandboxProvider,
   allowsHostBash,
-} from './host-bash.js';
-export type { HostBashConfig } from './host-bash.js';
+} from './host/host-bash.js';
+export type { HostBashConfig } from './host/host-bash.js';
 
 // @section tools
 export { getToolDefinitions } from './tools/tool-definitions.js';
@@ -587,34 +598,34 @@ export {
 } from './tools/truncation.js';
 
 // @section command-output
-export { boundedHealthCheck } from './bounded-health-check.js';
-export type { BoundedHealthCheckOptions } from './bounded-health-check.js';
+export { boundedHealthCheck } from './contract/bounded-health-check.js';
+export type { BoundedHealthCheckOptions } from './contract/bounded-health-check.js';
 export {
   assertDownloadablePath,
   assertSandboxFilePath,
   decodeFileText,
-} from './sandbox-file-checks.js';
+} from './contract/sandbox-file-checks.js';
 export {
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
   assembleCommandOutput,
   formatSeconds,
   timeoutNotice,
-} from './command-output.js';
-export type { CommandOutcome } from './command-output.js';
-export { sliceLines } from './line-range.js';
-export { withDeadline } from './with-deadline.js';
-export type { DeadlineOptions, DeadlineOutcome } from './with-deadline.js';
+} from './command/command-output.js';
+export type { CommandOutcome } from './command/command-output.js';
+export { sliceLines } from './paths/line-range.js';
+export { withDeadline } from './async/with-deadline.js';
+export type { DeadlineOptions, DeadlineOutcome } from './async/with-deadline.js';
 
 // @section observability
-export * from './logger.js';
-export { fromPino } from './observability-pino.js';
-export type { PinoLike, PinoLogFn } from './observability-pino.js';
+export * from './observability/logger.js';
+export { fromPino } from './observability/observability-pino.js';
+export type { PinoLike, PinoLogFn } from './observability/observability-pino.js';
 export {
   ACQUIRE_PATHS,
   SandboxProviderEventEmitter,
   hasProviderEvents,
   hasSandboxCounts,
-} from './observability-events.js';
+} from './observability/observability-events.js';
 export type {
   AcquirePath,
   OwnershipErrorEvent,
@@ -626,15 +637,15 @@ export type {
   SandboxProviderEventListener,
   SandboxProviderEvents,
   SandboxReapedEvent,
-} from './observability-events.js';
+} from './observability/observability-events.js';
 export {
   METRIC_NAMES,
   SPAN_NAMES,
   UNKNOWN_ACQUIRE_PATH,
   instrumentProvider,
-} from './observability.js';
-export type { InstrumentProviderOptions } from './observability.js';
-export { TELEMETRY_SCOPE } from './observability-otel.js';
+} from './observability/observability.js';
+export type { InstrumentProviderOptions } from './observability/observability.js';
+export { TELEMETRY_SCOPE } from './observability/observability-otel.js';
 export type {
   TelemetryAttributeValue,
   TelemetryAttributes,
@@ -647,18 +658,18 @@ export type {
   TelemetryObservableResult,
   TelemetrySpan,
   TelemetryTracer,
-} from './observability-otel.js';
+} from './observability/observability-otel.js';
 export {
   DEFAULT_SPEC_POLICY,
   NO_SPEC_SUPPORT,
   SandboxSpecError,
   checkSandboxSpec,
   specIdentityScope,
-} from './sandbox-spec.js';
+} from './contract/sandbox-spec.js';
 export type {
   SandboxResourceName,
   SandboxResources,
   SandboxSpec,
   SandboxSpecPolicy,
   SandboxSpecSupport,
-} from './sandbox-spec.js';
+} from './contract/sandbox-spec.js';

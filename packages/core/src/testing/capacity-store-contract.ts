@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CapacityReserveOutcome } from '../capacity-store.js';
-import type { CapacityStore } from '../capacity-store.js';
-import { isSbxError } from '../errors.js';
+import { CapacityReserveOutcome } from '../capacity/capacity-store.js';
+import type { CapacityStore } from '../capacity/capacity-store.js';
+import { isSbxError } from '../errors/errors.js';
 
 /** One ledger (a shared `MemoryCapacityLedger`, one Redis hash, ...) several gateways open. */
 export interface CapacityStoreHarness {

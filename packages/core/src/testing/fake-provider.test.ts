@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SandboxRuntimeError } from '../errors.js';
+import { SandboxRuntimeError } from '../errors/errors.js';
 import { settle, track } from './deferred.js';
 import { FakeSandboxProvider } from './fake-provider.js';
 import { describeProviderContract } from './provider-contract.js';

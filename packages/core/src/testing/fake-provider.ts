@@ -1,4 +1,4 @@
-import { SandboxFileNotFoundError } from '../errors.js';
+import { SandboxFileNotFoundError } from '../errors/errors.js';
 import type {
   ExecuteCommandOptions,
   GlobOptions,
@@ -9,12 +9,12 @@ import type {
   ListDirOptions,
   ReadFileOptions,
   WriteFileOptions,
-} from '../sandbox.js';
-import { Sandbox } from '../sandbox.js';
-import type { AcquireOptions, SyncAgentSkillsOptions } from '../sandbox-provider.js';
-import { SandboxProvider } from '../sandbox-provider.js';
+} from '../contract/sandbox.js';
+import { Sandbox } from '../contract/sandbox.js';
+import type { AcquireOptions, SyncAgentSkillsOptions } from '../contract/sandbox-provider.js';
+import { SandboxProvider } from '../contract/sandbox-provider.js';
 import { CallGate } from './pausable.js';
-import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '../sandbox-spec.js';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '../contract/sandbox-spec.js';
 
 /**
  * In-memory sandbox and provider for lifecycle and race tests. Nothing here touches a process, the

@@ -1,17 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ClockTimeoutOptions, ClockTimer } from '../clock.js';
-import { AbortedError, isSbxError, OwnershipBackendError } from '../errors.js';
-import { MemoryLeaseTable, MemoryOwnershipStore } from '../memory-ownership-store.js';
-import type { ClaimOptions, OwnershipStore } from '../ownership-store.js';
-import { canListSandboxes, canReapOrphans } from '../sandbox-inspection.js';
+import type { ClockTimeoutOptions, ClockTimer } from '../async/clock.js';
+import { AbortedError, isSbxError, OwnershipBackendError } from '../errors/errors.js';
+import { MemoryLeaseTable, MemoryOwnershipStore } from '../ownership/memory-ownership-store.js';
+import type { ClaimOptions, OwnershipStore } from '../ownership/ownership-store.js';
+import { canListSandboxes, canReapOrphans } from '../contract/sandbox-inspection.js';
 import type {
   OrphanCollectingProvider,
   OrphanReapReport,
   ReapOrphansOptions,
   SandboxListingProvider,
   SandboxSummary,
-} from '../sandbox-inspection.js';
-import type { SandboxProvider } from '../sandbox-provider.js';
+} from '../contract/sandbox-inspection.js';
+import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import { settle, track } from './deferred.js';
 import { ManualClock } from './manual-clock.js';
 import { rejectionOf } from './rejection.js';

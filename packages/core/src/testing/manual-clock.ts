@@ -1,4 +1,4 @@
-import type { Clock, ClockTimeoutOptions, ClockTimer } from '../clock.js';
+import type { Clock, ClockTimeoutOptions, ClockTimer } from '../async/clock.js';
 
 interface ManualTimer extends ClockTimer {
   readonly seq: number;

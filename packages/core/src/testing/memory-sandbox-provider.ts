@@ -1,7 +1,7 @@
-import type { AcquireOptions } from '../sandbox-provider.js';
-import { SandboxProvider } from '../sandbox-provider.js';
+import type { AcquireOptions } from '../contract/sandbox-provider.js';
+import { SandboxProvider } from '../contract/sandbox-provider.js';
 import { MemorySandbox, type MemorySandboxOptions } from './memory-sandbox.js';
-import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '../sandbox-spec.js';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '../contract/sandbox-spec.js';
 
 export interface MemorySandboxProviderOptions {
   /**

@@ -1,14 +1,14 @@
 import { posix } from 'node:path';
-import { validateExtraEnv } from '../env-policy.js';
+import { validateExtraEnv } from '../config/env-policy.js';
 import {
   SandboxFileError,
   SandboxFileNotFoundError,
   SandboxPermissionError,
   type FileErrorKind,
-} from '../errors.js';
-import { compileGlob } from '../glob-match.js';
-import { truncateLine } from '../grep-line-summary.js';
-import { compileGrepPattern } from '../grep-pattern.js';
+} from '../errors/errors.js';
+import { compileGlob } from '../search/glob-match.js';
+import { truncateLine } from '../search/grep-line-summary.js';
+import { compileGrepPattern } from '../search/grep-pattern.js';
 import type {
   ExecuteCommandOptions,
   GlobOptions,
@@ -20,9 +20,9 @@ import type {
   ReadFileOptions,
   ScopedExecuteCommandOptions,
   WriteFileOptions,
-} from '../sandbox.js';
-import { Sandbox } from '../sandbox.js';
-import { shouldIgnoreName } from '../search-ignore.js';
+} from '../contract/sandbox.js';
+import { Sandbox } from '../contract/sandbox.js';
+import { shouldIgnoreName } from '../search/search-ignore.js';
 import {
   BINARY_SNIFF_BYTES,
   DEFAULT_GLOB_MAX_RESULTS,
@@ -30,9 +30,9 @@ import {
   DEFAULT_LIST_DIR_DEPTH,
   DEFAULT_MAX_FILE_SIZE_BYTES,
   MAX_GREP_LINE_LENGTH,
-} from '../search-limits.js';
-import { compareRelativePaths } from '../search-order.js';
-import { VIRTUAL_PATH_PREFIX, isUnderVirtualPrefix } from '../virtual-paths.js';
+} from '../search/search-limits.js';
+import { compareRelativePaths } from '../search/search-order.js';
+import { VIRTUAL_PATH_PREFIX, isUnderVirtualPrefix } from '../paths/virtual-paths.js';
 
 export type MemorySandboxOperation =
   | 'executeCommand'

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isSbxError } from '../errors.js';
-import { RenewOutcome } from '../ownership-store.js';
-import type { LeaseHolder, OwnershipStore } from '../ownership-store.js';
+import { isSbxError } from '../errors/errors.js';
+import { RenewOutcome } from '../ownership/ownership-store.js';
+import type { LeaseHolder, OwnershipStore } from '../ownership/ownership-store.js';
 
 /**
  * One backing store (a shared `MemoryLeaseTable`, one Redis key prefix, ...) that the contract opens

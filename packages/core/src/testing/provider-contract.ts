@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSbxError } from '../errors.js';
-import type { SandboxProvider } from '../sandbox-provider.js';
-import type { SandboxResourceName, SandboxSpec } from '../sandbox-spec.js';
+import { isSbxError } from '../errors/errors.js';
+import type { SandboxProvider } from '../contract/sandbox-provider.js';
+import type { SandboxResourceName, SandboxSpec } from '../contract/sandbox-spec.js';
 
 export interface ProviderUnderTest {
   provider: SandboxProvider;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSbxError } from '../errors.js';
-import type { Sandbox } from '../sandbox.js';
+import { isSbxError } from '../errors/errors.js';
+import type { Sandbox } from '../contract/sandbox.js';
 
 export interface SandboxUnderTest {
   sandbox: Sandbox;

@@ -1,4 +1,4 @@
-import type { SandboxProvider } from '../sandbox-provider.js';
+import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import type { SandboxUnderTest } from './sandbox-contract.js';
 
 export interface SandboxFromProviderOptions {

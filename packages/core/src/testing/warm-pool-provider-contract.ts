@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProviderClosedError } from '../errors.js';
-import type { SandboxProvider } from '../sandbox-provider.js';
+import { ProviderClosedError } from '../errors/errors.js';
+import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import { settle, track } from './deferred.js';
 import { ManualClock } from './manual-clock.js';
 import type { PausedCall } from './pausable.js';

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SandboxAuthorizationError, SandboxCommandError } from '../errors.js';
+import { SandboxAuthorizationError, SandboxCommandError } from '../errors/errors.js';
 import type { MemoryCommandHandler } from '../testing/memory-sandbox.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { bashTool } from './bash-tool.js';

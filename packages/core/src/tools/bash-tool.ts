@@ -1,8 +1,8 @@
-import { HostBashDisabledError, isSbxError } from '../errors.js';
-import type { ExecuteCommandOptions, Sandbox } from '../sandbox.js';
-import { VIRTUAL_WORKSPACE_PATH } from '../virtual-paths.js';
-import { redactSecrets } from '../env-policy.js';
-import { LOCAL_HOST_BASH_DISABLED_MESSAGE } from '../host-bash.js';
+import { HostBashDisabledError, isSbxError } from '../errors/errors.js';
+import type { ExecuteCommandOptions, Sandbox } from '../contract/sandbox.js';
+import { VIRTUAL_WORKSPACE_PATH } from '../paths/virtual-paths.js';
+import { redactSecrets } from '../config/env-policy.js';
+import { LOCAL_HOST_BASH_DISABLED_MESSAGE } from '../host/host-bash.js';
 import {
   isLocalSandbox,
   localToolEnvironment,

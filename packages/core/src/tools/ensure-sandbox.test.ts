@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { SandboxAuthorizationError, SandboxNotFoundError, SandboxRuntimeError } from '../errors.js';
-import { SandboxLeaseManager } from '../lease-manager.js';
+import {
+  SandboxAuthorizationError,
+  SandboxNotFoundError,
+  SandboxRuntimeError,
+} from '../errors/errors.js';
+import { SandboxLeaseManager } from '../execution-leases/lease-manager.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { createToolContext } from './create-tool-context.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';

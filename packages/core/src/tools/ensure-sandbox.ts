@@ -1,6 +1,6 @@
-import { SandboxNotFoundError, SandboxRuntimeError } from '../errors.js';
-import { silentLogger } from '../logger.js';
-import type { Sandbox } from '../sandbox.js';
+import { SandboxNotFoundError, SandboxRuntimeError } from '../errors/errors.js';
+import { silentLogger } from '../observability/logger.js';
+import type { Sandbox } from '../contract/sandbox.js';
 import type { SandboxAcquireRequest, ToolContext } from './tool-context.js';
 import { authorizeSandboxUse } from './tool-invocation.js';
 import { errorMessage } from './tool-errors.js';

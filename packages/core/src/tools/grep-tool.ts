@@ -1,5 +1,5 @@
-import { InvalidArgumentError, isSbxError } from '../errors.js';
-import type { GrepMatch, GrepOptions, GrepResult } from '../sandbox.js';
+import { InvalidArgumentError, isSbxError } from '../errors/errors.js';
+import type { GrepMatch, GrepOptions, GrepResult } from '../contract/sandbox.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { GREP_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';

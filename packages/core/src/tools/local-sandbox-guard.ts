@@ -1,14 +1,14 @@
-import { validateLocalBashCommandPaths } from '../bash-path-guard.js';
-import { isSbxError } from '../errors.js';
-import { maskLocalPathsInOutput } from '../path-masking.js';
+import { validateLocalBashCommandPaths } from '../host/bash-path-guard.js';
+import { isSbxError } from '../errors/errors.js';
+import { maskLocalPathsInOutput } from '../paths/path-masking.js';
 import {
   isUserDataRoot,
   resolveAndValidateUserDataPath,
   validateLocalToolPath,
-} from '../path-validation.js';
-import type { Sandbox } from '../sandbox.js';
-import { VIRTUAL_PATH_PREFIX } from '../virtual-paths.js';
-import { replaceVirtualPathsInCommand } from '../virtual-paths-thread.js';
+} from '../paths/path-validation.js';
+import type { Sandbox } from '../contract/sandbox.js';
+import { VIRTUAL_PATH_PREFIX } from '../paths/virtual-paths.js';
+import { replaceVirtualPathsInCommand } from '../paths/virtual-paths-thread.js';
 import type { LocalToolEnvironment, ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';

@@ -1,4 +1,4 @@
-import { isSbxError } from '../errors.js';
+import { isSbxError } from '../errors/errors.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';

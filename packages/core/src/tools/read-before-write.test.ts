@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SandboxAuthorizationError, SandboxPermissionError } from '../errors.js';
+import { SandboxAuthorizationError, SandboxPermissionError } from '../errors/errors.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import type { MemorySandboxCall } from '../testing/memory-sandbox.js';
 import { createToolContext } from './create-tool-context.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ReadFileOptions } from '../sandbox.js';
+import type { ReadFileOptions } from '../contract/sandbox.js';
 import { MemorySandbox } from '../testing/memory-sandbox.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { createToolContext } from './create-tool-context.js';

@@ -1,5 +1,5 @@
-import { isSbxError } from '../errors.js';
-import type { ReadFileOptions } from '../sandbox.js';
+import { isSbxError } from '../errors/errors.js';
+import type { ReadFileOptions } from '../contract/sandbox.js';
 import { fileOperationLock } from './file-operation-lock.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { normalizeToolPath, recordFileContent, refreshFileMark } from './read-before-write.js';

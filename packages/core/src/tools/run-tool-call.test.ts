@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SandboxAuthorizationError } from '../errors.js';
+import { SandboxAuthorizationError } from '../errors/errors.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { createToolContext } from './create-tool-context.js';
 import { runTool, runToolCall } from './run-tool.js';

@@ -1,4 +1,4 @@
-import { isSbxError } from '../errors.js';
+import { isSbxError } from '../errors/errors.js';
 import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from './tool-errors.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 

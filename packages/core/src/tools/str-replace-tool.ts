@@ -1,4 +1,4 @@
-import { isSbxError } from '../errors.js';
+import { isSbxError } from '../errors/errors.js';
 import { fileOperationLock } from './file-operation-lock.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { checkReadBeforeWrite, normalizeToolPath, refreshFileMark } from './read-before-write.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseSandboxConfig } from '../config-loader.js';
+import { parseSandboxConfig } from '../config/config-loader.js';
 import { resolveToolConfig, toolConfigFromSandboxConfig } from './tool-config.js';
 
 describe('tool configuration', () => {

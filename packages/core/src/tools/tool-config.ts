@@ -1,4 +1,4 @@
-import type { SandboxConfig } from '../config.js';
+import type { SandboxConfig } from '../config/config.js';
 
 /**
  * The slice of sandbox configuration the agent tools read. Hosts usually derive it from their loaded

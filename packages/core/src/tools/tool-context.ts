@@ -1,9 +1,9 @@
-import type { Logger } from '../logger.js';
-import type { SandboxProvider } from '../sandbox-provider.js';
-import type { SandboxSpec } from '../sandbox-spec.js';
+import type { Logger } from '../observability/logger.js';
+import type { SandboxProvider } from '../contract/sandbox-provider.js';
+import type { SandboxSpec } from '../contract/sandbox-spec.js';
 import type { ToolConfigInput } from './tool-config.js';
 import type { ToolSession } from './tool-session.js';
-import type { ThreadDataPaths } from '../virtual-paths.js';
+import type { ThreadDataPaths } from '../paths/virtual-paths.js';
 
 /**
  * Per-thread tool state the host persists between tool calls (e.g. in its checkpoint). The tools

@@ -3,7 +3,7 @@ import {
   SearchTimeoutError,
   isSbxError,
   type FileErrorKind,
-} from '../errors.js';
+} from '../errors/errors.js';
 
 /** The POSIX-style kind of a typed file error, if `err` is one. */
 export function fileErrorKind(err: unknown): FileErrorKind | undefined {

@@ -1,4 +1,4 @@
-import { isSbxError } from '../errors.js';
+import { isSbxError } from '../errors/errors.js';
 import { recordToolFailure } from './tool-invocation.js';
 
 /**

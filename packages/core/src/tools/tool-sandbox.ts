@@ -1,5 +1,5 @@
-import { isSbxError } from '../errors.js';
-import type { Sandbox } from '../sandbox.js';
+import { isSbxError } from '../errors/errors.js';
+import type { Sandbox } from '../contract/sandbox.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';
 import { maskHostPaths } from './local-sandbox-guard.js';
 import type { ToolContext } from './tool-context.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { MAX_GLOB_PATTERN_LENGTH } from '../glob-match.js';
-import { MAX_PATH_BYTES } from '../path-limits.js';
+import { MAX_GLOB_PATTERN_LENGTH } from '../search/glob-match.js';
+import { MAX_PATH_BYTES } from '../paths/path-limits.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 /**

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { SandboxRuntimeError } from '../errors.js';
+import { SandboxRuntimeError } from '../errors/errors.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import type { MemorySandboxOptions } from '../testing/memory-sandbox.js';
 import { createToolContext } from './create-tool-context.js';

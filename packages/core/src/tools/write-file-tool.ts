@@ -1,5 +1,5 @@
 import { Buffer } from 'node:buffer';
-import type { Sandbox } from '../sandbox.js';
+import type { Sandbox } from '../contract/sandbox.js';
 import { fileOperationLock } from './file-operation-lock.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { checkReadBeforeWrite, normalizeToolPath, refreshFileMark } from './read-before-write.js';

@@ -1,0 +1,191 @@
+import { InvalidArgumentError, SbxError } from '../errors/errors.js';
+import type { SandboxScope } from '../identity/identity.js';
+
+/** Resources one acquire may ask for; each provider says which it can honour. */
+export interface SandboxResources {
+  readonly memoryMb?: number | undefined;
+  readonly cpus?: number | undefined;
+  readonly pids?: number | undefined;
+  readonly diskGb?: number | undefined;
+}
+
+export type SandboxResourceName = keyof SandboxResources;
+
+/**
+ * What the host application asks of the sandbox of one acquire (per tenant, per plan). `image` and
+ * `resources` are part of the sandbox's identity: a sandbox created with one is never reused for
+ * another. `timeoutSeconds` and `labels` are not (they describe, not change, the sandbox): the
+ * values of the acquire that created it stay.
+ */
+export interface SandboxSpec {
+  /** An image (container) or template (VM); must be in the configured allowlist. */
+  readonly image?: string | undefined;
+  readonly resources?: SandboxResources | undefined;
+  /** The sandbox's own lifetime limit (VM providers). */
+  readonly timeoutSeconds?: number | undefined;
+  /** Written to the container / VM metadata, e.g. `{ 'sbx.dev/tenant': 'acme' }`. */
+  readonly labels?: Readonly<Record<string, string>> | undefined;
+}
+
+/** The capability flags of a provider: which spec fields it honours. Anything else is refused. */
+export interface SandboxSpecSupport {
+  readonly image: boolean;
+  readonly resources: readonly SandboxResourceName[];
+  readonly timeout: boolean;
+  readonly labels: boolean;
+}
+
+export const NO_SPEC_SUPPORT: SandboxSpecSupport = {
+  image: false,
+  resources: [],
+  timeout: false,
+  labels: false,
+};
+
+/** The operator's bounds on what an acquire may ask (`sandbox.spec` in the configuration). */
+export interface SandboxSpecPolicy {
+  /** Images an acquire may name; empty: none (the configured default image only). */
+  readonly images: readonly string[];
+  readonly maxMemoryMb?: number | undefined;
+  readonly maxCpus?: number | undefined;
+  readonly maxPids?: number | undefined;
+  readonly maxDiskGb?: number | undefined;
+  readonly maxTimeoutSeconds?: number | undefined;
+}
+
+export const DEFAULT_SPEC_POLICY: SandboxSpecPolicy = { images: [] };
+
+/**
+ * A spec this provider cannot honour, or one outside the operator's bounds. Refused, never
+ * silently dropped: a tenant asking for 16 GiB must not quietly get the default.
+ */
+export class SandboxSpecError extends SbxError {
+  static override readonly CODE = 'SANDBOX_SPEC';
+  constructor(message: string) {
+    super(message);
+  }
+}
+
+const LABEL_KEY = /^[a-z0-9]([a-z0-9._/-]{0,61}[a-z0-9])?$/;
+const MAX_LABELS = 32;
+const MAX_LABEL_VALUE = 256;
+
+function positive(name: string, value: unknown, integer: boolean): number {
+  if (
+    typeof value !== 'number' ||
+    !Number.isFinite(value) ||
+    value <= 0 ||
+    (integer && !Number.isInteger(value))
+  ) {
+    throw new InvalidArgumentError(
+      `spec.${name} must be a positive ${integer ? 'integer' : 'number'}`,
+    );
+  }
+  return value;
+}
+
+function bounded(name: string, value: number, max: number | undefined): void {
+  if (max !== undefined && value > max) {
+    throw new SandboxSpecError(`spec.${name} ${value} is over the configured maximum ${max}`);
+  }
+}
+
+/**
+ * Checks one acquire's spec against what the provider honours and the operator allows, and
+ * returns it normalized (empty parts dropped); `undefined` for no spec at all.
+ *
+ * @throws SandboxSpecError for a field the provider cannot honour, an image not in the allowlist
+ *   or a value over its bound; InvalidArgumentError for a malformed value
+ */
+export function checkSandboxSpec(
+  spec: SandboxSpec | undefined,
+  support: SandboxSpecSupport,
+  policy: SandboxSpecPolicy,
+  provider: string,
+): SandboxSpec | undefined {
+  if (spec === undefined || spec === null) return undefined;
+  if (typeof spec !== 'object') throw new InvalidArgumentError('spec must be an object');
+  const refuse = (what: string) =>
+    new SandboxSpecError(`${provider} cannot honour ${what}; leave it out or use another provider`);
+  const out: { -readonly [K in keyof SandboxSpec]: SandboxSpec[K] } = {};
+  if (spec.image !== undefined) {
+    if (!support.image) throw refuse('spec.image');
+    if (typeof spec.image !== 'string' || spec.image === '') {
+      throw new InvalidArgumentError('spec.image must be a non-empty string');
+    }
+    if (!policy.images.includes(spec.image)) {
+      throw new SandboxSpecError(
+        `spec.image ${JSON.stringify(spec.image)} is not in sandbox.spec.images`,
+      );
+    }
+    out.image = spec.image;
+  }
+  if (spec.resources !== undefined) {
+    const resources: { -readonly [K in SandboxResourceName]?: number } = {};
+    for (const [name, value] of Object.entries(spec.resources)) {
+      if (value === undefined) continue;
+      if (!['memoryMb', 'cpus', 'pids', 'diskGb'].includes(name)) {
+        throw new InvalidArgumentError(`spec.resources.${name} is not a resource`);
+      }
+      const key = name as SandboxResourceName;
+      if (!support.resources.includes(key)) throw refuse(`spec.resources.${key}`);
+      resources[key] = positive(`resources.${key}`, value, key !== 'cpus');
+    }
+    bounded('resources.memoryMb', resources.memoryMb ?? 0, policy.maxMemoryMb);
+    bounded('resources.cpus', resources.cpus ?? 0, policy.maxCpus);
+    bounded('resources.pids', resources.pids ?? 0, policy.maxPids);
+    bounded('resources.diskGb', resources.diskGb ?? 0, policy.maxDiskGb);
+    if (Object.keys(resources).length > 0) out.resources = resources;
+  }
+  if (spec.timeoutSeconds !== undefined) {
+    if (!support.timeout) throw refuse('spec.timeoutSeconds');
+    out.timeoutSeconds = positive('timeoutSeconds', spec.timeoutSeconds, false);
+    bounded('timeoutSeconds', out.timeoutSeconds, policy.maxTimeoutSeconds);
+  }
+  if (spec.labels !== undefined) {
+    if (!support.labels) throw refuse('spec.labels');
+    const entries = Object.entries(spec.labels);
+    if (entries.length > MAX_LABELS) {
+      throw new InvalidArgumentError(`spec.labels: at most ${MAX_LABELS} labels`);
+    }
+    for (const [key, value] of entries) {
+      if (!LABEL_KEY.test(key)) {
+        throw new InvalidArgumentError(
+          `spec.labels: ${JSON.stringify(key)} is not a label key (lower-case letters, digits, . _ / -)`,
+        );
+      }
+      // sbx's own labels name the sandbox; a label must not impersonate them.
+      if (key.startsWith('sbx.') && !key.startsWith('sbx.dev/')) {
+        throw new InvalidArgumentError(`spec.labels: ${key} is reserved (use sbx.dev/...)`);
+      }
+      if (
+        typeof value !== 'string' ||
+        value.length > MAX_LABEL_VALUE ||
+        [...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)
+      ) {
+        throw new InvalidArgumentError(
+          `spec.labels: the value of ${key} must be text of at most ${MAX_LABEL_VALUE} characters`,
+        );
+      }
+    }
+    if (entries.length > 0) out.labels = Object.fromEntries(entries);
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/**
+ * The identity scope of a spec: what changes what the sandbox is (image, resources). Absent when
+ * the spec changes nothing, so a spec of labels only names the same sandbox as no spec.
+ */
+export function specIdentityScope(spec: SandboxSpec | undefined): SandboxScope | undefined {
+  if (!spec || (spec.image === undefined && spec.resources === undefined)) return undefined;
+  const resources = spec.resources ?? {};
+  const canonical = JSON.stringify([
+    spec.image ?? null,
+    resources.memoryMb ?? null,
+    resources.cpus ?? null,
+    resources.pids ?? null,
+    resources.diskGb ?? null,
+  ]);
+  return { kind: 'sandbox-spec', value: canonical };
+}

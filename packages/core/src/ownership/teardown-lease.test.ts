@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryLeaseTable, MemoryOwnershipStore } from './memory-ownership-store.js';
+import { withHeldTeardownLease } from './teardown-lease.js';
+import { Deferred, track } from '../testing/deferred.js';
+import { ManualClock } from '../testing/manual-clock.js';
+import { pausable } from '../testing/pausable.js';
+import { recordingLogger } from '../testing/recording-logger.js';
+
+const ID = 'sbx-teardown-1';
+const INTERVAL_MS = 10_000;
+const TTL_SECONDS = 30;
+
+function setup() {
+  const clock = new ManualClock(1_000_000);
+  const table = new MemoryLeaseTable({ clock });
+  const ours = new MemoryOwnershipStore({ table, ttlSeconds: TTL_SECONDS, ownerId: 'ours' });
+  const peer = new MemoryOwnershipStore({ table, ttlSeconds: TTL_SECONDS, ownerId: 'peer' });
+  const logger = recordingLogger();
+  return { clock, table, ours, peer, logger };
+}
+
+describe('withHeldTeardownLease', () => {
+  it('keeps a peer out for as long as the stop runs, well past the lease TTL', async () => {
+    const { clock, ours, peer, logger } = setup();
+    expect(await ours.claim(ID, { forDestroy: true })).toBe(true);
+    const stop = new Deferred<string>();
+    const run = track(
+      withHeldTeardownLease(
+        { store: ours, sandboxId: ID, intervalMs: INTERVAL_MS, clock, logger },
+        () => stop.promise,
+      ),
+    );
+    // Four TTLs: without the heartbeat the marker would have lapsed long ago.
+    for (let i = 0; i < 12; i += 1) await clock.advance(INTERVAL_MS);
+    expect(await peer.take(ID)).toBe(false);
+    stop.resolve('stopped');
+    expect(await run.promise).toBe('stopped');
+    expect(await ours.owner(ID)).toBeUndefined();
+    expect(await peer.take(ID)).toBe(true);
+  });
+
+  it('releases only after a refresh that was in flight when the stop returned', async () => {
+    const { clock, ours, peer, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const store = pausable(ours);
+    store.pause('claim');
+    const stop = new Deferred();
+    const run = track(
+      withHeldTeardownLease(
+        { store: store.proxy, sandboxId: ID, intervalMs: INTERVAL_MS, clock, logger },
+        () => stop.promise,
+      ),
+    );
+    await clock.advance(INTERVAL_MS);
+    const refresh = await store.nextCall('claim');
+    stop.resolve();
+    // The refresh lands after the stop returned; a release issued before it would be undone.
+    await refresh.release();
+    await run.promise;
+    expect(await ours.owner(ID)).toBeUndefined();
+    expect(await peer.take(ID)).toBe(true);
+  });
+
+  it('a failed stop still releases the marker, then its error propagates', async () => {
+    const { clock, ours, peer, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const boom = new Error('kill failed');
+    await expect(
+      withHeldTeardownLease(
+        { store: ours, sandboxId: ID, intervalMs: INTERVAL_MS, clock, logger },
+        () => Promise.reject(boom),
+      ),
+    ).rejects.toBe(boom);
+    expect(await peer.take(ID)).toBe(true);
+  });
+
+  it('a refresh that errors is retried on the next beat (unknown is not lost)', async () => {
+    const { clock, ours, peer, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const store = pausable(ours);
+    store.pause('claim', { times: 1 });
+    const stop = new Deferred();
+    const run = track(
+      withHeldTeardownLease(
+        { store: store.proxy, sandboxId: ID, intervalMs: INTERVAL_MS, clock, logger },
+        () => stop.promise,
+      ),
+    );
+    await clock.advance(INTERVAL_MS);
+    (await store.nextCall('claim')).fail(new Error('store unreachable'));
+    for (let i = 0; i < 5; i += 1) await clock.advance(INTERVAL_MS);
+    expect(logger.text('warn')).toContain('Could not refresh the teardown lease');
+    expect(await peer.take(ID)).toBe(false);
+    stop.resolve();
+    await run.promise;
+  });
+
+  it('stops refreshing and logs an error once a peer holds the lease; the peer keeps it', async () => {
+    const { clock, table, ours, peer, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const stop = new Deferred();
+    const run = track(
+      withHeldTeardownLease(
+        { store: ours, sandboxId: ID, intervalMs: INTERVAL_MS, clock, logger },
+        () => stop.promise,
+      ),
+    );
+    table.set(ID, 'own', 'peer', TTL_SECONDS * 1000);
+    await clock.advance(INTERVAL_MS);
+    expect(logger.text('error')).toContain('Lost the teardown exclusion');
+    stop.resolve();
+    await run.promise;
+    expect(await peer.owner(ID)).toEqual({ state: 'own', ownerId: 'peer' });
+  });
+
+  it('a wedged refresh bounds the wait; the heartbeat releases once the store answers', async () => {
+    const { clock, ours, peer, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const store = pausable(ours);
+    store.pause('claim');
+    let released = false;
+    const stop = new Deferred<string>();
+    const run = track(
+      withHeldTeardownLease(
+        {
+          store: store.proxy,
+          sandboxId: ID,
+          intervalMs: INTERVAL_MS,
+          clock,
+          logger,
+          joinTimeoutMs: 5_000,
+          onReleased: () => {
+            released = true;
+          },
+        },
+        () => stop.promise,
+      ),
+    );
+    await clock.advance(INTERVAL_MS);
+    const wedged = await store.nextCall('claim');
+    stop.resolve('done');
+    // The join bound is the one ref'd timer the helper arms once the stop has returned.
+    while (clock.refTimers === 0) await Promise.resolve();
+    await clock.advance(5_000);
+    expect(await run.promise).toBe('done');
+    expect(logger.text('warn')).toContain('still running');
+    expect(released).toBe(false);
+    await wedged.release();
+    await clock.advance(0);
+    expect(released).toBe(true);
+    expect(await peer.take(ID)).toBe(true);
+  });
+});
