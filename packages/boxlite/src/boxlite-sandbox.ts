@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
 import {
+  AbortedError,
   errorMessage,
   Sandbox,
   SandboxRuntimeError,
@@ -341,5 +342,5 @@ export class BoxliteSandbox extends Sandbox {
 }
 
 function isSbxAbort(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'ABORTED';
+  return AbortedError.is(error);
 }

@@ -1,4 +1,10 @@
-import { errorMessage, isSbxError, type ConfigIssue } from '@sbx/core';
+import {
+  ConfigError,
+  InvalidArgumentError,
+  errorMessage,
+  isSbxError,
+  type ConfigIssue,
+} from '@sbx/core';
 import { writeLine, type CliIo } from './cli-io.js';
 import { ExitCode } from './exit-codes.js';
 
@@ -26,7 +32,7 @@ export function printJson(io: CliIo, value: unknown): void {
  * @sbx/core in the dependency tree still counts; `undefined` for any other value.
  */
 export function configIssuesOf(err: unknown): readonly ConfigIssue[] | undefined {
-  if (!isSbxError(err) || err.code !== 'CONFIG_INVALID') return undefined;
+  if (!isSbxError(err, ConfigError.CODE)) return undefined;
   const issues = (err as { issues?: unknown }).issues;
   return Array.isArray(issues) ? (issues as ConfigIssue[]) : [];
 }
@@ -40,7 +46,7 @@ export function describeFailure(err: unknown): JsonFailure['error'] {
 
 /** A rejected argument (by code, so a duplicated @sbx/core still counts). */
 export function isUsageError(err: unknown): boolean {
-  return isSbxError(err) && err.code === 'INVALID_ARGUMENT';
+  return InvalidArgumentError.is(err);
 }
 
 /**

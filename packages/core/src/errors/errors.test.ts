@@ -219,3 +219,24 @@ describe('isSbxError', () => {
     expect(isSbxError(null)).toBe(false);
   });
 });
+
+describe('per-class checks by code', () => {
+  it('XError.is and isSbxError(err, code) match by code, across duplicated installs too', () => {
+    const aborted = new AbortedError();
+    expect(AbortedError.is(aborted)).toBe(true);
+    expect(InvalidArgumentError.is(aborted)).toBe(false);
+    expect(isSbxError(aborted, AbortedError.CODE)).toBe(true);
+    expect(isSbxError(aborted, ConfigError.CODE)).toBe(false);
+    expect(isSbxError(aborted)).toBe(true);
+    // What an error of another copy of @sbx/core looks like to this one: same shape, other class.
+    const foreign = Object.assign(new Error('x'), {
+      code: 'ABORTED',
+      details: {},
+      baseMessage: 'x',
+    });
+    expect(foreign instanceof SbxError).toBe(false);
+    expect(AbortedError.is(foreign)).toBe(true);
+    expect(AbortedError.is(Object.assign(new Error('x'), { code: 'ABORTED' }))).toBe(false);
+    expect(AbortedError.is(undefined)).toBe(false);
+  });
+});

@@ -43,17 +43,28 @@ export class SbxError extends Error {
     this.details = details;
     this.baseMessage = message;
   }
+
+  /**
+   * `AbortedError.is(err)`: `err` is an sbx error of this class's code, by code rather than by
+   * prototype, so it holds across duplicated installs of @sbx/core (where `instanceof` fails).
+   */
+  static is<T extends typeof SbxError>(this: T, value: unknown): value is InstanceType<T> {
+    return isSbxError(value, this.CODE);
+  }
 }
 
-/** Type guard that also works across duplicated module instances. */
-export function isSbxError(value: unknown): value is SbxError {
-  return (
+/**
+ * Type guard that also works across duplicated module instances; with `code`, only an sbx error
+ * of that code (`isSbxError(err, ConfigError.CODE)`).
+ */
+export function isSbxError(value: unknown, code?: string): value is SbxError {
+  const shaped =
     value instanceof SbxError ||
     (value instanceof Error &&
       typeof (value as { code?: unknown }).code === 'string' &&
       typeof (value as { details?: unknown }).details === 'object' &&
-      'baseMessage' in value)
-  );
+      'baseMessage' in value);
+  return shaped && (code === undefined || (value as SbxError).code === code);
 }
 
 function pick(entries: Record<string, unknown>): SbxErrorDetails {
