@@ -31,10 +31,14 @@ describe('sbx provisioner', () => {
     });
     let health: Response | undefined;
     await expect
-      .poll(async () => {
-        health = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined);
-        return health?.status;
-      })
+      .poll(
+        async () => {
+          health = await fetch(`http://127.0.0.1:${port}/health`).catch(() => undefined);
+          return health?.status;
+          // Starting loads the provisioner and the Kubernetes client: seconds on a busy machine.
+        },
+        { timeout: 20_000 },
+      )
       .toBe(200);
     const created = await fetch(`http://127.0.0.1:${port}/api/sandboxes`, {
       method: 'POST',
