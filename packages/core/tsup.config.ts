@@ -2,7 +2,7 @@ import { copyFile } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', testing: 'src/testing.ts' },
+  entry: { index: 'src/index.ts', testing: 'src/testing.ts', internal: 'src/internal.ts' },
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,

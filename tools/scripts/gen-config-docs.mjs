@@ -94,7 +94,12 @@ export async function renderSchema(schema) {
 
 async function loadCore() {
   try {
-    return await import(pathToFileURL(CORE_DIST).href);
+    // The root entry and the internal one (the reference's flat provider keys live there).
+    const root = await import(pathToFileURL(CORE_DIST).href);
+    const internal = await import(
+      pathToFileURL(CORE_DIST.replace(/index\.js$/, 'internal.js')).href
+    );
+    return { ...internal, ...root };
   } catch (err) {
     if (err && err.code === 'ERR_MODULE_NOT_FOUND') {
       throw new Error(

@@ -1,10 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import {
-  REFERENCE_FLAT_PROVIDER_KEYS,
-  listSandboxConfigKeys,
-  sandboxConfigJsonSchema,
-} from '../../packages/core/src/index.js';
+import { listSandboxConfigKeys, sandboxConfigJsonSchema } from '../../packages/core/src/index.js';
+import { REFERENCE_FLAT_PROVIDER_KEYS } from '../../packages/core/src/internal.js';
 import { packageEntryName } from '../../docs/typedoc-package-names.mjs';
 import { REFERENCE_MD, SCHEMA_JSON, renderReference, renderSchema } from './gen-config-docs.mjs';
 

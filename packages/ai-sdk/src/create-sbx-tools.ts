@@ -1,11 +1,11 @@
 import {
   createToolRunner,
-  describingToolSchema,
   type RawToolArguments,
   type ToolName,
   type ToolRunner,
   type ToolRunnerOptions,
 } from '@sbx/core';
+import { describingToolSchema } from '@sbx/core/internal';
 import type { Tool } from 'ai';
 import { SbxToolError } from './sbx-tool-error.js';
 

@@ -1,12 +1,13 @@
-import { collectConfigIssues, type ConfigBlockValidator, unknownKeyIssues } from '@sbx/core';
+import { type ConfigBlockValidator } from '@sbx/core';
+import { collectConfigIssues, unknownKeyIssues } from '@sbx/core/internal';
 import {
   ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
-  DEFAULT_SKILLS_ROOT,
   silentLogger,
 } from '@sbx/core';
+import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
 import type { Logger, SandboxConfig } from '@sbx/core';
 import type { ContainerNetworkMode } from './container-spec.js';
 import {

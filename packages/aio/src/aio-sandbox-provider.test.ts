@@ -7,13 +7,13 @@ import {
   OwnershipBackendError,
   SandboxIdentityCollisionError,
   SerializerClosedError,
-  TEARDOWN_JOIN_TIMEOUT_MS,
   deriveSandboxScopeToken,
   getSandboxLeaseManager,
   loadProviderClass,
   parseSandboxConfig,
   MemoryLeaseTable,
 } from '@sbx/core';
+import { TEARDOWN_JOIN_TIMEOUT_MS } from '@sbx/core/internal';
 import { settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AioSandboxProvider, createAioProvider } from './aio-sandbox-provider.js';

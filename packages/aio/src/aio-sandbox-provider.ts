@@ -16,9 +16,6 @@ import {
   assertSafePathSegment,
   consoleLogger,
   createOwnershipStore,
-  DEFAULT_SPEC_POLICY,
-  NO_SPEC_SUPPORT,
-  checkSandboxSpec,
   deriveSandboxScopeToken,
   specIdentityScope,
   type SandboxSpec,
@@ -29,7 +26,6 @@ import {
   identityScopesFor,
   isSbxError,
   isValidSandboxId,
-  leaseTtlMilliseconds,
   resolveEffectiveUserId,
   resolveOwnershipConfig,
   serializerKey,
@@ -38,6 +34,12 @@ import {
   withHeldTeardownLease,
   sleep,
 } from '@sbx/core';
+import {
+  DEFAULT_SPEC_POLICY,
+  NO_SPEC_SUPPORT,
+  checkSandboxSpec,
+  leaseTtlMilliseconds,
+} from '@sbx/core/internal';
 import type {
   AcquireOptions,
   ListSandboxesOptions,

@@ -1,18 +1,10 @@
 import { posix } from 'node:path';
 import {
-  DEFAULT_GLOB_MAX_RESULTS,
-  DEFAULT_GREP_MAX_RESULTS,
   InvalidArgumentError,
-  MAX_GREP_LINE_LENGTH,
   compareRelativePaths,
   compileGlob,
-  compileGrepPattern,
-  globNameFilter,
   matchingLineIndices,
   regexToPosixEre,
-  remoteOutputLimit,
-  shouldIgnorePath,
-  truncateLine,
   type GlobOptions,
   type GlobResult,
   type GrepMatch,
@@ -20,6 +12,16 @@ import {
   type GrepResult,
   type Logger,
 } from '@sbx/core';
+import {
+  DEFAULT_GLOB_MAX_RESULTS,
+  DEFAULT_GREP_MAX_RESULTS,
+  MAX_GREP_LINE_LENGTH,
+  compileGrepPattern,
+  globNameFilter,
+  remoteOutputLimit,
+  shouldIgnorePath,
+  truncateLine,
+} from '@sbx/core/internal';
 import type { AioApi } from './aio-api.js';
 import { isHttpStatus } from './aio-http-error.js';
 

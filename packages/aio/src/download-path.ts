@@ -1,4 +1,5 @@
-import { SandboxPermissionError, VIRTUAL_PATH_PREFIX } from '@sbx/core';
+import { SandboxPermissionError } from '@sbx/core';
+import { VIRTUAL_PATH_PREFIX } from '@sbx/core/internal';
 import type { Logger } from '@sbx/core';
 
 /** Largest file `downloadFile` returns: 100 MiB (exactly 100 MiB is allowed). */

@@ -109,12 +109,8 @@ export type {
 export { provisionerExtraMounts } from './provisioner-mounts.js';
 // The allowlist and skills-root rules live in core, shared with @sbx/provisioner; re-exported so
 // existing imports from @sbx/aio keep working.
-export {
-  canonicalSkillsRoot,
-  provisionerExtraMountPaths,
-  PROVISIONER_MAX_EXTRA_MOUNTS,
-  SKILL_MOUNT_CATEGORIES,
-} from '@sbx/core';
+export { canonicalSkillsRoot, provisionerExtraMountPaths } from '@sbx/core';
+export { PROVISIONER_MAX_EXTRA_MOUNTS, SKILL_MOUNT_CATEGORIES } from '@sbx/core/internal';
 export type { ProvisionerMount } from '@sbx/core';
 
 // --- provider

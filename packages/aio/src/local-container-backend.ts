@@ -2,13 +2,12 @@ import type { LocalContainerBackendOptions } from './local-container-backend-opt
 import {
   errorMessage,
   AbortedError,
-  DEFAULT_SKILLS_ROOT,
   InvalidArgumentError,
   SandboxRuntimeError,
-  interopDefault,
   loadOptionalDependency,
   silentLogger,
 } from '@sbx/core';
+import { DEFAULT_SKILLS_ROOT, interopDefault } from '@sbx/core/internal';
 import type { Logger } from '@sbx/core';
 import { detectContainerRuntime, dockerConnectionOptions } from './container-runtime.js';
 import {

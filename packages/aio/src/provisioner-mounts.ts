@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
-import { LARK_CLI_RUNTIME_MOUNT_PATH, provisionerExtraMountPaths } from '@sbx/core';
+import { provisionerExtraMountPaths } from '@sbx/core';
+import { LARK_CLI_RUNTIME_MOUNT_PATH } from '@sbx/core/internal';
 import type { ProvisionerMount } from '@sbx/core';
 import type { MountSpec } from './sandbox-backend.js';
 

@@ -1,11 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  PROVISIONER_MAX_EXTRA_MOUNTS,
-  canonicalSkillsRoot,
-  isSbxError,
-  provisionerExtraMountPaths,
-} from '@sbx/core';
+import { canonicalSkillsRoot, isSbxError, provisionerExtraMountPaths } from '@sbx/core';
+import { PROVISIONER_MAX_EXTRA_MOUNTS } from '@sbx/core/internal';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStandin } from './aio-standin.fixture.js';
 import type { StandinFixture } from './aio-standin.fixture.js';

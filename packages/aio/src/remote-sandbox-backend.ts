@@ -1,12 +1,12 @@
 import {
   canonicalSkillsRoot,
   errorMessage,
-  DEFAULT_SKILLS_ROOT,
   InvalidArgumentError,
   SandboxRuntimeError,
   resolveEffectiveUserId,
   silentLogger,
 } from '@sbx/core';
+import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
 import type { Logger } from '@sbx/core';
 import { AioHttpClient } from './aio-http.js';
 import { AioHttpError } from './aio-http-error.js';

@@ -1,17 +1,14 @@
 import { chmod, mkdir } from 'node:fs/promises';
 import path from 'node:path';
+import { errorMessage, assertSafePathSegment, silentLogger, threadLayout } from '@sbx/core';
 import {
-  errorMessage,
   SKILL_CATEGORIES,
   VIRTUAL_ACP_WORKSPACE_PATH,
   VIRTUAL_OUTPUTS_PATH,
   VIRTUAL_UPLOADS_PATH,
   VIRTUAL_WORKSPACE_PATH,
-  assertSafePathSegment,
   sharedSkillsViewPath,
-  silentLogger,
-  threadLayout,
-} from '@sbx/core';
+} from '@sbx/core/internal';
 import type { Logger, SkillCategory } from '@sbx/core';
 import type { MountSpec } from './sandbox-backend.js';
 

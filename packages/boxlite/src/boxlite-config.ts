@@ -1,14 +1,14 @@
-import { collectConfigIssues, type ConfigBlockValidator } from '@sbx/core';
+import { type ConfigBlockValidator } from '@sbx/core';
+import { collectConfigIssues } from '@sbx/core/internal';
 import {
   ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
   DEFAULT_SKILLS_CONTAINER_PATH,
-  normalizeVirtualRoot,
-  unknownKeyIssues,
   validateExtraEnv,
 } from '@sbx/core';
+import { normalizeVirtualRoot, unknownKeyIssues } from '@sbx/core/internal';
 import type { ConfigIssue, SandboxConfig } from '@sbx/core';
 
 /** Image used when neither `sandbox.boxlite.image` nor `sandbox.image` names one. */

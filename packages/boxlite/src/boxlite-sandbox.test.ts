@@ -1,11 +1,11 @@
 import {
   InvalidArgumentError,
-  PATH_TRAVERSAL_MESSAGE,
   SandboxFileError,
   SandboxPermissionError,
   SandboxRuntimeError,
   isSbxError,
 } from '@sbx/core';
+import { PATH_TRAVERSAL_MESSAGE } from '@sbx/core/internal';
 import { ManualClock, recordingLogger, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {

@@ -1,4 +1,5 @@
-import { interopDefault, loadOptionalDependency } from '@sbx/core';
+import { loadOptionalDependency } from '@sbx/core';
+import { interopDefault } from '@sbx/core/internal';
 import type { Logger, ModuleImporter } from '@sbx/core';
 import type {
   BoxliteBoxHandle,

@@ -1,12 +1,11 @@
 import path from 'node:path';
 import {
   InvalidArgumentError,
-  SBX_CONFIG_PATH_ENV,
   loadSandboxConfig,
   parseSandboxConfig,
-  providerSpecifierProblem,
   type SandboxConfig,
 } from '@sbx/core';
+import { SBX_CONFIG_PATH_ENV, providerSpecifierProblem } from '@sbx/core/internal';
 import type { CliIo } from './cli-io.js';
 
 /** Environment variable naming the config file when `--config` is not given. */

@@ -1,4 +1,5 @@
-import { DEFAULT_USER_ID, type ModuleImporter } from '@sbx/core';
+import { type ModuleImporter } from '@sbx/core';
+import { DEFAULT_USER_ID } from '@sbx/core/internal';
 import type { CliConfigOptions } from './cli-config.js';
 import type { CliIo } from './cli-io.js';
 import type { CommonOptions } from './command-result.js';

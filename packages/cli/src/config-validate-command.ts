@@ -1,15 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
-  PROVIDER_BLOCK_PACKAGES,
   errorMessage,
   loadSandboxConfig,
-  parseProviderSpecifier,
   type ConfigBlockValidator,
   type ConfigIssue,
   type ModuleImporter,
   type SandboxConfig,
 } from '@sbx/core';
+import { PROVIDER_BLOCK_PACKAGES, parseProviderSpecifier } from '@sbx/core/internal';
 import { parseAuthorizationConfig, parseAuthorizationConfigYaml } from '@sbx/authz';
 import { writeLine } from './cli-io.js';
 import {

@@ -4,12 +4,12 @@ import path from 'node:path';
 import {
   errorMessage,
   loadProviderClass,
-  parseProviderSpecifier,
   parseSandboxConfig,
   resolveOwnershipConfig,
   type ModuleImporter,
   type SandboxConfig,
 } from '@sbx/core';
+import { parseProviderSpecifier } from '@sbx/core/internal';
 import { findShell, POSIX_SHELL_CANDIDATES } from '@sbx/local';
 import { loadCliConfig, type CliConfigOptions } from './cli-config.js';
 import type { CliIo } from './cli-io.js';

@@ -2,9 +2,9 @@ import {
   InvalidArgumentError,
   ensureSandboxInitialized,
   shellQuote,
-  withWorkspaceCwd,
   type SandboxProvider,
 } from '@sbx/core';
+import { withWorkspaceCwd } from '@sbx/core/internal';
 import { loadCliConfig } from './cli-config.js';
 import { writeLine } from './cli-io.js';
 import { stderrLogger } from './cli-logger.js';

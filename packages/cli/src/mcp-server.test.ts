@@ -1,12 +1,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import {
-  TOOL_NAMES,
   getToolDefinitions,
   parseSandboxConfig,
   silentLogger,
   type SandboxConfig,
 } from '@sbx/core';
+import { TOOL_NAMES } from '@sbx/core/internal';
 import { parseAuthorizationConfig, type AuthorizationConfig } from '@sbx/authz';
 import { LocalSandboxProvider } from '@sbx/local';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';

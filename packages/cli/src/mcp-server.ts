@@ -8,10 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import {
   errorMessage,
-  DEFAULT_USER_ID,
-  TOOL_NAMES,
   getToolDefinitions,
-  isToolName,
   runToolCall,
   silentLogger,
   type Logger,
@@ -22,6 +19,7 @@ import {
   type ToolDefinition,
   type ToolName,
 } from '@sbx/core';
+import { DEFAULT_USER_ID, TOOL_NAMES, isToolName } from '@sbx/core/internal';
 import {
   buildPrincipal,
   createSandboxAuthorizer,

@@ -10,7 +10,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { servicesRequired } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TOOL_NAMES } from '@sbx/core';
+import { TOOL_NAMES } from '@sbx/core/internal';
 import { tempDir } from './test-support.js';
 
 const BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));

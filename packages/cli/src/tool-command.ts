@@ -1,13 +1,12 @@
 import {
   errorMessage,
   InvalidArgumentError,
-  TOOL_NAMES,
-  isToolName,
   runToolCall,
   type SandboxProvider,
   type ToolCallResult,
   type ToolContext,
 } from '@sbx/core';
+import { TOOL_NAMES, isToolName } from '@sbx/core/internal';
 import { loadCliConfig } from './cli-config.js';
 import { writeLine } from './cli-io.js';
 import { stderrLogger } from './cli-logger.js';

@@ -1,11 +1,11 @@
 import {
   AbortedError,
-  CAPACITY_SANDBOX_PREFIX,
   MemoryCapacityStore,
   MemoryLeaseTable,
   MemoryOwnershipStore,
   OwnershipBackendError,
 } from '@sbx/core';
+import { CAPACITY_SANDBOX_PREFIX } from '@sbx/core/internal';
 import type { ClockTimeoutOptions, ClockTimer, OwnershipStore } from '@sbx/core';
 import { ManualClock, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,5 +1,7 @@
-import { collectConfigIssues, type ConfigBlockValidator, unknownKeyIssues } from '@sbx/core';
-import { ConfigError, DEFAULT_SKILLS_ROOT, leaseTtlSeconds, silentLogger } from '@sbx/core';
+import { type ConfigBlockValidator } from '@sbx/core';
+import { collectConfigIssues, unknownKeyIssues } from '@sbx/core/internal';
+import { ConfigError, leaseTtlSeconds, silentLogger } from '@sbx/core';
+import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
 import type {
   Logger,
   OverflowPolicy,

@@ -1,4 +1,4 @@
-import { DEFAULT_SKILLS_ROOT } from '@sbx/core';
+import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
 import { describeInspectionContract } from '@sbx/core/testing';
 import { buildVmMetadata } from './metadata.js';
 import { makeHarness } from './test-support.js';

@@ -3,10 +3,8 @@ import { stat } from 'node:fs/promises';
 import {
   AcquireSerializer,
   CapacityReserveOutcome,
-  DEFAULT_SKILLS_ROOT,
   ProviderClosedError,
   RenewOutcome,
-  SKILL_CATEGORIES,
   SandboxBeingDestroyedError,
   SandboxCapacityExceededError,
   SandboxNotFoundError,
@@ -16,8 +14,6 @@ import {
   WarmPool,
   createCapacityStore,
   createOwnershipStore,
-  DEFAULT_SPEC_POLICY,
-  checkSandboxSpec,
   deriveSandboxScopeToken,
   specIdentityScope,
   type SandboxSpec,
@@ -27,7 +23,6 @@ import {
   resolveEffectiveUserId,
   resolveOwnershipConfig,
   serializerKey,
-  sharedSkillsViewPath,
   silentLogger,
   systemClock,
   threadLayout,
@@ -36,6 +31,13 @@ import {
   sleep,
   SandboxProviderEventEmitter,
 } from '@sbx/core';
+import {
+  DEFAULT_SKILLS_ROOT,
+  SKILL_CATEGORIES,
+  DEFAULT_SPEC_POLICY,
+  checkSandboxSpec,
+  sharedSkillsViewPath,
+} from '@sbx/core/internal';
 import type {
   AcquireOptions,
   AcquirePath,

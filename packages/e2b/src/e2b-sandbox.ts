@@ -1,16 +1,13 @@
 import { posix } from 'node:path';
 import {
   InvalidArgumentError,
-  PATH_TRAVERSAL_MESSAGE,
   Sandbox,
   SandboxFileError,
   SandboxFileNotFoundError,
   SandboxNotFoundError,
   SandboxPermissionError,
   SandboxRuntimeError,
-  VIRTUAL_PATH_PREFIX,
   assembleCommandOutput,
-  hasTraversalSegment,
   isSbxError,
   planRemoteGlob,
   planRemoteGrep,
@@ -18,6 +15,11 @@ import {
   silentLogger,
   validateExtraEnv,
 } from '@sbx/core';
+import {
+  PATH_TRAVERSAL_MESSAGE,
+  VIRTUAL_PATH_PREFIX,
+  hasTraversalSegment,
+} from '@sbx/core/internal';
 import type {
   ExecuteCommandOptions,
   GlobOptions,

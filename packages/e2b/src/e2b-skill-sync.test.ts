@@ -1,7 +1,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SandboxPermissionError, sharedSkillsViewPath } from '@sbx/core';
+import { SandboxPermissionError } from '@sbx/core';
+import { sharedSkillsViewPath } from '@sbx/core/internal';
 import type { SkillProjectionCategory } from '@sbx/core';
 import { settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';

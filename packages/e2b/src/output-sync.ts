@@ -1,6 +1,7 @@
 import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { VIRTUAL_PATH_PREFIX, shellQuote, silentLogger } from '@sbx/core';
+import { shellQuote, silentLogger } from '@sbx/core';
+import { VIRTUAL_PATH_PREFIX } from '@sbx/core/internal';
 import type { Clock, Logger } from '@sbx/core';
 import type { E2BSandbox } from './e2b-sandbox.js';
 import { MAX_DOWNLOAD_BYTES } from './e2b-sandbox.js';

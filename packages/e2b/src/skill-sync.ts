@@ -2,13 +2,15 @@ import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';
 import {
   InvalidArgumentError,
-  RESERVED_CONTAINER_PATHS,
-  SKILL_CATEGORIES,
   SandboxPermissionError,
   SandboxRuntimeError,
-  VIRTUAL_PATH_PREFIX,
   shellQuote,
 } from '@sbx/core';
+import {
+  RESERVED_CONTAINER_PATHS,
+  SKILL_CATEGORIES,
+  VIRTUAL_PATH_PREFIX,
+} from '@sbx/core/internal';
 import type { Clock, Logger, SkillProjectionCategory } from '@sbx/core';
 import type { E2BRemoteSandbox } from './e2b-client.js';
 import { commandExitResult } from './e2b-errors.js';

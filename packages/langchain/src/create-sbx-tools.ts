@@ -1,11 +1,11 @@
 import {
   createToolRunner,
-  describingToolSchema,
   type ToolCallResult,
   type ToolDefinition,
   type ToolRunner,
   type ToolRunnerOptions,
 } from '@sbx/core';
+import { describingToolSchema } from '@sbx/core/internal';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { DynamicStructuredTool } from '@langchain/core/tools';
 import { langChainModules, type LangChainModules } from './langchain-modules.js';

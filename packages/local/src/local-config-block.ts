@@ -1,10 +1,5 @@
-import {
-  ConfigError,
-  collectConfigIssues,
-  unknownKeyIssues,
-  type ConfigBlockValidator,
-  type ConfigIssue,
-} from '@sbx/core';
+import { ConfigError, type ConfigBlockValidator, type ConfigIssue } from '@sbx/core';
+import { collectConfigIssues, unknownKeyIssues } from '@sbx/core/internal';
 
 export const DEFAULT_MAX_CACHED_THREAD_SANDBOXES = 256;
 /** Thread directories untouched this long are what `reapOrphans` (`sbx gc`) removes. */

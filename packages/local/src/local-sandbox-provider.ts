@@ -4,27 +4,29 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 import {
-  HOST_SYSTEM_TREES,
-  hostDataDirProblem,
   AbortedError,
   ConfigError,
   DEFAULT_SKILLS_CONTAINER_PATH,
-  DEFAULT_USER_ID,
-  SKILL_CATEGORIES,
   SandboxProvider,
   SandboxRuntimeError,
+  assertSafePathSegment,
+  pathMapping,
+  threadLayout,
+} from '@sbx/core';
+import {
+  HOST_SYSTEM_TREES,
+  hostDataDirProblem,
+  DEFAULT_USER_ID,
+  SKILL_CATEGORIES,
   VIRTUAL_ACP_WORKSPACE_PATH,
   VIRTUAL_OUTPUTS_PATH,
   VIRTUAL_PATH_PREFIX,
   VIRTUAL_UPLOADS_PATH,
   VIRTUAL_WORKSPACE_PATH,
-  assertSafePathSegment,
   isUnderVirtualPrefix,
   normalizeVirtualRoot,
-  pathMapping,
   sharedSkillsViewPath,
-  threadLayout,
-} from '@sbx/core';
+} from '@sbx/core/internal';
 import type {
   AcquireOptions,
   EnvPolicyMode,

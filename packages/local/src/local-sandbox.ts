@@ -3,8 +3,6 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
-  DEFAULT_SEARCH_TIMEOUT_MS,
-  MAX_TIMER_SECONDS,
   HostBashDisabledError,
   HostPathMasker,
   InvalidArgumentError,
@@ -14,18 +12,22 @@ import {
   SandboxFileError,
   SandboxPermissionError,
   SandboxRuntimeError,
-  VIRTUAL_PATH_PREFIX,
   assembleCommandOutput,
   buildSandboxEnv,
   findGlobMatches,
   findGrepMatches,
   listDirTree,
-  normalizeVirtualRoot,
   redactSecrets,
   silentLogger,
   translateContainerPaths,
   validateExtraEnv,
 } from '@sbx/core';
+import {
+  DEFAULT_SEARCH_TIMEOUT_MS,
+  MAX_TIMER_SECONDS,
+  VIRTUAL_PATH_PREFIX,
+  normalizeVirtualRoot,
+} from '@sbx/core/internal';
 import type {
   EnvPolicyMode,
   ExecuteCommandOptions,

@@ -1,6 +1,6 @@
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { ensureDirectoryConfined, normalizeVirtualRoot, openConfined } from '@sbx/core';
+import { ensureDirectoryConfined, normalizeVirtualRoot, openConfined } from '@sbx/core/internal';
 import type { PathMappingTable } from '@sbx/core';
 import { toFileError } from './file-errors.js';
 

@@ -1,4 +1,5 @@
-import { collectConfigIssues, type ConfigBlockValidator } from '@sbx/core';
+import { type ConfigBlockValidator } from '@sbx/core';
+import { collectConfigIssues } from '@sbx/core/internal';
 import { isIP } from 'node:net';
 import {
   ConfigError,
@@ -7,9 +8,9 @@ import {
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
   isSbxError,
-  unknownKeyIssues,
   validateExtraEnv,
 } from '@sbx/core';
+import { unknownKeyIssues } from '@sbx/core/internal';
 import type { ConfigIssue, OpenConfigBlock, SandboxSpecPolicy } from '@sbx/core';
 import type { OpenSandboxProtocol } from './opensandbox-sdk.js';
 

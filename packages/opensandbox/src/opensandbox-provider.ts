@@ -4,13 +4,8 @@ import {
   ResettableAcquireSerializer,
   SandboxProvider,
   SandboxRuntimeError,
-  VIRTUAL_OUTPUTS_PATH,
-  VIRTUAL_UPLOADS_PATH,
-  VIRTUAL_WORKSPACE_PATH,
   WarmPoolRegistry,
   assertSameThreadIdentity,
-  DEFAULT_SPEC_POLICY,
-  checkSandboxSpec,
   deriveSandboxScopeToken,
   specIdentityScope,
   type SandboxSpec,
@@ -21,6 +16,13 @@ import {
   systemClock,
   throwIfAborted,
 } from '@sbx/core';
+import {
+  VIRTUAL_OUTPUTS_PATH,
+  VIRTUAL_UPLOADS_PATH,
+  VIRTUAL_WORKSPACE_PATH,
+  DEFAULT_SPEC_POLICY,
+  checkSandboxSpec,
+} from '@sbx/core/internal';
 import type {
   AcquireOptions,
   Clock,

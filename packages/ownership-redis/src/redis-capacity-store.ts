@@ -1,13 +1,10 @@
+import { errorMessage, CapacityBackendError, CapacityReserveOutcome, isSbxError } from '@sbx/core';
 import {
-  errorMessage,
-  CapacityBackendError,
-  CapacityReserveOutcome,
   assertCapacityHardLimit,
   assertCapacityInventory,
   assertCapacitySandboxId,
   assertCapacityToken,
-  isSbxError,
-} from '@sbx/core';
+} from '@sbx/core/internal';
 import type { CapacityInventory, CapacityStore, Logger } from '@sbx/core';
 import type { Redis } from 'ioredis';
 import { keyLayout } from './key-layout.js';

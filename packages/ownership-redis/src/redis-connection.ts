@@ -1,9 +1,5 @@
-import {
-  InvalidArgumentError,
-  interopDefault,
-  loadOptionalDependency,
-  silentLogger,
-} from '@sbx/core';
+import { InvalidArgumentError, loadOptionalDependency, silentLogger } from '@sbx/core';
+import { interopDefault } from '@sbx/core/internal';
 import type { Logger } from '@sbx/core';
 import type { Redis, RedisOptions } from 'ioredis';
 

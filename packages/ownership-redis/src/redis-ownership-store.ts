@@ -3,13 +3,11 @@ import {
   LeaseValue,
   OwnershipBackendError,
   RenewOutcome,
-  assertLeaseOwnerId,
-  assertLeaseSandboxId,
   createOwnerId,
   isSbxError,
-  leaseTtlMilliseconds,
   leaseTtlSeconds,
 } from '@sbx/core';
+import { assertLeaseOwnerId, assertLeaseSandboxId, leaseTtlMilliseconds } from '@sbx/core/internal';
 import type { ClaimOptions, LeaseHolder, Logger, OwnershipStore } from '@sbx/core';
 import type { Redis } from 'ioredis';
 import { keyLayout } from './key-layout.js';

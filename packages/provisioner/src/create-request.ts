@@ -1,11 +1,10 @@
+import { canonicalSkillsRoot, errorMessage } from '@sbx/core';
 import {
   DEFAULT_SKILLS_ROOT,
   DEFAULT_USER_ID,
   PROVISIONER_THREAD_ID_PATTERN,
   PROVISIONER_USER_ID_PATTERN,
-  canonicalSkillsRoot,
-  errorMessage,
-} from '@sbx/core';
+} from '@sbx/core/internal';
 import { z } from 'zod';
 import { ProvisionerHttpError } from './provisioner-errors.js';
 import type { FieldProblem } from './provisioner-errors.js';

@@ -1,5 +1,6 @@
 import { posix } from 'node:path';
-import { PROVISIONER_MAX_EXTRA_MOUNTS, provisionerExtraMountPaths } from '@sbx/core';
+import { provisionerExtraMountPaths } from '@sbx/core';
+import { PROVISIONER_MAX_EXTRA_MOUNTS } from '@sbx/core/internal';
 import type { ExtraMountRequest } from './create-request.js';
 import { ProvisionerHttpError } from './provisioner-errors.js';
 

@@ -1,4 +1,4 @@
-import { collectConfigIssues } from '@sbx/core';
+import { collectConfigIssues } from '@sbx/core/internal';
 import type { ConfigBlockValidator } from '@sbx/core';
 import { resolveProvisionerSettings } from './provisioner-settings.js';
 

@@ -1,4 +1,5 @@
-import { ConfigError, closestKey, errorMessage } from '@sbx/core';
+import { ConfigError, errorMessage } from '@sbx/core';
+import { closestKey } from '@sbx/core/internal';
 import { posix } from 'node:path';
 
 export const SERVICE_TYPES = ['NodePort', 'ClusterIP'] as const;

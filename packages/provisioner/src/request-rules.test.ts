@@ -1,8 +1,5 @@
-import {
-  PROVISIONER_MAX_EXTRA_MOUNTS,
-  PROVISIONER_THREAD_ID_PATTERN,
-  provisionerExtraMountPaths,
-} from '@sbx/core';
+import { provisionerExtraMountPaths } from '@sbx/core';
+import { PROVISIONER_MAX_EXTRA_MOUNTS, PROVISIONER_THREAD_ID_PATTERN } from '@sbx/core/internal';
 import { describe, expect, it } from 'vitest';
 import { parseCreateRequest } from './create-request.js';
 import { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';

@@ -5,7 +5,7 @@ import {
   LARK_CLI_LOCKS_MOUNT_PATH,
   LARK_CLI_RUNTIME_MOUNT_PATH,
   skillCategoryMountPaths,
-} from '@sbx/core';
+} from '@sbx/core/internal';
 import type { CreateSandboxRequest } from './create-request.js';
 import { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
 import type { ValidatedExtraMount } from './extra-mount-rules.js';

@@ -1,4 +1,5 @@
-import { SandboxRuntimeError, interopDefault, loadOptionalDependency } from '@sbx/core';
+import { SandboxRuntimeError, loadOptionalDependency } from '@sbx/core';
+import { interopDefault } from '@sbx/core/internal';
 import type { ModuleImporter } from '@sbx/core';
 
 /*

@@ -1,12 +1,13 @@
-import { collectConfigIssues, type ConfigBlockValidator } from '@sbx/core';
+import { type ConfigBlockValidator } from '@sbx/core';
+import { collectConfigIssues } from '@sbx/core/internal';
 import {
   ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
-  unknownKeyIssues,
   validateExtraEnv,
 } from '@sbx/core';
+import { unknownKeyIssues } from '@sbx/core/internal';
 import type { ConfigIssue, SandboxConfig } from '@sbx/core';
 
 /** Hard cap on a sandbox's lifetime asked of Tenki: 4 hours (0 = the account default, ~30 min). */

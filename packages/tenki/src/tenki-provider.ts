@@ -6,8 +6,6 @@ import {
   SandboxProvider,
   SandboxRuntimeError,
   WarmPoolRegistry,
-  DEFAULT_SPEC_POLICY,
-  checkSandboxSpec,
   deriveSandboxScopeToken,
   specIdentityScope,
   type SandboxSpec,
@@ -19,6 +17,7 @@ import {
   systemClock,
   throwIfAborted,
 } from '@sbx/core';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
 import type {
   AcquireOptions,
   Clock,

@@ -1,11 +1,11 @@
 import {
   InvalidArgumentError,
-  PATH_TRAVERSAL_MESSAGE,
   SandboxFileError,
   SandboxFileNotFoundError,
   SandboxPermissionError,
   SandboxRuntimeError,
 } from '@sbx/core';
+import { PATH_TRAVERSAL_MESSAGE } from '@sbx/core/internal';
 import { ManualClock, recordingLogger, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeTenkiClient, errnoError, sdkError } from './testing/fake-tenki-client.js';

@@ -7,14 +7,12 @@ import {
   SandboxFileNotFoundError,
   SandboxPermissionError,
   SandboxRuntimeError,
-  VIRTUAL_PATH_PREFIX,
   assembleCommandOutput,
   assertDownloadablePath,
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
   isSbxError,
-  isUnderVirtualPrefix,
   planRemoteGlob,
   planRemoteGrep,
   planRemoteListDir,
@@ -24,6 +22,7 @@ import {
   validateExtraEnv,
   withDeadline,
 } from '@sbx/core';
+import { VIRTUAL_PATH_PREFIX, isUnderVirtualPrefix } from '@sbx/core/internal';
 import type {
   Clock,
   ExecuteCommandOptions,
