@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
 import type { z } from 'zod';
 import type { SandboxConfig } from './config.js';
 import { ConfigError } from '../errors/errors.js';
@@ -180,6 +181,15 @@ function parseWithHeading(
   return deepFreeze(result.data);
 }
 
+// The YAML parser is loaded on the first parse, not with @sbx/core: most hosts configure sbx in
+// code, and importing the parser costs tens of milliseconds of every process start.
+const requireHere = createRequire(import.meta.url);
+let yamlModule: typeof Yaml | undefined;
+function yaml(): typeof Yaml {
+  yamlModule ??= requireHere('yaml') as typeof Yaml;
+  return yamlModule;
+}
+
 /** Parses YAML text (errors such as duplicate keys become issues with line and column). */
 export function parseSandboxConfigYaml(
   text: string,
@@ -194,7 +204,7 @@ function parseYamlWithHeading(
   heading: string | undefined,
 ): SandboxConfig {
   // Merge keys (`<<: *base`) are common in deployment files and accepted by the reference loader.
-  const doc = parseDocument(text, { merge: true, prettyErrors: true });
+  const doc = yaml().parseDocument(text, { merge: true, prettyErrors: true });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       doc.errors.map((e) => ({
