@@ -70,3 +70,13 @@ export async function writeBenchResults(
   await writeFile(join(outDir, `${name}.md`), markdown);
   console.log(markdown);
 }
+
+/** A sample count from the environment (`SBX_BENCH_*`), else `fallback`; a positive integer. */
+export function envCount(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`${name} must be a positive integer, got ${raw}`);
+  return n;
+}

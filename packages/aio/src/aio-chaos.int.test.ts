@@ -2,21 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { requireService, servicesRequired } from '@sbx/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AIO_STANDIN_IMAGE,
-  dockerFor,
-  imagesPresent,
-  removeByPrefix,
-  runPrefix,
-} from './docker-test-support.js';
+import { AIO_STANDIN_IMAGE, removeByPrefix, runPrefix } from './docker-test-support.js';
 import {
   WorkerInstance,
   buildWorker,
-  startPrivateRedis,
+  dockerAndPrivateRedis,
 } from './testing/multi-instance-support.js';
-import type { PrivateRedis, WorkerError } from './testing/multi-instance-support.js';
+import type { WorkerError } from './testing/multi-instance-support.js';
 
 // Chaos across gateway processes (real Docker, real Redis): three gateways serve a fixed set of
 // threads while gateways are killed and replaced, paused past the lease TTL, and the store is
@@ -28,15 +21,7 @@ import type { PrivateRedis, WorkerError } from './testing/multi-instance-support
 //      gateways left, after one TTL and its grace);
 //   4. every failed turn is a typed error (a code, not a bare Error) within its time bound.
 // SBX_CHAOS_SECONDS sets the length (default 75; the test's budget grows with it).
-const dockerHost = await requireService('docker');
-const redisAvailable = await requireService('redis');
-const docker = dockerHost ? dockerFor(dockerHost) : undefined;
-const imageReady = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
-const redis: PrivateRedis | undefined =
-  imageReady && redisAvailable ? await startPrivateRedis() : undefined;
-if (imageReady && redisAvailable && !redis && servicesRequired()) {
-  throw new Error('redis-server could not be started for the chaos test');
-}
+const { docker, redis } = await dockerAndPrivateRedis('the chaos test');
 
 const SECONDS = Number(process.env.SBX_CHAOS_SECONDS ?? 75);
 const GATEWAYS = 3;

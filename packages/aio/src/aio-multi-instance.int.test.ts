@@ -2,34 +2,19 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { requireService, servicesRequired } from '@sbx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AIO_STANDIN_IMAGE,
-  dockerFor,
-  imagesPresent,
-  removeByPrefix,
-  runPrefix,
-} from './docker-test-support.js';
+import { AIO_STANDIN_IMAGE, removeByPrefix, runPrefix } from './docker-test-support.js';
 import {
   WorkerInstance,
   buildWorker,
-  startPrivateRedis,
+  dockerAndPrivateRedis,
 } from './testing/multi-instance-support.js';
-import type { PrivateRedis, WorkerError } from './testing/multi-instance-support.js';
+import type { WorkerError } from './testing/multi-instance-support.js';
 
 // Several gateway instances, each a separate Node process running the provider as a host would
 // load it, sharing one Docker engine (host-network stand-in containers) and one Redis ownership
 // store. The Redis is private to this file: a test flushes it.
-const dockerHost = await requireService('docker');
-const redisAvailable = await requireService('redis');
-const docker = dockerHost ? dockerFor(dockerHost) : undefined;
-const imageReady = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
-const redis: PrivateRedis | undefined =
-  imageReady && redisAvailable ? await startPrivateRedis() : undefined;
-if (imageReady && redisAvailable && !redis && servicesRequired()) {
-  throw new Error('redis-server could not be started for the multi-instance tests');
-}
+const { docker, redis } = await dockerAndPrivateRedis('the multi-instance tests');
 
 const RENEWAL_SECONDS = 1;
 const TTL_MS = 2_000; // renewal 1 s × 2

@@ -47,26 +47,18 @@ import {
   summarize,
   timed,
   writeBenchResults,
+  envCount,
 } from '../../../tools/bench/bench-kit.js';
 import type { LatencyRow as Row } from '../../../tools/bench/bench-kit.js';
 import { E2BStandinServer, FakeE2BClient } from '../src/testing.js';
 
-function count(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`${name} must be a positive integer, got ${raw}`);
-  return n;
-}
-
-const N_REUSE = count('SBX_BENCH_REUSE', 200);
-const N_RECLAIM = count('SBX_BENCH_RECLAIM', 40);
-const N_COLD = count('SBX_BENCH_COLD', 20);
-const N_CONTENDERS = count('SBX_BENCH_CONTENTION_ACQUIRES', 64);
-const REPLICAS = count('SBX_BENCH_CONTENTION_REPLICAS', 8);
-const ROUNDS = count('SBX_BENCH_CONTENTION_ROUNDS', 3);
-const N_REJECT = count('SBX_BENCH_REJECT', 200);
+const N_REUSE = envCount('SBX_BENCH_REUSE', 200);
+const N_RECLAIM = envCount('SBX_BENCH_RECLAIM', 40);
+const N_COLD = envCount('SBX_BENCH_COLD', 20);
+const N_CONTENDERS = envCount('SBX_BENCH_CONTENTION_ACQUIRES', 64);
+const REPLICAS = envCount('SBX_BENCH_CONTENTION_REPLICAS', 8);
+const ROUNDS = envCount('SBX_BENCH_CONTENTION_ROUNDS', 3);
+const N_REJECT = envCount('SBX_BENCH_REJECT', 200);
 const REDIS_URL = process.env.SBX_REDIS_URL;
 
 const BOOTSTRAP = bootstrapScript(DEFAULT_E2B_HOME_DIR);

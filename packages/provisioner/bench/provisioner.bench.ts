@@ -31,19 +31,16 @@ import {
 } from '../src/index.js';
 import type { KubeApi } from '../src/index.js';
 import { KubeStandin } from '../src/testing.js';
-import { round2, summarize, timed, writeBenchResults } from '../../../tools/bench/bench-kit.js';
+import {
+  round2,
+  summarize,
+  timed,
+  writeBenchResults,
+  envCount,
+} from '../../../tools/bench/bench-kit.js';
 
-function count(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1)
-    throw new Error(`${name} must be a positive integer, got ${raw}`);
-  return n;
-}
-
-const LIFECYCLE = count('SBX_BENCH_LIFECYCLE', 40);
-const REQUESTS = count('SBX_BENCH_REQUESTS', 200);
+const LIFECYCLE = envCount('SBX_BENCH_LIFECYCLE', 40);
+const REQUESTS = envCount('SBX_BENCH_REQUESTS', 200);
 const POLL_MS = 20;
 const KEY = 'bench-key';
 const NS = 'bench';

@@ -5,6 +5,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import type Docker from 'dockerode';
 
 /**
  * Test support for the multi-instance tests: the worker bundle, a private redis-server (the tests
@@ -245,4 +246,25 @@ export class WorkerInstance {
       await this.exited;
     }
   }
+}
+
+/**
+ * What the multi-gateway tests need: Docker with the stand-in image, and a private Redis (they
+ * flush it). `redis` is undefined when either is missing (the tests skip); with services required
+ * (CI) a Redis that cannot be started is an error naming `purpose`.
+ */
+export async function dockerAndPrivateRedis(
+  purpose: string,
+): Promise<{ docker: Docker | undefined; redis: PrivateRedis | undefined }> {
+  const { requireService, servicesRequired } = await import('@sbx/core/testing');
+  const { AIO_STANDIN_IMAGE, dockerFor, imagesPresent } = await import('../docker-test-support.js');
+  const dockerHost = await requireService('docker');
+  const redisAvailable = await requireService('redis');
+  const docker = dockerHost ? dockerFor(dockerHost) : undefined;
+  const imageReady = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
+  const redis = imageReady && redisAvailable ? await startPrivateRedis() : undefined;
+  if (imageReady && redisAvailable && !redis && servicesRequired()) {
+    throw new Error(`redis-server could not be started for ${purpose}`);
+  }
+  return { docker, redis };
 }
