@@ -3,7 +3,7 @@ import { parseCreateRequest } from './create-request.js';
 import type { Pod } from './kube-objects.js';
 import { resolveProvisionerSettings } from './provisioner-settings.js';
 import type { ProvisionerSettings } from './provisioner-settings.js';
-import { sandboxPod } from './sandbox-objects.js';
+import { accessUrl, sandboxPod, sandboxService } from './sandbox-objects.js';
 
 const BASE = '/data/sbx';
 function settings(env: Record<string, string> = {}): ProvisionerSettings {
@@ -323,5 +323,29 @@ describe('the sandbox Pod', () => {
       runAsNonRoot: true,
     });
     expect(sandboxContainer(nonRoot).resources!.limits!.memory).toBe('4Gi');
+  });
+});
+
+describe('the sandbox Service', () => {
+  it('§9.5.77 NodePort: port = targetPort = 8080, URL http://<NODE_HOST>:<nodePort of "http">', () => {
+    const s = resolveProvisionerSettings({ env: { NODE_HOST: 'node.example' } });
+    const service = sandboxService(s, 'abc123');
+    expect(service.spec).toMatchObject({
+      type: 'NodePort',
+      selector: { 'sandbox-id': 'abc123' },
+      ports: [{ name: 'http', port: 8080, targetPort: 8080, protocol: 'TCP' }],
+    });
+    expect(accessUrl(s, service)).toBeUndefined(); // no node port assigned yet
+    const assigned = {
+      ...service,
+      spec: { ...service.spec, ports: [{ ...service.spec!.ports![0]!, nodePort: 32123 }] },
+    };
+    expect(accessUrl(s, assigned)).toBe('http://node.example:32123');
+    const clusterIp = resolveProvisionerSettings({
+      env: { SANDBOX_SERVICE_TYPE: 'ClusterIP', K8S_NAMESPACE: 'mdv-sit' },
+    });
+    expect(accessUrl(clusterIp, sandboxService(clusterIp, 'abc123'))).toBe(
+      'http://sandbox-abc123-svc.mdv-sit.svc.cluster.local:8080',
+    );
   });
 });
