@@ -131,7 +131,14 @@ export class SandboxPods {
     // Built first: a request that breaks a mount rule is refused before anything exists.
     const pod = sandboxPod(this.#settings, request);
     const service = sandboxService(this.#settings, id);
-    const existing = await this.#serviceUrl(id).catch(() => undefined);
+    // A read that fails is not a reason to refuse: the create below tolerates what exists.
+    const existing = await this.#serviceUrl(id).catch((err: unknown) => {
+      this.#logger.debug('fast-path service read failed; creating', {
+        sandboxId: id,
+        error: errorMessage(err),
+      });
+      return undefined;
+    });
     if (existing !== undefined)
       return { sandbox_id: id, sandbox_url: existing, status: await this.#phase(id) };
 
@@ -211,7 +218,11 @@ export class SandboxPods {
   async #phase(id: string): Promise<string> {
     try {
       return (await this.#kube.readPod(this.namespace, podName(id))).status?.phase ?? 'Unknown';
-    } catch {
+    } catch (err) {
+      // The API's answer for a sandbox whose Pod cannot be read (the reference's `NotFound`).
+      if (!isKubeStatus(err, 404)) {
+        this.#logger.debug('pod read failed', { sandboxId: id, error: errorMessage(err) });
+      }
       return 'NotFound';
     }
   }
@@ -276,7 +287,13 @@ export class SandboxPods {
   async list(): Promise<{ sandboxes: SandboxResponse[]; count: number }> {
     const [services, pods] = await Promise.all([
       this.#kube.listServices(this.namespace, SANDBOX_SELECTOR),
-      this.#kube.listPods(this.namespace, SANDBOX_SELECTOR).catch(() => ({ items: [] as Pod[] })),
+      this.#kube.listPods(this.namespace, SANDBOX_SELECTOR).catch((err: unknown) => {
+        // The list still answers, with `NotFound` phases: it is what gateways reconcile from.
+        this.#logger.warn('pod list failed; answering phases as NotFound', {
+          error: errorMessage(err),
+        });
+        return { items: [] as Pod[] };
+      }),
     ]);
     const phases = new Map(
       pods.items.map((p) => [p.metadata?.labels?.[SANDBOX_ID_LABEL], p.status?.phase ?? 'Unknown']),

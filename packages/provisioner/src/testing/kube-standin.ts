@@ -304,10 +304,15 @@ export class KubeStandin {
     const method = req.method ?? 'GET';
     const chunks: Buffer[] = [];
     for await (const chunk of req as AsyncIterable<Buffer>) chunks.push(chunk);
-    const body =
-      chunks.length > 0
-        ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>)
-        : {};
+    let body: Record<string, unknown> = {};
+    if (chunks.length > 0) {
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+      } catch {
+        // As the API server answers a body it cannot decode.
+        return this.#send(res, 400, status(400, 'BadRequest', 'the request body is not JSON'));
+      }
+    }
 
     // /api/v1/namespaces[/{ns}[/{resource}[/{name}]]]
     if (parts[0] !== 'api' || parts[1] !== 'v1' || parts[2] !== 'namespaces') {
