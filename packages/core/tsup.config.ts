@@ -2,7 +2,12 @@ import { copyFile } from 'node:fs/promises';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  entry: { index: 'src/index.ts', testing: 'src/testing.ts', internal: 'src/internal.ts' },
+  entry: {
+    index: 'src/index.ts',
+    testing: 'src/testing.ts',
+    internal: 'src/internal.ts',
+    'provider-kit': 'src/provider-kit.ts',
+  },
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,

@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { ageVerdict, leaseGraceVerdict } from './grace-verdicts.js';
+import { Sightings } from './sightings.js';
+
+const absent = { kind: 'absent' } as const;
+
+describe('leaseGraceVerdict', () => {
+  it('waits a whole grace from the first unowned sighting', () => {
+    const first = leaseGraceVerdict({
+      crossProcess: true,
+      peek: absent,
+      firstUnownedAt: undefined,
+      now: 1000,
+      graceMs: 500,
+    });
+    expect(first).toEqual({ verdict: { kind: 'waiting' }, firstUnownedAt: 1000 });
+    const early = leaseGraceVerdict({
+      crossProcess: true,
+      peek: absent,
+      firstUnownedAt: 1000,
+      now: 1499,
+      graceMs: 500,
+    });
+    expect(early.verdict.kind).toBe('waiting');
+    const due = leaseGraceVerdict({
+      crossProcess: true,
+      peek: absent,
+      firstUnownedAt: 1000,
+      now: 1500,
+      graceMs: 500,
+    });
+    expect(due.verdict.kind).toBe('adoptable');
+  });
+
+  it('a holder resets the wait (a live owner republished after a flush)', () => {
+    const holder = { state: 'own', ownerId: 'peer' } as const;
+    const out = leaseGraceVerdict({
+      crossProcess: true,
+      peek: { kind: 'held', holder },
+      firstUnownedAt: 1000,
+      now: 9000,
+      graceMs: 500,
+    });
+    expect(out).toEqual({ verdict: { kind: 'owned', holder }, firstUnownedAt: undefined });
+  });
+
+  it('an unanswerable store is never adoptable and keeps the sighting', () => {
+    const error = new Error('down');
+    const out = leaseGraceVerdict({
+      crossProcess: true,
+      peek: { kind: 'unknown', error },
+      firstUnownedAt: 1000,
+      now: 9000,
+      graceMs: 500,
+    });
+    expect(out).toEqual({ verdict: { kind: 'unknown', error }, firstUnownedAt: 1000 });
+  });
+
+  it('a store without cross-process visibility has nothing to wait for', () => {
+    const out = leaseGraceVerdict({
+      crossProcess: false,
+      peek: absent,
+      firstUnownedAt: undefined,
+      now: 0,
+      graceMs: 500,
+    });
+    expect(out.verdict.kind).toBe('adoptable');
+  });
+});
+
+describe('ageVerdict', () => {
+  it('counts from the creation time when there is one, else from the first sighting', () => {
+    expect(ageVerdict({ createdAt: 0, firstSeenAt: 900, now: 1000, graceMs: 500 })).toEqual({
+      kind: 'due',
+    });
+    expect(ageVerdict({ createdAt: undefined, firstSeenAt: 900, now: 1000, graceMs: 500 })).toEqual(
+      {
+        kind: 'young',
+        ageMs: 100,
+        graceMs: 500,
+        from: 'seen',
+      },
+    );
+    expect(ageVerdict({ createdAt: 800, firstSeenAt: 0, now: 1000, graceMs: 500 })).toMatchObject({
+      kind: 'young',
+      from: 'created',
+    });
+  });
+});
+
+describe('Sightings', () => {
+  it('keeps the first sighting and prunes ids a listing no longer shows', () => {
+    const s = new Sightings();
+    expect(s.observe('a', 1)).toBe(1);
+    expect(s.observe('a', 5)).toBe(1);
+    s.observe('b', 2);
+    s.keepOnly(['a']);
+    expect(s.get('b')).toBeUndefined();
+    expect(s.size).toBe(1);
+    s.set('a', undefined);
+    expect(s.size).toBe(0);
+  });
+});

@@ -1,0 +1,89 @@
+import type { LeaseHolder } from '../ownership/ownership-store.js';
+import type { LeasePeek } from '../provider-kit/ownership-client.js';
+
+/**
+ * The reconciliation policy as pure functions: which untracked sandbox may be adopted or reaped,
+ * given what the ownership store and the clock say. No I/O here; the callers do the peek and keep
+ * the sightings, so every provider applies the same rule and a test can enumerate its cases.
+ */
+
+/** What the lease grace says of one untracked sandbox. */
+export type LeaseGraceVerdict =
+  | { readonly kind: 'adoptable' }
+  | { readonly kind: 'waiting' }
+  | { readonly kind: 'owned'; readonly holder: LeaseHolder }
+  | { readonly kind: 'unknown'; readonly error: unknown };
+
+export interface LeaseGraceInput {
+  /** Whether the store shows peers' leases (false: the in-memory store). */
+  readonly crossProcess: boolean;
+  readonly peek: LeasePeek;
+  /** When this instance first saw it unowned, if it has. */
+  readonly firstUnownedAt: number | undefined;
+  readonly now: number;
+  readonly graceMs: number;
+}
+
+/**
+ * An untracked sandbox is adoptable once seen unowned for a whole grace (the lease TTL): after a
+ * store flush every live owner republishes within one renewal interval, shorter than the TTL by
+ * construction, while a crashed owner never does. Any holder resets the wait; a store that cannot
+ * answer is never adoptable. On a store without cross-process visibility no peer can hold a lease
+ * this instance would see, so there is nothing to wait for.
+ *
+ * Returns the verdict and the first-sighting time to keep (undefined: forget the sighting).
+ */
+export function leaseGraceVerdict(input: LeaseGraceInput): {
+  readonly verdict: LeaseGraceVerdict;
+  readonly firstUnownedAt: number | undefined;
+} {
+  if (!input.crossProcess) {
+    return { verdict: { kind: 'adoptable' }, firstUnownedAt: input.firstUnownedAt };
+  }
+  const { peek } = input;
+  if (peek.kind === 'unknown') {
+    return {
+      verdict: { kind: 'unknown', error: peek.error },
+      firstUnownedAt: input.firstUnownedAt,
+    };
+  }
+  if (peek.kind === 'held') {
+    return { verdict: { kind: 'owned', holder: peek.holder }, firstUnownedAt: undefined };
+  }
+  if (input.firstUnownedAt === undefined) {
+    return { verdict: { kind: 'waiting' }, firstUnownedAt: input.now };
+  }
+  const waited = input.now - input.firstUnownedAt;
+  return {
+    verdict: waited >= input.graceMs ? { kind: 'adoptable' } : { kind: 'waiting' },
+    firstUnownedAt: input.firstUnownedAt,
+  };
+}
+
+/** What the age rule says of a sandbox that is a candidate for reaping. */
+export type AgeVerdict =
+  | {
+      readonly kind: 'young';
+      readonly ageMs: number;
+      readonly graceMs: number;
+      readonly from: 'created' | 'seen';
+    }
+  | { readonly kind: 'due' };
+
+/**
+ * A candidate's age counts from its creation time when the backend reports a trustworthy one,
+ * else from this instance's first sighting, so one a peer has just created and not yet published
+ * gets the whole grace.
+ */
+export function ageVerdict(input: {
+  readonly createdAt: number | undefined;
+  readonly firstSeenAt: number;
+  readonly now: number;
+  readonly graceMs: number;
+}): AgeVerdict {
+  const from = input.createdAt !== undefined ? 'created' : 'seen';
+  const ageMs = input.now - (input.createdAt ?? input.firstSeenAt);
+  return ageMs < input.graceMs
+    ? { kind: 'young', ageMs, graceMs: input.graceMs, from }
+    : { kind: 'due' };
+}
