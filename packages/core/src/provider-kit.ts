@@ -8,7 +8,10 @@ export type {
   LeasePeek,
   OwnershipClientOptions,
 } from './provider-kit/ownership-client.js';
+export { OwnershipLink } from './provider-kit/ownership-link.js';
+export type { OwnershipLinkOptions } from './provider-kit/ownership-link.js';
 export { PeriodicTask } from './provider-kit/periodic-task.js';
+export { SingleFlight } from './async/single-flight.js';
 export type { PeriodicTaskOptions } from './provider-kit/periodic-task.js';
 export { SandboxBook } from './provider-kit/sandbox-book.js';
 export type { SandboxBookOptions, SandboxBookState } from './provider-kit/sandbox-book.js';

@@ -1,0 +1,328 @@
+import { randomUUID } from 'node:crypto';
+import {
+  SandboxBeingDestroyedError,
+  SandboxRuntimeError,
+  errorMessage,
+  isSbxError,
+} from '@sbx/core';
+import type { AcquirePath, Sandbox } from '@sbx/core';
+import { checkIdentity, checkWarmIdentity, identityKey } from './aio-identity.js';
+import type { AioThreadIdentity } from './aio-identity.js';
+import type { AioProviderContext } from './aio-provider-context.js';
+import type { AioTeardown } from './aio-teardown.js';
+import type { SandboxInfo } from './sandbox-info.js';
+import { planSandboxMounts, prepareSandboxMounts } from './sandbox-mounts.js';
+
+function isBeingDestroyed(err: unknown): err is SandboxBeingDestroyedError {
+  return isSbxError(err) && err.code === SandboxBeingDestroyedError.CODE;
+}
+
+/**
+ * The acquire state machine of `docs/architecture.md`, for one thread (under its serializer
+ * lock) or an anonymous sandbox: (a) reuse the active one, (b) reclaim the warm one, (c) adopt a
+ * running container found by id, (e) create one. Every check taken before an await point (a store
+ * round trip, a health check, the readiness wait) is taken again after it.
+ */
+export class AioAcquirePaths {
+  readonly #ctx: AioProviderContext;
+  readonly #teardown: AioTeardown;
+  readonly #sandboxIdFor: (identity: AioThreadIdentity) => string;
+
+  constructor(
+    ctx: AioProviderContext,
+    teardown: AioTeardown,
+    sandboxIdFor: (identity: AioThreadIdentity) => string,
+  ) {
+    this.#ctx = ctx;
+    this.#teardown = teardown;
+    this.#sandboxIdFor = sandboxIdFor;
+  }
+
+  async acquireAnonymous(): Promise<string> {
+    const id = randomUUID().slice(0, 8);
+    await this.#create(id, undefined);
+    return this.#acquired(id, 'create');
+  }
+
+  async acquireThread(identity: AioThreadIdentity): Promise<string> {
+    const key = identityKey(identity);
+    const reused = await this.#reuse(key);
+    if (reused !== undefined) return this.#acquired(reused, 'reuse');
+
+    const id = this.#sandboxIdFor(identity);
+    checkIdentity(this.#ctx.book, id, identity);
+    const reclaimed = await this.#reclaim(key, id, identity);
+    if (reclaimed !== undefined) return this.#acquired(reclaimed, 'reclaim');
+
+    const found = await this.#discover(id);
+    if (found !== null) {
+      await this.#registerDiscovered(key, identity, found);
+      return this.#acquired(id, 'discover');
+    }
+    await this.#create(id, identity);
+    return this.#acquired(id, 'create');
+  }
+
+  #acquired(sandboxId: string, path: AcquirePath): string {
+    this.#ctx.events.emit({ type: 'acquire', sandboxId, path });
+    return sandboxId;
+  }
+
+  /**
+   * Acquire-path ownership: take the lease (from anyone but a teardown); a teardown's marker is
+   * `SandboxBeingDestroyedError`. The intent mark and the epoch are the ownership client's.
+   */
+  async #publish(id: string): Promise<void> {
+    if (!(await this.#ctx.ownership().publish(id))) throw new SandboxBeingDestroyedError(id);
+  }
+
+  /** A teardown marker on a publish: another instance is stopping it, so start afresh. */
+  #startAfresh(id: string, err: unknown): undefined {
+    if (!isBeingDestroyed(err)) throw err;
+    this.#ctx.logger.info(`Sandbox ${id} is being destroyed by another instance; starting afresh`);
+    this.#teardown.forgetLost(id);
+    return undefined;
+  }
+
+  /** (a) The thread's active sandbox, if alive and still ours after re-publishing ownership. */
+  async #reuse(key: string): Promise<string | undefined> {
+    const { book } = this.#ctx;
+    const id = book.threadSandbox(key);
+    if (id === undefined) return undefined;
+    // Early-out: no health check or store call for an id whose teardown is under way.
+    if (book.pool.isReserved(id)) return undefined;
+    const entry = book.active(id);
+    if (entry === undefined) {
+      book.unmapThread(key);
+      return undefined;
+    }
+    const health = await this.#ctx.checkHealth(entry.info);
+    if (health === 'dead') {
+      await this.#teardown.dropUnhealthy(id, 'its container is gone or stopped', entry.info);
+      return undefined;
+    }
+    if (book.threadSandbox(key) !== id || !book.isActive(id)) {
+      book.unmapThread(key, id);
+      return undefined;
+    }
+    book.touch(id);
+    try {
+      await this.#publish(id);
+    } catch (err) {
+      return this.#startAfresh(id, err);
+    }
+    // Re-taken after the round trip: a reaper may have reserved the id, or a renewal that saw
+    // LOST before our intent mark may have forgotten it. Either way, fall through.
+    if (book.pool.isReserved(id) || !book.isActive(id)) return undefined;
+    return id;
+  }
+
+  /** (b) The thread's warm sandbox, if alive and still ours after publishing ownership. */
+  async #reclaim(
+    key: string,
+    id: string,
+    identity: AioThreadIdentity,
+  ): Promise<string | undefined> {
+    const { book } = this.#ctx;
+    const warm = book.pool.get(id);
+    if (warm === undefined) return undefined;
+    checkWarmIdentity(id, warm, identity);
+    if (book.pool.isReserved(id)) return undefined;
+    // A container adopted without a published port cannot be reached; discovery may find one.
+    if (!warm.value.info.sandboxUrl) return undefined;
+    const health = await this.#ctx.checkHealth(warm.value.info);
+    if (health === 'dead') {
+      await this.#teardown.dropUnhealthy(id, 'its container is gone or stopped', warm.value.info);
+      return undefined;
+    }
+    try {
+      await this.#publish(id);
+    } catch (err) {
+      return this.#startAfresh(id, err);
+    }
+    if (book.pool.isReserved(id)) return undefined;
+    const current = book.pool.get(id);
+    if (current === undefined) return undefined;
+    checkWarmIdentity(id, current, identity);
+    const client = this.#ctx.createClient(current.value.info);
+    if (book.pool.take(id, current) === undefined) {
+      void this.#ctx.closeClient(client, id, 'reclaim');
+      return undefined;
+    }
+    this.#install(id, client, current.value.info, identity, key);
+    return id;
+  }
+
+  async #discover(id: string): Promise<SandboxInfo | null> {
+    try {
+      return await this.#ctx.backend.discover(id);
+    } catch (err) {
+      // Unverifiable is not adoptable: fall through to create.
+      this.#ctx.logger.warn(`Could not discover sandbox ${id}; creating instead`, {
+        error: errorMessage(err),
+      });
+      return null;
+    }
+  }
+
+  /** (c) A running sandbox this process did not track (a peer's, or a previous run's). */
+  async #registerDiscovered(key: string, identity: AioThreadIdentity, info: SandboxInfo) {
+    const { book } = this.#ctx;
+    const id = info.sandboxId;
+    // Creating instead would collide with the container name that is still there.
+    if (book.pool.isReserved(id)) throw new SandboxBeingDestroyedError(id);
+    checkIdentity(book, id, identity);
+    const client = this.#ctx.createClient(info);
+    try {
+      await this.#publish(id);
+      if (book.pool.isReserved(id)) throw new SandboxBeingDestroyedError(id);
+      checkIdentity(book, id, identity);
+      this.#install(id, client, info, identity, key);
+    } catch (err) {
+      // The container is not ours to stop.
+      await this.#ctx.closeClient(client, id, 'discover');
+      throw err;
+    }
+  }
+
+  /** (e) A new sandbox, ready and owned, or nothing at all. */
+  async #create(id: string, identity: AioThreadIdentity | undefined): Promise<void> {
+    const { settings, book } = this.#ctx;
+    const mounts =
+      identity === undefined
+        ? []
+        : await prepareSandboxMounts(
+            planSandboxMounts({
+              userId: identity.userId,
+              threadId: identity.threadId,
+              skillsRoot: settings.skillsRoot,
+              explicitSkillPolicy: identity.explicitSkillPolicy,
+              baseDir: settings.baseDir,
+              hostBaseDir: settings.hostBaseDir,
+            }),
+            this.#ctx.logger,
+          );
+    await book.pool.ensureCapacity(book.activeCount, id);
+    // Inside the readiness wait the container is listed, untracked and unowned, which is exactly
+    // what reconciliation and the orphan reaper take; the creating mark keeps them off it, or a
+    // create at the cap would evict it as a warm entry. The register's publish window after it is
+    // covered by the register's own re-checks.
+    const endCreating = book.beginCreating(id);
+    let info: SandboxInfo;
+    try {
+      info = await this.#createReady(id, identity, mounts);
+    } finally {
+      endCreating();
+    }
+    await this.#registerCreated(info, identity);
+  }
+
+  /** The backend's create and the readiness wait (an unready container is torn down). */
+  async #createReady(
+    id: string,
+    identity: AioThreadIdentity | undefined,
+    mounts: Awaited<ReturnType<typeof prepareSandboxMounts>>,
+  ): Promise<SandboxInfo> {
+    const spec = identity?.spec;
+    const info = await this.#ctx.backend.create({
+      sandboxId: id,
+      threadId: identity?.threadId ?? null,
+      ...(identity ? { userId: identity.userId } : {}),
+      ...(mounts.length > 0 ? { extraMounts: mounts } : {}),
+      ...(spec?.image ? { image: spec.image } : {}),
+      ...(spec?.resources ? { resources: spec.resources } : {}),
+      ...(spec?.labels ? { labels: spec.labels } : {}),
+    });
+    let ready: boolean;
+    try {
+      ready = await this.#ctx.readinessProbe(info);
+    } catch (err) {
+      await this.#teardown.destroyUnready(id, info);
+      throw err;
+    }
+    if (!ready) {
+      await this.#teardown.destroyUnready(id, info);
+      throw new SandboxRuntimeError(
+        `Sandbox ${id} failed to become ready within timeout at ${info.sandboxUrl}`,
+        { details: { sandbox_id: id } },
+      );
+    }
+    return info;
+  }
+
+  async #registerCreated(info: SandboxInfo, identity: AioThreadIdentity | undefined) {
+    const { book, logger } = this.#ctx;
+    const id = info.sandboxId;
+    let client: Sandbox | undefined;
+    try {
+      client = this.#ctx.createClient(info);
+      if (identity) checkIdentity(book, id, identity);
+      await this.#publish(id);
+      if (book.pool.isReserved(id)) throw new SandboxBeingDestroyedError(id);
+      if (identity) checkIdentity(book, id, identity);
+      this.#install(id, client, info, identity, identity ? identityKey(identity) : undefined);
+    } catch (err) {
+      // A sandbox whose ownership cannot be published is never handed out, nor left running
+      // for reconciliation to adopt as an orphan. The refused take usually means a dead
+      // destroyer's marker, which is not ours to honour with a held lease (stopped directly).
+      logger.error(`Could not register new sandbox ${id}; stopping it`, {
+        error: errorMessage(err),
+      });
+      if (client) await this.#ctx.closeClient(client, id, 'create');
+      try {
+        await this.#ctx.backend.destroy(info);
+      } catch (destroyErr) {
+        logger.error(`Could not stop unregistered sandbox ${id}`, {
+          error: errorMessage(destroyErr),
+        });
+      }
+      throw err;
+    }
+  }
+
+  /** Active and warm are exclusive: a warm entry for an id that becomes active is dropped. */
+  #install(
+    id: string,
+    client: Sandbox,
+    info: SandboxInfo,
+    identity: AioThreadIdentity | undefined,
+    key: string | undefined,
+  ): void {
+    // Published again by this instance: its own now, whatever a renewal heard before.
+    this.#ctx.supersededHere.delete(id);
+    const previous = this.#ctx.book.install(id, { client, info, identity }, key);
+    if (previous !== undefined && previous.client !== client) {
+      void this.#ctx.closeClient(previous.client, id, 'replace');
+    }
+  }
+
+  /** End of turn: see `AioSandboxProvider.release`. */
+  async release(sandboxId: string): Promise<void> {
+    const { book, logger } = this.#ctx;
+    // A teardown in flight owns the entry; untracking it here would leave that teardown with
+    // nothing to stop.
+    if (book.isTearingDown(sandboxId)) {
+      logger.debug(`Not parking sandbox ${sandboxId}: its teardown is in flight`);
+      return;
+    }
+    const entry = book.untrackActive(sandboxId);
+    if (entry === undefined) {
+      logger.debug(`Release of unknown sandbox ${sandboxId} ignored`);
+      return;
+    }
+    if (!book.pool.has(sandboxId)) {
+      book.pool.put(sandboxId, { info: entry.info, identity: entry.identity });
+    }
+    await this.#ctx.closeClient(entry.client, sandboxId, 'release');
+    const ownership = this.#ctx.ownershipIfReady();
+    if (ownership === undefined || this.#ctx.isClosed()) return;
+    const epoch = ownership.epochOf(sandboxId);
+    if (!(await ownership.refresh(sandboxId))) {
+      if (this.#teardown.forgetLost(sandboxId, epoch)) {
+        logger.warn(
+          `Sandbox ${sandboxId} is owned by another instance now; forgot it (the container keeps running)`,
+        );
+      }
+    }
+  }
+}
