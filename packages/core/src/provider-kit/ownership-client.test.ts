@@ -181,4 +181,15 @@ describe('OwnershipClient', () => {
     await down.c.release('s1');
     expect(down.logger.text('warn')).toContain('Could not release the lease of sandbox s1');
   });
+
+  it('holdIntent spans an adoption; its end is idempotent and counted with publishes', async () => {
+    const { a } = peers();
+    const { c } = client(a);
+    const end = c.holdIntent('s1');
+    await c.publish('s1');
+    expect(c.hasIntent('s1')).toBe(true);
+    end();
+    end();
+    expect(c.hasIntent('s1')).toBe(false);
+  });
 });

@@ -116,7 +116,7 @@ export class OwnershipClient {
    * teardown holds it. A store error is reported and thrown.
    */
   async publish(id: string): Promise<boolean> {
-    this.#intent.set(id, (this.#intent.get(id) ?? 0) + 1);
+    const endIntent = this.holdIntent(id);
     try {
       let taken: boolean;
       try {
@@ -131,10 +131,25 @@ export class OwnershipClient {
       }
       return taken;
     } finally {
+      endIntent();
+    }
+  }
+
+  /**
+   * Marks an intent to own `id` for a span longer than one publish (an adoption that claims,
+   * then bootstraps, then parks): renewal must not forget it meanwhile. Returns the end of the
+   * mark, idempotent.
+   */
+  holdIntent(id: string): () => void {
+    this.#intent.set(id, (this.#intent.get(id) ?? 0) + 1);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
       const left = (this.#intent.get(id) ?? 1) - 1;
       if (left > 0) this.#intent.set(id, left);
       else this.#intent.delete(id);
-    }
+    };
   }
 
   /** Adopt/reap gate, fail-closed. */

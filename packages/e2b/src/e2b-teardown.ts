@@ -1,0 +1,360 @@
+import { threadLayout } from '@sbx/core';
+import type { WarmEntry, WarmPoolDestroyReason } from '@sbx/core';
+import type { E2BRemoteSandbox, E2BSandboxInfo } from './e2b-client.js';
+import { errorMessage, isSandboxGoneError } from './e2b-errors.js';
+import type { E2BSandbox } from './e2b-sandbox.js';
+import type { Slot } from './local-slots.js';
+import { specTimeoutOf } from './metadata.js';
+import { syncOutputs } from './output-sync.js';
+import { threadKeyText } from './e2b-thread-key.js';
+import type { ThreadKey } from './e2b-thread-key.js';
+import type { OwnershipClient } from '@sbx/core/provider-kit';
+import type { ActiveEntry, E2BProviderContext, Stores, WarmValue } from './e2b-provider-context.js';
+
+/**
+ * Every way a VM stops or is forgotten: kills under a claimed `del:` marker, the warm pool's
+ * destroy hook, the end-of-turn park, the forget of one a peer took over, lease renewal and the
+ * shutdown teardown. A kill that cannot be confirmed keeps a tombstone (its slot stays counted);
+ * the ledger slot is released only after E2B confirmed the VM gone.
+ */
+export class E2BTeardown {
+  readonly #ctx: E2BProviderContext;
+
+  constructor(ctx: E2BProviderContext) {
+    this.#ctx = ctx;
+  }
+
+  async #own(): Promise<OwnershipClient> {
+    return (await this.#ctx.stores()).ownership;
+  }
+
+  /**
+   * Kills a VM this provider will not hand out and settles its capacity slot: an uncertain kill
+   * keeps a tombstone, anything else frees the slot. `ops` is the remote-operation set tracking it
+   * (owned for creates and warm reclaims, unowned for discoveries).
+   */
+  async discardVm(
+    id: string,
+    sandbox: E2BSandbox,
+    slot: Slot,
+    ops: Set<string> = this.#ctx.ownedRemoteOps,
+  ): Promise<void> {
+    const outcome = await this.killAndClose(id, sandbox);
+    ops.delete(id);
+    if (outcome === 'failed') slot.tombstone(id);
+    else slot.release();
+  }
+
+  async releaseLocked(id: string): Promise<void> {
+    const entry = this.#ctx.book.active(id);
+    if (entry === undefined || entry.key === undefined) return;
+    const key = entry.key;
+    this.#ctx.book.untrackActive(id);
+    const slot = this.#ctx.slots.beginTransition();
+    const sandbox = entry.sandbox;
+    // Kept past the adapter's close: a racing shutdown may still need to kill through it.
+    const remote = sandbox.client;
+    try {
+      if (sandbox.isDead) {
+        await this.killAndClose(id, sandbox);
+        return;
+      }
+      await syncOutputs(
+        sandbox,
+        threadLayout(this.#ctx.settings.baseDir, key.userId, key.threadId).threadDir,
+        { clock: this.#ctx.clock, logger: this.#ctx.logger },
+      );
+      if (sandbox.isDead) {
+        await this.killAndClose(id, sandbox);
+        return;
+      }
+      await this.pushTimeout(remote);
+      if (this.#ctx.isClosed()) {
+        await this.killAndClose(id, sandbox);
+        return;
+      }
+      if (
+        this.#ctx.book.pool.put(id, { seed: entry.seed ?? this.#ctx.seedOf(key), key }) ===
+        undefined
+      ) {
+        await this.killAndClose(id, sandbox);
+        return;
+      }
+      // Counted as warm from here on: the transition ends before the (possibly slow) close.
+      slot.commit();
+      // A warm VM is evictable: capacity waiters can now make room.
+      this.#ctx.notify();
+      await sandbox.close();
+    } finally {
+      slot.release();
+    }
+  }
+
+  async releaseAnonymous(id: string, entry: ActiveEntry): Promise<void> {
+    // Nothing can ever find a thread-less sandbox again, so parking it would only hold a slot.
+    if (this.#ctx.book.untrackActive(id, entry) === undefined) return;
+    await this.killAndClose(id, entry.sandbox);
+    this.#ctx.notify();
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // capacity
+
+  /** WarmPool destroy hook. `true` = gone (or a peer's, forgotten); `false` keeps its slot. */
+  async destroyWarm(entry: WarmEntry<WarmValue>, reason: WarmPoolDestroyReason): Promise<boolean> {
+    const id = entry.id;
+    if (!(await (await this.#own()).claim(id, { forDestroy: true }))) {
+      (await this.#own()).forget(id);
+      this.#ctx.logger.info('A peer owns a warm e2b sandbox; forgetting it locally', {
+        sandboxId: id,
+        reason,
+      });
+      this.#ctx.notifySoon();
+      return true;
+    }
+    return (await this.#own()).heldTeardown(id, async () => {
+      let remote: E2BRemoteSandbox;
+      try {
+        remote = await this.#ctx.sdk(() => this.#ctx.client.connect(id));
+      } catch (error) {
+        if (isSandboxGoneError(error)) {
+          await this.ledgerRelease(id);
+          this.#ctx.notifySoon();
+          return true;
+        }
+        this.#ctx.logger.warn('Reconnecting a warm e2b sandbox for eviction failed', {
+          sandboxId: id,
+          error: errorMessage(error),
+        });
+        return this.#leaveToShutdown(id);
+      }
+      try {
+        await remote.kill();
+      } catch (error) {
+        this.#ctx.logger.warn('Killing a warm e2b sandbox failed; keeping it', {
+          sandboxId: id,
+          error: errorMessage(error),
+        });
+        return this.#leaveToShutdown(id);
+      } finally {
+        await remote.close().catch(() => undefined);
+      }
+      await this.ledgerRelease(id);
+      this.#ctx.notifySoon();
+      return true;
+    });
+  }
+
+  /**
+   * An eviction that failed after shutdown began: shutdown snapshotted every warm id (this one
+   * included, since the pool keeps an entry whose teardown is in flight) and kills it through a
+   * connection of its own. Keeping the entry would leave a warm VM in a provider that no longer
+   * reaps anything, so the pool is told to drop it.
+   */
+  #leaveToShutdown(id: string): boolean {
+    if (!this.#ctx.isClosed()) return false;
+    this.#ctx.logger.info(
+      'Leaving a warm e2b sandbox whose eviction failed to the shutdown teardown',
+      {
+        sandboxId: id,
+      },
+    );
+    return true;
+  }
+
+  async ledgerRelease(id: string): Promise<void> {
+    const { capacity } = await this.#ctx.stores();
+    if (capacity === undefined) return;
+    try {
+      await capacity.release(id);
+    } catch (error) {
+      this.#ctx.logger.warn('Releasing a capacity ledger slot failed (reconciliation repairs it)', {
+        sandboxId: id,
+        error: errorMessage(error),
+      });
+    }
+  }
+
+  /**
+   * Kills a VM we can claim for destruction, then closes its client; a peer-owned VM is only
+   * closed. `'destroyed'` (confirmed gone) and `'peer'` (not ours to kill) both free the caller's
+   * slot; `'failed'` means the VM may still run, so the caller keeps a tombstone.
+   */
+  async killAndClose(id: string, sandbox: E2BSandbox): Promise<'destroyed' | 'peer' | 'failed'> {
+    const client = sandbox.client;
+    let outcome: 'destroyed' | 'peer' | 'failed' = 'failed';
+    if (await (await this.#own()).claim(id, { forDestroy: true })) {
+      outcome = await (
+        await this.#own()
+      ).heldTeardown(id, async () => {
+        try {
+          if (client === undefined) throw new Error('no client: cannot confirm destruction');
+          await this.#ctx.sdk(() => client.kill());
+          await this.ledgerRelease(id);
+          return 'destroyed';
+        } catch (error) {
+          if (isSandboxGoneError(error)) return 'destroyed';
+          this.#ctx.logger.warn('Killing an e2b sandbox failed', {
+            sandboxId: id,
+            error: errorMessage(error),
+          });
+          return 'failed';
+        }
+      });
+    } else {
+      outcome = 'peer';
+      // Whatever lease we had is a peer's now: renewal must not try to keep it.
+      (await this.#own()).forget(id);
+      this.#ctx.logger.info('Not killing an e2b sandbox a peer owns', { sandboxId: id });
+    }
+    await sandbox.close();
+    return outcome;
+  }
+
+  async dropActive(id: string, entry: ActiveEntry): Promise<void> {
+    this.#ctx.book.untrackActive(id, entry);
+    this.#ctx.vmTimeouts.delete(id);
+    await entry.sandbox.close();
+    await this.ledgerRelease(id);
+    this.#ctx.notify();
+  }
+
+  async forgetRemote(id: string): Promise<void> {
+    this.#ctx.vmTimeouts.delete(id);
+    await this.ledgerRelease(id);
+    const ownership = await this.#own();
+    if (ownership.holds(id)) await ownership.release(id);
+  }
+
+  register(id: string, sandbox: E2BSandbox, key: ThreadKey | undefined, seed: string | undefined) {
+    // Active and warm are exclusive: a warm entry left behind would give the VM a second reaper.
+    this.#ctx.book.pool.forget(id);
+    this.#ctx.book.install(
+      id,
+      { sandbox, key, seed },
+      key === undefined ? undefined : threadKeyText(key),
+    );
+  }
+
+  /** A discovered VM's spec timeout (its tag), so renewals keep it. */
+  rememberTimeout(info: E2BSandboxInfo): void {
+    const seconds = specTimeoutOf(info);
+    if (seconds !== undefined) this.#ctx.vmTimeouts.set(info.sandboxId, seconds);
+  }
+
+  async pushTimeout(remote: E2BRemoteSandbox | undefined): Promise<void> {
+    if (remote === undefined) return;
+    // The VM's own timeout (its acquire spec's, kept from its creation) else the configured one.
+    const seconds =
+      this.#ctx.vmTimeouts.get(remote.sandboxId) ?? this.#ctx.settings.idleTimeoutSeconds;
+    if (seconds <= 0) return;
+    try {
+      await this.#ctx.sdk(() => remote.setTimeout(seconds * 1000));
+    } catch (error) {
+      this.#ctx.logger.debug('Refreshing the e2b sandbox timeout failed', {
+        sandboxId: remote.sandboxId,
+        error: errorMessage(error),
+      });
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // background: lease renewal and reconciliation
+
+  /**
+   * Renews every lease we hold (the ownership client's `refresh`: a store that cannot answer
+   * means "unknown", keep and retry; an absent lease is re-claimed). A lease a peer holds makes us
+   * forget the VM without touching it, unless an acquire re-took it meanwhile: its intent mark,
+   * or an epoch that moved on since this renewal read it (the `LOST` answer is stale then).
+   * Ids under a held teardown are skipped: `renew` would see our own `del:` marker.
+   */
+  async renewLeases(): Promise<void> {
+    const ownership = await this.#own();
+    for (const id of ownership.heldIds()) {
+      if (this.#ctx.isClosed()) return;
+      if (ownership.isTearingDown(id)) continue;
+      const epoch = ownership.epochOf(id);
+      if (await ownership.refresh(id)) continue;
+      if (ownership.epochOf(id) !== epoch) continue;
+      await this.#forgetLost(id);
+    }
+  }
+
+  async #forgetLost(id: string): Promise<void> {
+    const ownership = await this.#own();
+    if (ownership.hasIntent(id)) return;
+    ownership.forget(id);
+    const entry = this.#ctx.book.untrackActive(id);
+    if (entry !== undefined) await entry.sandbox.close();
+    this.#ctx.book.pool.forget(id);
+    this.#ctx.logger.info('A peer took over an e2b sandbox; forgot it locally', { sandboxId: id });
+    this.#ctx.notify();
+  }
+
+  /** Shutdown, after the background tasks stopped: kills what is ours, forgets the rest. */
+  async shutdownAll(): Promise<Stores | undefined> {
+    await this.#ctx.book.pool.stop();
+    const active = this.#ctx.book.activeEntries();
+    const parked = new Set<string>([
+      ...this.#ctx.book.pool.ids(),
+      ...this.#ctx.slots.tombstones.keys(),
+      ...this.#ctx.ownedRemoteOps,
+    ]);
+    // Ours to kill: the leases held, and every warm entry and tombstone. A warm VM whose eviction
+    // kill failed, or a tombstone, is no longer in `#owned` (the held teardown dropped it when its
+    // kill ended), yet nothing else will ever kill it: left alone it runs until its E2B timeout
+    // and holds a ledger slot. The claim below still keeps a VM a peer has taken since.
+    const owned = new Set([
+      ...(this.#ctx.clientIfReady()?.heldIds() ?? []),
+      ...this.#ctx.book.pool.ids(),
+      ...this.#ctx.slots.tombstones.keys(),
+    ]);
+    this.#ctx.book.clearActive();
+    for (const id of this.#ctx.book.pool.ids()) this.#ctx.book.pool.forget(id);
+    this.#ctx.ownedRemoteOps.clear();
+    this.#ctx.unownedRemoteOps.clear();
+    this.#ctx.slots.clear();
+    this.#ctx.notify();
+    this.#ctx.serializer.close();
+    let stores: Stores | undefined;
+    try {
+      stores = await this.#ctx.stores();
+    } catch {
+      stores = undefined;
+    }
+    for (const [id, entry] of active) {
+      parked.delete(id);
+      if (stores !== undefined && owned.has(id)) await this.killAndClose(id, entry.sandbox);
+      else await entry.sandbox.close();
+    }
+    for (const id of parked) {
+      if (
+        stores === undefined ||
+        !owned.has(id) ||
+        !(await (await this.#own()).claim(id, { forDestroy: true }))
+      )
+        continue;
+      await (
+        await this.#own()
+      ).heldTeardown(id, async () => {
+        try {
+          const remote = await this.#ctx.client.connect(id);
+          try {
+            await remote.kill();
+            await this.ledgerRelease(id);
+          } finally {
+            await remote.close().catch(() => undefined);
+          }
+        } catch (error) {
+          if (!isSandboxGoneError(error)) {
+            this.#ctx.logger.warn('Killing an e2b sandbox at shutdown failed', {
+              sandboxId: id,
+              error: errorMessage(error),
+            });
+          }
+        }
+      });
+    }
+    return stores;
+  }
+}
