@@ -1,15 +1,10 @@
 import {
   AcquireSerializer,
   ProviderClosedError,
-  SandboxNotFoundError,
   SandboxProvider,
   SandboxProviderEventEmitter,
   SerializerClosedError,
   WarmPool,
-  createCapacityStore,
-  createOwnershipStore,
-  deriveSandboxScopeToken,
-  identityScopesFor,
   resolveEffectiveUserId,
   resolveOwnershipConfig,
   serializerKey,
@@ -20,25 +15,16 @@ import {
 import type {
   AcquireOptions,
   AcquirePath,
-  CapacityStore,
   Clock,
   Logger,
-  OwnershipStore,
   ResolvedOwnershipConfig,
-  SandboxConfig,
   SandboxProviderEventListener,
   SandboxSpecPolicy,
   SandboxSpecSupport,
   SyncAgentSkillsOptions,
 } from '@sbx/core';
 import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
-import {
-  OwnershipClient,
-  PeriodicTask,
-  SandboxBook,
-  Sightings,
-  SingleFlight,
-} from '@sbx/core/provider-kit';
+import { PeriodicTask, SandboxBook, Sightings, SingleFlight } from '@sbx/core/provider-kit';
 import { E2BAcquirePaths } from './e2b-acquire-paths.js';
 import { E2BCapacity } from './e2b-capacity.js';
 import type { E2BClient, E2BRemoteSandbox } from './e2b-client.js';
@@ -53,16 +39,17 @@ import type {
   E2BSandboxSummary,
 } from './e2b-inspection.js';
 import type { ActiveEntry, E2BProviderContext, Stores, WarmValue } from './e2b-provider-context.js';
+import type { E2BCapacitySnapshot, E2BProviderInit } from './e2b-provider-init.js';
+import { openE2BStores } from './e2b-stores.js';
 import { E2BReconciler } from './e2b-reconciler.js';
 import type { ReconciliationStats } from './e2b-reconciler.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { E2BTeardown } from './e2b-teardown.js';
-import { specFingerprint, threadKeyText } from './e2b-thread-key.js';
+import { specFingerprint, threadSeed } from './e2b-thread-key.js';
 import type { ThreadKey } from './e2b-thread-key.js';
 import { E2BUploads } from './e2b-uploads.js';
 import { LocalSlots } from './local-slots.js';
 import { SdkE2BClient } from './sdk-client.js';
-import { syncSkillsInto } from './skill-sync.js';
 
 export type {
   E2BListSandboxesOptions,
@@ -72,38 +59,7 @@ export type {
 } from './e2b-inspection.js';
 export type { ReconciliationStats } from './e2b-reconciler.js';
 
-export interface E2BProviderInit {
-  readonly config: SandboxConfig;
-  readonly logger?: Logger | undefined;
-  /** The E2B port; default the real SDK (`SdkE2BClient`) with the configured connection. */
-  readonly client?: E2BClient | undefined;
-  /** Default: built from `sandbox.ownership` (memory, or Redis via @sbx/ownership-redis). */
-  readonly ownershipStore?: OwnershipStore | undefined;
-  /**
-   * Default: the deployment-wide ledger for a Redis ownership backend, none for memory. Pass
-   * `null` to force the per-process limit.
-   */
-  readonly capacityStore?: CapacityStore | null | undefined;
-  /** Tag value naming the ledger on VMs; default `<ownership key prefix>:e2b-capacity`. */
-  readonly capacityLedgerKey?: string | undefined;
-  /** Drives timeouts, renewal, reconciliation and the warm-pool idle checker. */
-  readonly clock?: Clock | undefined;
-  /** Start the startup reconciliation pass and the timers. Default true. */
-  readonly background?: boolean | undefined;
-  /** Environment for resolving the ownership configuration. Default `process.env`. */
-  readonly env?: Readonly<Record<string, string | undefined>> | undefined;
-}
-
-/** Local capacity accounting, for diagnostics and tests. */
-export interface E2BCapacitySnapshot {
-  limit: number;
-  active: number;
-  warm: number;
-  reserved: number;
-  transitioning: number;
-  tombstones: number;
-  total: number;
-}
+export type { E2BCapacitySnapshot, E2BProviderInit } from './e2b-provider-init.js';
 
 /**
  * E2B micro-VM provider: one VM per (user, thread), parked warm between turns, capacity limited per
@@ -128,6 +84,7 @@ export class E2BSandboxProvider extends SandboxProvider {
   readonly #teardown: E2BTeardown;
   readonly #capacity: E2BCapacity;
   readonly #paths: E2BAcquirePaths;
+  readonly #uploads: E2BUploads;
   readonly #reconciler: E2BReconciler;
   readonly #inspection: E2BInspection;
   readonly #renewal: PeriodicTask;
@@ -191,12 +148,8 @@ export class E2BSandboxProvider extends SandboxProvider {
     this.#ctx = this.#context(slots, ownedRemoteOps, unownedRemoteOps);
     this.#teardown = new E2BTeardown(this.#ctx);
     this.#capacity = new E2BCapacity(this.#ctx, this.#teardown);
-    this.#paths = new E2BAcquirePaths(
-      this.#ctx,
-      this.#teardown,
-      this.#capacity,
-      new E2BUploads(this.#ctx),
-    );
+    this.#uploads = new E2BUploads(this.#ctx);
+    this.#paths = new E2BAcquirePaths(this.#ctx, this.#teardown, this.#capacity, this.#uploads);
     this.#reconciler = new E2BReconciler(this.#ctx, this.#teardown, this.#capacity);
     this.#inspection = new E2BInspection(this.#ctx, this.#reconciler);
     const task = (name: string, intervalMs: number, run: () => Promise<unknown>) =>
@@ -255,8 +208,11 @@ export class E2BSandboxProvider extends SandboxProvider {
       },
       adapter: (id, remote) => this.#adapter(id, remote),
       sdk: (fn) => this.#sdk(fn),
-      connectOptions: () => this.#connectOptions(),
-      seedOf: (key) => this.#seedOf(key),
+      connectOptions: () =>
+        this.settings.idleTimeoutSeconds > 0
+          ? { timeoutMs: this.settings.idleTimeoutSeconds * 1000 }
+          : {},
+      seedOf: (key) => threadSeed(this.settings.skillsRoot, key),
       isTrackedLocally: (id) => book.stateOf(id) !== 'untracked',
     };
   }
@@ -415,27 +371,7 @@ export class E2BSandboxProvider extends SandboxProvider {
     };
     await this.#serializer.hold(
       this.#serializerKey(key),
-      async () => {
-        const entry = this.#book.active(sandboxId);
-        if (
-          entry?.key === undefined ||
-          threadKeyText(entry.key) !== threadKeyText(key) ||
-          entry.sandbox.client === undefined
-        ) {
-          throw new SandboxNotFoundError(
-            `e2b sandbox ${sandboxId} is not active for this thread`,
-            sandboxId,
-          );
-        }
-        await syncSkillsInto(entry.sandbox.client, {
-          root: this.settings.skillsRoot,
-          homeDir: this.settings.homeDir,
-          projection: options.projection,
-          signature: options.signature,
-          clock: this.#clock,
-          logger: this.#logger,
-        });
-      },
+      () => this.#uploads.syncSkills(sandboxId, key, options),
       { signal: options.signal },
     );
   }
@@ -517,20 +453,6 @@ export class E2BSandboxProvider extends SandboxProvider {
     return serializerKey(key.userId, key.threadId, this.settings.skillsRoot, key.spec);
   }
 
-  #seedOf(key: ThreadKey): string {
-    return deriveSandboxScopeToken({
-      userId: key.userId,
-      threadId: key.threadId,
-      scope: identityScopesFor({ skillsContainerPath: this.settings.skillsRoot }),
-    });
-  }
-
-  #connectOptions(): { timeoutMs?: number } {
-    return this.settings.idleTimeoutSeconds > 0
-      ? { timeoutMs: this.settings.idleTimeoutSeconds * 1000 }
-      : {};
-  }
-
   #adapter(id: string, remote: E2BRemoteSandbox): E2BSandbox {
     return new E2BSandbox(id, remote, {
       homeDir: this.settings.homeDir,
@@ -554,52 +476,18 @@ export class E2BSandboxProvider extends SandboxProvider {
   }
 
   #stores_(): Promise<Stores> {
-    this.#stores ??= this.#openStores().then((stores) => {
+    this.#stores ??= openE2BStores({
+      init: this.#init,
+      ownership: this.ownership,
+      settings: this.settings,
+      logger: this.#logger,
+      clock: this.#clock,
+      emit: (event) => this.#events.emit(event),
+    }).then((stores) => {
       this.#openedStores = stores;
       return stores;
     });
     return this.#stores;
-  }
-
-  async #openStores(): Promise<Stores> {
-    const init = this.#init;
-    const ownsOwnership = init.ownershipStore === undefined;
-    const ownership =
-      init.ownershipStore ??
-      (await createOwnershipStore(this.ownership, {
-        // Without a host logger, core prints its required single-instance warning to the console.
-        logger: init.logger,
-        env: init.env ?? process.env,
-      }));
-    let capacity: CapacityStore | undefined;
-    let ownsCapacity = false;
-    if (init.capacityStore === null) capacity = undefined;
-    else if (init.capacityStore !== undefined) capacity = init.capacityStore;
-    else {
-      try {
-        capacity = await createCapacityStore(this.ownership, {
-          hardLimit: this.settings.capacityLimit,
-          logger: this.#logger,
-          env: init.env ?? process.env,
-        });
-        ownsCapacity = capacity !== undefined;
-      } catch (error) {
-        if (ownsOwnership) await ownership.close().catch(() => undefined);
-        throw error;
-      }
-    }
-    const ledgerKey =
-      capacity === undefined
-        ? undefined
-        : (init.capacityLedgerKey ?? `${this.ownership.keyPrefix.replace(/:+$/, '')}:e2b-capacity`);
-    const client = new OwnershipClient({
-      store: ownership,
-      renewalIntervalMs: this.ownership.renewalIntervalSeconds * 1000,
-      emit: (event) => this.#events.emit(event),
-      clock: this.#clock,
-      logger: this.#logger,
-    });
-    return { ownership: client, capacity, ledgerKey, ownsOwnership, ownsCapacity };
   }
 }
 

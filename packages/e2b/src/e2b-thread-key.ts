@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { specIdentityScope } from '@sbx/core';
+import { deriveSandboxScopeToken, identityScopesFor, specIdentityScope } from '@sbx/core';
 import type { LeaseHolder, SandboxSpec } from '@sbx/core';
 import type { AgeVerdict } from '@sbx/core/provider-kit';
 import type { E2BRemoteSandbox, E2BSandboxInfo } from './e2b-client.js';
@@ -112,4 +112,13 @@ export function holderReason(holder: LeaseHolder): string {
   return holder.state === 'del'
     ? `being destroyed by ${holder.ownerId}`
     : `leased by ${holder.ownerId} (a live peer's lease keeps it)`;
+}
+
+/** The id seed of a thread's VM: how a warm entry is found again for its thread. */
+export function threadSeed(skillsRoot: string, key: ThreadKey): string {
+  return deriveSandboxScopeToken({
+    userId: key.userId,
+    threadId: key.threadId,
+    scope: identityScopesFor({ skillsContainerPath: skillsRoot }),
+  });
 }

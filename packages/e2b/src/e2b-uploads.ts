@@ -1,9 +1,12 @@
 import { stat } from 'node:fs/promises';
-import { resolveEffectiveUserId } from '@sbx/core';
+import { SandboxNotFoundError, resolveEffectiveUserId } from '@sbx/core';
+import type { SyncAgentSkillsOptions } from '@sbx/core';
+import { syncSkillsInto } from './skill-sync.js';
 import { SKILL_CATEGORIES, sharedSkillsViewPath } from '@sbx/core/internal';
 import type { E2BRemoteSandbox } from './e2b-client.js';
 import { errorMessage } from './e2b-errors.js';
 import { UploadPass, uploadTree } from './tree-upload.js';
+import { threadKeyText } from './e2b-thread-key.js';
 import type { PlannedTree, ThreadKey } from './e2b-thread-key.js';
 import type { E2BProviderContext } from './e2b-provider-context.js';
 
@@ -104,4 +107,31 @@ export class E2BUploads {
 
   // ------------------------------------------------------------------------------------------
   // release
+
+  /** Syncs a thread's skill projection into its active VM (under the thread's serializer lock). */
+  async syncSkills(
+    sandboxId: string,
+    key: ThreadKey,
+    options: SyncAgentSkillsOptions,
+  ): Promise<void> {
+    const entry = this.#ctx.book.active(sandboxId);
+    if (
+      entry?.key === undefined ||
+      threadKeyText(entry.key) !== threadKeyText(key) ||
+      entry.sandbox.client === undefined
+    ) {
+      throw new SandboxNotFoundError(
+        `e2b sandbox ${sandboxId} is not active for this thread`,
+        sandboxId,
+      );
+    }
+    await syncSkillsInto(entry.sandbox.client, {
+      root: this.#ctx.settings.skillsRoot,
+      homeDir: this.#ctx.settings.homeDir,
+      projection: options.projection,
+      signature: options.signature,
+      clock: this.#ctx.clock,
+      logger: this.#ctx.logger,
+    });
+  }
 }
