@@ -1,10 +1,8 @@
+import { RegistrySandboxProvider } from '@sbx/core/provider-kit';
 import { randomBytes } from 'node:crypto';
 import {
   ProviderClosedError,
-  ResettableAcquireSerializer,
-  SandboxProvider,
   SandboxRuntimeError,
-  WarmPoolRegistry,
   assertSameThreadIdentity,
   deriveSandboxScopeToken,
   specIdentityScope,
@@ -13,8 +11,6 @@ import {
   type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
-  silentLogger,
-  systemClock,
   throwIfAborted,
 } from '@sbx/core';
 import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
@@ -22,7 +18,6 @@ import type {
   AcquireOptions,
   Clock,
   ListSandboxesOptions,
-  Logger,
   ModuleImporter,
   SandboxListingProvider,
   SandboxProviderInit,
@@ -108,61 +103,43 @@ const UNKNOWN_IDENTITY = 'an adopted box';
  * - `listSandboxes()` (`sbx ls`) shows the runtime's boxes of this prefix; there is no
  *   `reapOrphans()`: without an ownership store a box of another live process looks like an orphan.
  */
-export class BoxliteProvider extends SandboxProvider implements SandboxListingProvider {
+export class BoxliteProvider
+  extends RegistrySandboxProvider<ActiveBox, WarmBox>
+  implements SandboxListingProvider
+{
   readonly settings: BoxliteSettings;
-  readonly #logger: Logger;
-  readonly #clock: Clock;
   readonly #options: BoxliteProviderOptions;
-  readonly #boxes: WarmPoolRegistry<ActiveBox, WarmBox>;
-  readonly #locks: ResettableAcquireSerializer;
   /** Stops in flight per id: a box is never created under a name whose previous box is stopping. */
   readonly #stops = new Map<string, Promise<void>>();
   /** The runtime, opened (on the first acquire or listing). */
   #runtime: Promise<BoxliteRuntime> | undefined;
   /** The runtime once the start-up reconciliation ran over it (on the first acquire only). */
   #reconciled: Promise<BoxliteRuntime> | undefined;
-  #closed = false;
-  #shutdown: Promise<void> | undefined;
 
   constructor(options: BoxliteProviderOptions) {
-    super();
-    this.#options = options;
-    this.settings = resolveBoxliteSettings(options.config);
-    this.#logger = options.logger ?? silentLogger;
-    this.#clock = options.clock ?? systemClock;
-    this.#locks = new ResettableAcquireSerializer({
-      name: `${PROVIDER_NAME}-acquire`,
-      logger: this.#logger,
-      closedError: () => new ProviderClosedError(SHUT_DOWN_MESSAGE),
-    });
-    this.#boxes = new WarmPoolRegistry<ActiveBox, WarmBox>({
+    const settings = resolveBoxliteSettings(options.config);
+    super({
       name: PROVIDER_NAME,
-      settings: this.settings,
-      clock: this.#clock,
-      logger: this.#logger,
-      destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+      settings,
+      closedMessage: SHUT_DOWN_MESSAGE,
+      clock: options.clock,
+      logger: options.logger,
       background: options.background,
     });
+    this.#options = options;
+    this.settings = settings;
   }
 
-  /** Ids of active (acquired, not released) boxes. */
-  get activeIds(): string[] {
-    return this.#boxes.activeIds;
+  protected sandboxOf(active: ActiveBox): BoxliteSandbox {
+    return active.sandbox;
   }
 
-  /** Ids of warm (released, still running) boxes, oldest first. */
-  get warmIds(): string[] {
-    return this.#boxes.warmIds;
+  protected parkOnReset(_id: string, active: ActiveBox): WarmBox {
+    return { sandbox: active.sandbox, identity: active.identity, skipEligible: false };
   }
 
-  /** Whether the idle checker runs (only when `idle_timeout > 0`, until shutdown). */
-  get idleCheckerRunning(): boolean {
-    return this.#boxes.idleCheckerRunning;
-  }
-
-  /** `(replicas, active + warm)`. */
-  replicaCount(): { replicas: number; total: number } {
-    return this.#boxes.replicaCount();
+  protected stopQuietly(id: string, active: ActiveBox, reason: string): Promise<void> {
+    return this.#stopBox(id, active.sandbox, reason);
   }
 
   /** The box name of a sandbox id. */
@@ -195,14 +172,9 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     return this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY;
   }
 
-  /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
-  runIdleCheck(): Promise<void> {
-    return this.#boxes.runIdleCheck();
-  }
-
   override async acquire(options: AcquireOptions = {}): Promise<string> {
     this.admit(options);
-    this.#assertOpen();
+    this.assertOpen();
     throwIfAborted(options.signal);
     const runtime = await this.#ensureReconciled();
     if (options.threadId === undefined) return this.#acquireAnonymous(runtime, options.signal);
@@ -213,57 +185,32 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
       ...(spec ? { spec } : {}),
     };
     const id = this.sandboxIdFor(identity.userId, identity.threadId, spec);
-    return this.#locks.hold(id, () => this.#acquireThread(runtime, id, identity, options.signal), {
+    return this.locks.hold(id, () => this.#acquireThread(runtime, id, identity, options.signal), {
       signal: options.signal,
     });
   }
 
   override get(sandboxId: string): BoxliteSandbox | undefined {
-    return this.#boxes.active.get(sandboxId)?.sandbox;
+    return this.registry.active.get(sandboxId)?.sandbox;
   }
 
   override async release(sandboxId: string): Promise<void> {
-    const active = this.#boxes.active.get(sandboxId);
+    const active = this.registry.active.get(sandboxId);
     if (active === undefined) return;
     if (active.identity === undefined) {
       // Nobody can ever reclaim a random id: parking it would only hold a replica slot until it
       // idles out, so it is stopped at once.
-      this.#boxes.active.delete(sandboxId);
+      this.registry.active.delete(sandboxId);
       await this.#stopBox(sandboxId, active.sandbox, 'anonymous_release');
       return;
     }
-    if (this.#closed) {
+    if (this.closed) {
       // Shutdown is stopping every box; this one must not be parked behind its back.
-      this.#boxes.active.delete(sandboxId);
+      this.registry.active.delete(sandboxId);
       await this.#stopBox(sandboxId, active.sandbox, 'shutdown');
       return;
     }
-    await this.#locks.hold(sandboxId, () => this.#releaseThread(sandboxId));
-  }
-
-  /**
-   * Lightweight: forgets which boxes are in use (they move to the warm pool, still running, for the
-   * same threads to reclaim after a health check, or for the idle checker to stop) and starts a
-   * fresh acquire lock table. Boxes, runtime and idle checker keep running; the provider stays
-   * usable. Full teardown is `shutdown()`.
-   */
-  override async reset(): Promise<void> {
-    this.#locks.reset();
-    for (const [id, active] of [...this.#boxes.active]) {
-      this.#boxes.active.delete(id);
-      const parked = this.#boxes.pool.put(id, {
-        sandbox: active.sandbox,
-        identity: active.identity,
-        skipEligible: false,
-      });
-      if (parked === undefined) await this.#stopBox(id, active.sandbox, 'reset');
-    }
-  }
-
-  /** Stops the idle checker, every warm and active box, and the runtime. Idempotent. */
-  override shutdown(): Promise<void> {
-    this.#shutdown ??= this.#doShutdown();
-    return this.#shutdown;
+    await this.locks.hold(sandboxId, () => this.#releaseThread(sandboxId));
   }
 
   /**
@@ -278,7 +225,7 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
    */
   async listSandboxes(options: ListSandboxesOptions = {}): Promise<SandboxSummary[]> {
     const { signal } = options;
-    this.#assertOpen();
+    this.assertOpen();
     throwIfAborted(signal);
     const runtime = await this.#ensureRuntime();
     // After a reconciliation in flight, so a box it is adopting is not caught half-way.
@@ -296,8 +243,8 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
   }
 
   #summary(id: string, info: BoxliteBoxSummary): SandboxSummary {
-    const active = this.#boxes.active.get(id);
-    const warm = active === undefined ? this.#boxes.pool.get(id) : undefined;
+    const active = this.registry.active.get(id);
+    const warm = active === undefined ? this.registry.pool.get(id) : undefined;
     const identity = active?.identity ?? warm?.value.identity;
     const updatedAt =
       warm !== undefined
@@ -336,8 +283,8 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     identity: BoxIdentity,
     signal: AbortSignal | undefined,
   ): Promise<string> {
-    this.#assertOpen();
-    const active = this.#boxes.active.get(id);
+    this.assertOpen();
+    const active = this.registry.active.get(id);
     if (active !== undefined) {
       assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
       return id;
@@ -361,37 +308,37 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
    * parked for another identity raises a collision and is left exactly as it was.
    */
   async #reclaimWarm(id: string, identity: BoxIdentity): Promise<boolean> {
-    const entry = this.#boxes.pool.get(id);
+    const entry = this.registry.pool.get(id);
     if (entry === undefined) return false;
     const stored = entry.value.identity;
     // An adopted box (identity unknown) goes to whoever maps to its id, after the health check.
     if (stored !== undefined) assertSameThreadIdentity(id, stored, identity, UNKNOWN_IDENTITY);
     // Taken out of the pool before the (slow) check, so the idle checker cannot stop it under us;
     // refused while a teardown holds it, in which case it is as good as gone.
-    const taken = this.#boxes.pool.take(id, entry);
+    const taken = this.registry.pool.take(id, entry);
     if (taken === undefined) return false;
     const { sandbox } = taken.value;
-    const age = this.#clock.now() - taken.releasedAt;
+    const age = this.clock.now() - taken.releasedAt;
     const skip =
       taken.value.skipEligible &&
       stored !== undefined &&
       this.settings.healthCheckSkipSeconds > 0 &&
       age <= this.settings.healthCheckSkipSeconds * 1000;
     if (skip && !sandbox.closed) {
-      this.#boxes.active.set(id, { sandbox, identity });
-      this.#logger.debug('Reclaimed a warm BoxLite box without a health check', { sandboxId: id });
+      this.registry.active.set(id, { sandbox, identity });
+      this.logger.debug('Reclaimed a warm BoxLite box without a health check', { sandboxId: id });
       return true;
     }
     if (!sandbox.closed && (await sandbox.healthCheck(this.settings.healthCheckTimeoutSeconds))) {
-      if (this.#closed) {
+      if (this.closed) {
         await this.#stopBox(id, sandbox, 'shutdown');
         throw new ProviderClosedError();
       }
-      this.#boxes.active.set(id, { sandbox, identity });
-      this.#logger.debug('Reclaimed a warm BoxLite box', { sandboxId: id });
+      this.registry.active.set(id, { sandbox, identity });
+      this.logger.debug('Reclaimed a warm BoxLite box', { sandboxId: id });
       return true;
     }
-    this.#logger.warn('Warm BoxLite box failed its health check; replacing it', {
+    this.logger.warn('Warm BoxLite box failed its health check; replacing it', {
       sandboxId: id,
     });
     await this.#stopBox(id, sandbox, 'health_check_failed');
@@ -403,7 +350,7 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     id: string,
     identity: BoxIdentity | undefined,
   ): Promise<string> {
-    const sandbox = await this.#boxes.withCreationSlot(id, async () => {
+    const sandbox = await this.registry.withCreationSlot(id, async () => {
       // A box of this name may still be stopping (evicted or failed a check just now).
       await this.#stops.get(id);
       const resources = identity?.spec?.resources;
@@ -419,19 +366,19 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
       await this.#bootstrap(id, created);
       return created;
     });
-    if (this.#closed) {
+    if (this.closed) {
       await this.#stopBox(id, sandbox, 'shutdown');
       throw new ProviderClosedError();
     }
     // Only possible across a reset(), whose fresh lock table lets an older acquire finish late.
-    const raced = this.#boxes.active.get(id);
+    const raced = this.registry.active.get(id);
     if (raced !== undefined) {
       await this.#stopBox(id, sandbox, 'duplicate');
       assertSameThreadIdentity(id, raced.identity, identity, UNKNOWN_IDENTITY);
       return id;
     }
-    this.#boxes.active.set(id, { sandbox, identity });
-    this.#logger.info('Created BoxLite box', { sandboxId: id, box: sandbox.box.name });
+    this.registry.active.set(id, { sandbox, identity });
+    this.logger.info('Created BoxLite box', { sandboxId: id, box: sandbox.box.name });
     return id;
   }
 
@@ -464,14 +411,14 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
   // release, eviction, teardown
 
   async #releaseThread(id: string): Promise<void> {
-    const active = this.#boxes.active.get(id);
+    const active = this.registry.active.get(id);
     if (active === undefined) return;
-    this.#boxes.active.delete(id);
-    if (this.#closed || active.sandbox.closed) {
-      await this.#stopBox(id, active.sandbox, this.#closed ? 'shutdown' : 'closed');
+    this.registry.active.delete(id);
+    if (this.closed || active.sandbox.closed) {
+      await this.#stopBox(id, active.sandbox, this.closed ? 'shutdown' : 'closed');
       return;
     }
-    const parked = this.#boxes.pool.put(id, {
+    const parked = this.registry.pool.put(id, {
       sandbox: active.sandbox,
       identity: active.identity,
       skipEligible: true,
@@ -486,17 +433,17 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
   #onTerminalFailure(sandbox: BoxliteSandbox): void {
     const id = sandbox.id;
     let dropped = false;
-    if (this.#boxes.active.get(id)?.sandbox === sandbox) {
-      this.#boxes.active.delete(id);
+    if (this.registry.active.get(id)?.sandbox === sandbox) {
+      this.registry.active.delete(id);
       dropped = true;
     }
-    const warm = this.#boxes.pool.get(id);
-    if (warm?.value.sandbox === sandbox && this.#boxes.pool.forget(id, warm)) dropped = true;
+    const warm = this.registry.pool.get(id);
+    if (warm?.value.sandbox === sandbox && this.registry.pool.forget(id, warm)) dropped = true;
     if (!dropped) return;
     void this.#stopBox(id, sandbox, 'terminal_failure').catch(() => {});
   }
 
-  #destroyWarm(entry: WarmEntry<WarmBox>, reason: WarmPoolDestroyReason): Promise<void> {
+  protected destroyWarm(entry: WarmEntry<WarmBox>, reason: WarmPoolDestroyReason): Promise<void> {
     return this.#stopBox(entry.id, entry.value.sandbox, reason, true);
   }
 
@@ -521,9 +468,9 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     });
     try {
       await stop;
-      this.#logger.info('Stopped BoxLite box', { sandboxId: id, box: sandbox.box.name, reason });
+      this.logger.info('Stopped BoxLite box', { sandboxId: id, box: sandbox.box.name, reason });
     } catch (error) {
-      this.#logger.error('Failed to stop BoxLite box', {
+      this.logger.error('Failed to stop BoxLite box', {
         sandboxId: id,
         box: sandbox.box.name,
         reason,
@@ -533,16 +480,14 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     }
   }
 
-  async #doShutdown(): Promise<void> {
-    this.#closed = true;
-    this.#locks.close();
-    await this.#boxes.pool.destroyAll();
-    const active = [...this.#boxes.active];
-    this.#boxes.active.clear();
+  protected async teardownAll(): Promise<void> {
+    await this.registry.pool.destroyAll();
+    const active = [...this.registry.active];
+    this.registry.active.clear();
     await Promise.all(active.map(([id, a]) => this.#stopBox(id, a.sandbox, 'shutdown')));
-    const left = this.#boxes.pool.ids();
+    const left = this.registry.pool.ids();
     if (left.length > 0) {
-      this.#logger.error('BoxLite boxes could not be stopped at shutdown', { sandboxIds: left });
+      this.logger.error('BoxLite boxes could not be stopped at shutdown', { sandboxIds: left });
     }
     const runtime = this.#runtime;
     if (runtime === undefined) return;
@@ -550,7 +495,7 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
       await (await runtime).close();
     } catch (error) {
       // A runtime that never opened (missing SDK, no KVM) has nothing to close.
-      this.#logger.debug('BoxLite runtime did not close cleanly', { error });
+      this.logger.debug('BoxLite runtime did not close cleanly', { error });
     }
   }
 
@@ -592,7 +537,7 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
       given ??
       createSdkBoxliteRuntime({
         homeDir: this.settings.homeDir,
-        logger: this.#logger,
+        logger: this.logger,
         ...(this.#options.importer ? { importer: this.#options.importer } : {}),
         ...(this.#options.fsAccess ? { fsAccess: this.#options.fsAccess } : {}),
         ...(this.#options.platform ? { platform: this.#options.platform } : {}),
@@ -610,25 +555,25 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
     try {
       boxes = await runtime.list();
     } catch (error) {
-      this.#logger.warn('Could not list BoxLite boxes for reconciliation', { error });
+      this.logger.warn('Could not list BoxLite boxes for reconciliation', { error });
       return;
     }
     for (const info of boxes) {
       const name = info.name;
       const id = this.#sandboxIdOfBox(name);
       if (name === undefined || id === undefined) continue;
-      if (this.#boxes.active.has(id) || this.#boxes.pool.has(id)) continue;
+      if (this.registry.active.has(id) || this.registry.pool.has(id)) continue;
       try {
         const box = await runtime.get(name);
         if (box === undefined) continue;
-        this.#boxes.pool.put(id, {
+        this.registry.pool.put(id, {
           sandbox: this.#adapter(id, box),
           identity: undefined,
           skipEligible: false,
         });
-        this.#logger.info('Adopted BoxLite box into the warm pool', { sandboxId: id, box: name });
+        this.logger.info('Adopted BoxLite box into the warm pool', { sandboxId: id, box: name });
       } catch (error) {
-        this.#logger.warn('Could not adopt BoxLite box', { box: name, error });
+        this.logger.warn('Could not adopt BoxLite box', { box: name, error });
       }
     }
   }
@@ -639,14 +584,10 @@ export class BoxliteProvider extends SandboxProvider implements SandboxListingPr
       environment: this.settings.environment,
       commandTimeoutSeconds: this.settings.commandTimeoutSeconds,
       onTerminalFailure: (sandbox) => this.#onTerminalFailure(sandbox),
-      clock: this.#clock,
-      logger: this.#logger,
+      clock: this.clock,
+      logger: this.logger,
       ...(this.#options.terminalMarkers ? { terminalMarkers: this.#options.terminalMarkers } : {}),
     });
-  }
-
-  #assertOpen(): void {
-    if (this.#closed) throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
   }
 }
 

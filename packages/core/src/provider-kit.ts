@@ -22,3 +22,5 @@ export type {
   LeaseGraceVerdict,
 } from './reconciliation/grace-verdicts.js';
 export { Sightings } from './reconciliation/sightings.js';
+export { RegistrySandboxProvider } from './provider-kit/registry-provider.js';
+export type { RegistryProviderOptions } from './provider-kit/registry-provider.js';

@@ -1,10 +1,8 @@
+import { RegistrySandboxProvider } from '@sbx/core/provider-kit';
 import { randomUUID } from 'node:crypto';
 import {
   ProviderClosedError,
-  ResettableAcquireSerializer,
-  SandboxProvider,
   SandboxRuntimeError,
-  WarmPoolRegistry,
   assertSameThreadIdentity,
   deriveSandboxScopeToken,
   specIdentityScope,
@@ -13,7 +11,6 @@ import {
   type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
-  systemClock,
   throwIfAborted,
 } from '@sbx/core';
 import {
@@ -155,73 +152,54 @@ const UNKNOWN_IDENTITY = 'an anonymous sandbox';
  * - `listSandboxes()` (`sbx ls`) shows the server's sandboxes carrying this provider's tag; there is
  *   no `reapOrphans()`: no ownership store says whether another process still uses a remote.
  */
-export class OpenSandboxProvider extends SandboxProvider implements SandboxListingProvider {
+export class OpenSandboxProvider
+  extends RegistrySandboxProvider<ActiveSandbox, WarmOpenSandbox>
+  implements SandboxListingProvider
+{
   readonly settings: OpenSandboxSettings;
   readonly #options: OpenSandboxProviderOptions;
-  readonly #logger: Logger;
-  readonly #clock: Clock;
-  readonly #sandboxes: WarmPoolRegistry<ActiveSandbox, WarmOpenSandbox>;
-  readonly #locks: ResettableAcquireSerializer;
   /** Deletes of evicted sandboxes still running; shutdown waits for them. */
   readonly #evictions = new Set<Promise<void>>();
   /** Acquires in flight; shutdown waits for them (each deletes what it made once it sees the shutdown). */
   readonly #acquisitions = new Set<Promise<unknown>>();
   #sdk: Promise<OpenSandboxSdk> | undefined;
-  #closed = false;
-  #shutdown: Promise<void> | undefined;
 
   constructor(options: OpenSandboxProviderOptions = {}) {
-    super();
-    this.#options = options;
-    this.settings = resolveOpenSandboxSettings(options.config);
-    this.#logger = options.logger ?? requiredLogger;
-    this.#clock = options.clock ?? systemClock;
-    for (const warning of connectionWarnings(this.settings, options.env ?? process.env)) {
-      this.#logger.warn(warning);
-    }
-    this.#locks = new ResettableAcquireSerializer({
-      name: `${PROVIDER_NAME}-acquire`,
-      logger: this.#logger,
-      closedError: (cause) => new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE, { cause }),
-    });
-    this.#sandboxes = new WarmPoolRegistry<ActiveSandbox, WarmOpenSandbox>({
-      name: `${PROVIDER_NAME}-idle-reaper`,
-      settings: this.settings,
-      clock: this.#clock,
-      logger: this.#logger,
-      destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+    const settings = resolveOpenSandboxSettings(options.config);
+    const logger = options.logger ?? requiredLogger;
+    super({
+      name: PROVIDER_NAME,
+      poolName: `${PROVIDER_NAME}-idle-reaper`,
+      settings,
+      closedMessage: PROVIDER_SHUT_DOWN_MESSAGE,
+      clock: options.clock,
+      logger,
       background: options.background,
     });
+    this.#options = options;
+    this.settings = settings;
+    for (const warning of connectionWarnings(this.settings, options.env ?? process.env)) {
+      this.logger.warn(warning);
+    }
   }
 
-  /** Ids of active (acquired, not released) sandboxes. */
-  get activeIds(): string[] {
-    return this.#sandboxes.activeIds;
+  protected sandboxOf(active: ActiveSandbox): OpenSandboxSandbox {
+    return active.sandbox;
   }
 
-  /** Ids of warm (released, still running) sandboxes, oldest first. */
-  get warmIds(): string[] {
-    return this.#sandboxes.warmIds;
+  /** An anonymous or closed sandbox is never reclaimed: deleted instead of parked. */
+  protected parkOnReset(_id: string, active: ActiveSandbox): WarmOpenSandbox | undefined {
+    if (active.identity === undefined || active.sandbox.closed) return undefined;
+    return { sandbox: active.sandbox, identity: active.identity };
   }
 
-  /** Whether the idle checker runs (only when `idle_timeout > 0`, until shutdown). */
-  get idleCheckerRunning(): boolean {
-    return this.#sandboxes.idleCheckerRunning;
-  }
-
-  /** `(replicas, active + warm)`. */
-  replicaCount(): { replicas: number; total: number } {
-    return this.#sandboxes.replicaCount();
+  protected stopQuietly(_id: string, active: ActiveSandbox, reason: string): Promise<void> {
+    return this.#destroyQuietly(active.sandbox, reason);
   }
 
   /** The sbx sandbox id of (user, thread): `deriveSandboxScopeToken` of @sbx/core. */
   sandboxIdFor(userId: string | undefined, threadId: string): string {
     return deriveSandboxScopeToken({ userId: resolveEffectiveUserId(userId), threadId });
-  }
-
-  /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
-  runIdleCheck(): Promise<void> {
-    return this.#sandboxes.runIdleCheck();
   }
 
   override acquire(options: AcquireOptions = {}): Promise<string> {
@@ -236,10 +214,10 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
 
   async #acquire(options: AcquireOptions): Promise<string> {
     this.admit(options);
-    this.#assertOpen();
+    this.assertOpen();
     throwIfAborted(options.signal);
     const sdk = await this.#loadSdk();
-    this.#assertOpen();
+    this.assertOpen();
     if (options.threadId === undefined) {
       const id = randomUUID().slice(0, 8);
       return this.#create(sdk, id, undefined);
@@ -262,7 +240,7 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
       threadId: identity.threadId,
       ...(scope ? { scope } : {}),
     });
-    return this.#locks.hold(id, () => this.#acquireThread(sdk, id, identity, options.signal), {
+    return this.locks.hold(id, () => this.#acquireThread(sdk, id, identity, options.signal), {
       signal: options.signal,
     });
   }
@@ -282,52 +260,25 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
 
   /** A pure in-memory lookup of an active sandbox. */
   override get(sandboxId: string): OpenSandboxSandbox | undefined {
-    return this.#sandboxes.active.get(sandboxId)?.sandbox;
+    return this.registry.active.get(sandboxId)?.sandbox;
   }
 
   override async release(sandboxId: string): Promise<void> {
-    const active = this.#sandboxes.active.get(sandboxId);
+    const active = this.registry.active.get(sandboxId);
     if (active === undefined) return;
     if (active.identity === undefined) {
       // Nobody can ever reclaim a random id: parking it would only hold a replica slot until it
       // idles out, so it is deleted at once.
-      this.#sandboxes.active.delete(sandboxId);
+      this.registry.active.delete(sandboxId);
       await this.#destroyQuietly(active.sandbox, 'anonymous_release');
       return;
     }
-    if (this.#closed) {
-      this.#sandboxes.active.delete(sandboxId);
+    if (this.closed) {
+      this.registry.active.delete(sandboxId);
       await this.#destroyQuietly(active.sandbox, 'shutdown');
       return;
     }
-    await this.#locks.hold(sandboxId, async () => this.#park(sandboxId));
-  }
-
-  /**
-   * Lightweight: forgets which sandboxes are in use (they move to the warm pool, still running,
-   * for the same threads to reclaim, or for the idle checker to delete) and starts a fresh acquire
-   * lock table. Remotes and idle checker keep running; full teardown is `shutdown()`.
-   */
-  override async reset(): Promise<void> {
-    this.#locks.reset();
-    for (const [id, active] of [...this.#sandboxes.active]) {
-      this.#sandboxes.active.delete(id);
-      if (active.identity === undefined || active.sandbox.closed) {
-        await this.#destroyQuietly(active.sandbox, 'reset');
-        continue;
-      }
-      const parked = this.#sandboxes.pool.put(id, {
-        sandbox: active.sandbox,
-        identity: active.identity,
-      });
-      if (parked === undefined) await this.#destroyQuietly(active.sandbox, 'reset');
-    }
-  }
-
-  /** Stops the idle checker and deletes every warm and active remote, each once. Idempotent. */
-  override shutdown(): Promise<void> {
-    this.#shutdown ??= this.#doShutdown();
-    return this.#shutdown;
+    await this.locks.hold(sandboxId, async () => this.#park(sandboxId));
   }
 
   /**
@@ -339,7 +290,7 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
    */
   async listSandboxes(options: ListSandboxesOptions = {}): Promise<SandboxSummary[]> {
     const { signal } = options;
-    this.#assertOpen();
+    this.assertOpen();
     throwIfAborted(signal);
     const sdk = await this.#loadSdk();
     throwIfAborted(signal);
@@ -354,7 +305,7 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
       infos = await this.#listTagged(manager, signal);
     } finally {
       await manager.close().catch((error: unknown) => {
-        this.#logger.debug('Closing the OpenSandbox listing transport failed', {
+        this.logger.debug('Closing the OpenSandbox listing transport failed', {
           error: describeRemoteError(error),
         });
       });
@@ -393,14 +344,14 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
 
   #trackedByRemoteId(): Map<string, TrackedRemote> {
     const tracked = new Map<string, TrackedRemote>();
-    for (const entry of this.#sandboxes.pool.entries()) {
+    for (const entry of this.registry.pool.entries()) {
       tracked.set(entry.value.sandbox.remoteId, {
         state: 'warm',
         identity: entry.value.identity,
         releasedAt: entry.releasedAt,
       });
     }
-    for (const active of this.#sandboxes.active.values()) {
+    for (const active of this.registry.active.values()) {
       tracked.set(active.sandbox.remoteId, { state: 'active', identity: active.identity });
     }
     return tracked;
@@ -434,8 +385,8 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
     identity: OpenSandboxIdentity,
     signal: AbortSignal | undefined,
   ): Promise<string> {
-    this.#assertOpen();
-    const active = this.#sandboxes.active.get(id);
+    this.assertOpen();
+    const active = this.registry.active.get(id);
     if (active !== undefined) {
       assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
       if (await this.#renewActive(active)) return id;
@@ -456,8 +407,8 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
         await active.sandbox.renewLifetime();
         return true;
       } catch (error) {
-        if (!active.sandbox.closed || this.#closed) throw error;
-        this.#logger.info('Active OpenSandbox sandbox is gone; creating a new one', {
+        if (!active.sandbox.closed || this.closed) throw error;
+        this.logger.info('Active OpenSandbox sandbox is gone; creating a new one', {
           sandboxId: active.sandbox.id,
           remoteId: active.sandbox.remoteId,
         });
@@ -468,27 +419,27 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
   }
 
   async #reclaimWarm(id: string, identity: OpenSandboxIdentity): Promise<boolean> {
-    const entry = this.#sandboxes.pool.get(id);
+    const entry = this.registry.pool.get(id);
     if (entry === undefined) return false;
     assertSameThreadIdentity(id, entry.value.identity, identity, UNKNOWN_IDENTITY);
     // Out of the pool before the (slow) check, so the idle checker cannot delete it under us;
     // refused while a teardown holds it, in which case it is as good as gone.
-    const taken = this.#sandboxes.pool.take(id, entry);
+    const taken = this.registry.pool.take(id, entry);
     if (taken === undefined) return false;
     const { sandbox } = taken.value;
     if (await sandbox.healthCheck(HEALTH_CHECK_TIMEOUT_SECONDS)) {
-      if (this.#closed) {
+      if (this.closed) {
         await this.#destroyQuietly(sandbox, 'shutdown');
         throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
       }
-      this.#sandboxes.active.set(id, { sandbox, identity });
-      this.#logger.debug('Reclaimed a warm OpenSandbox sandbox', {
+      this.registry.active.set(id, { sandbox, identity });
+      this.logger.debug('Reclaimed a warm OpenSandbox sandbox', {
         sandboxId: id,
         remoteId: sandbox.remoteId,
       });
       return true;
     }
-    this.#logger.warn('Warm OpenSandbox sandbox failed its health check; replacing it', {
+    this.logger.warn('Warm OpenSandbox sandbox failed its health check; replacing it', {
       sandboxId: id,
       remoteId: sandbox.remoteId,
     });
@@ -501,25 +452,25 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
     id: string,
     identity: OpenSandboxIdentity | undefined,
   ): Promise<string> {
-    const sandbox = await this.#sandboxes.withCreationSlot(id, async () => {
+    const sandbox = await this.registry.withCreationSlot(id, async () => {
       const created = await this.#createRemote(sdk, id, identity);
       await this.#bootstrap(created);
       return created;
     });
-    if (this.#closed) {
+    if (this.closed) {
       await this.#destroyQuietly(sandbox, 'shutdown');
       throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
     }
     // Only possible across a reset(), whose fresh lock table lets an older acquire of the same id
     // finish while this one ran: one remote per id, the later one is deleted.
-    const raced = this.#sandboxes.active.get(id);
+    const raced = this.registry.active.get(id);
     if (raced !== undefined) {
       await this.#destroyQuietly(sandbox, 'duplicate');
       assertSameThreadIdentity(id, raced.identity, identity, UNKNOWN_IDENTITY);
       return id;
     }
-    this.#sandboxes.active.set(id, { sandbox, identity });
-    this.#logger.info('Created OpenSandbox sandbox', { sandboxId: id, remoteId: sandbox.remoteId });
+    this.registry.active.set(id, { sandbox, identity });
+    this.logger.info('Created OpenSandbox sandbox', { sandboxId: id, remoteId: sandbox.remoteId });
     return id;
   }
 
@@ -565,8 +516,8 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
         ? {}
         : { maxDownloadBytes: this.#options.maxDownloadBytes }),
       onTerminalFailure: (failed) => this.#evict(failed),
-      clock: this.#clock,
-      logger: this.#logger,
+      clock: this.clock,
+      logger: this.logger,
     });
   }
 
@@ -594,14 +545,14 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
   // release, eviction, teardown
 
   async #park(id: string): Promise<void> {
-    const active = this.#sandboxes.active.get(id);
+    const active = this.registry.active.get(id);
     if (active === undefined) return;
-    this.#sandboxes.active.delete(id);
+    this.registry.active.delete(id);
     if (active.sandbox.closed || active.identity === undefined) {
       await this.#destroyQuietly(active.sandbox, 'release');
       return;
     }
-    const parked = this.#sandboxes.pool.put(id, {
+    const parked = this.registry.pool.put(id, {
       sandbox: active.sandbox,
       identity: active.identity,
     });
@@ -613,18 +564,18 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
    * adapter: a replacement may be registered by now) and deletes it once.
    */
   #evict(sandbox: OpenSandboxSandbox): void {
-    if (this.#sandboxes.active.get(sandbox.id)?.sandbox === sandbox)
-      this.#sandboxes.active.delete(sandbox.id);
+    if (this.registry.active.get(sandbox.id)?.sandbox === sandbox)
+      this.registry.active.delete(sandbox.id);
     const deletion = this.#destroyQuietly(sandbox, 'evicted');
     this.#evictions.add(deletion);
     void deletion.finally(() => this.#evictions.delete(deletion));
   }
 
-  async #destroyWarm(
+  protected async destroyWarm(
     entry: WarmEntry<WarmOpenSandbox>,
     reason: WarmPoolDestroyReason,
   ): Promise<boolean> {
-    this.#logger.info('Deleting warm OpenSandbox sandbox', {
+    this.logger.info('Deleting warm OpenSandbox sandbox', {
       sandboxId: entry.id,
       remoteId: entry.value.sandbox.remoteId,
       reason,
@@ -639,7 +590,7 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
     try {
       await sandbox.destroy();
     } catch (error) {
-      this.#logger.error('Failed to delete OpenSandbox sandbox', {
+      this.logger.error('Failed to delete OpenSandbox sandbox', {
         sandboxId: sandbox.id,
         remoteId: sandbox.remoteId,
         reason,
@@ -648,19 +599,17 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
     }
   }
 
-  async #doShutdown(): Promise<void> {
-    this.#closed = true;
-    this.#locks.close();
+  protected async teardownAll(): Promise<void> {
     // An acquire in flight finishes, sees the shutdown and deletes what it created or reclaimed;
     // waiting for it means no remote of this provider outlives a completed shutdown.
     await Promise.allSettled([...this.#acquisitions]);
-    await this.#sandboxes.pool.destroyAll();
-    const actives = [...this.#sandboxes.active.values()];
-    this.#sandboxes.active.clear();
+    await this.registry.pool.destroyAll();
+    const actives = [...this.registry.active.values()];
+    this.registry.active.clear();
     await Promise.all(actives.map((a) => this.#destroyQuietly(a.sandbox, 'shutdown')));
     await Promise.all([...this.#evictions]);
-    for (const id of this.#sandboxes.pool.ids()) {
-      this.#logger.error('Warm OpenSandbox sandbox could not be deleted at shutdown', {
+    for (const id of this.registry.pool.ids()) {
+      this.logger.error('Warm OpenSandbox sandbox could not be deleted at shutdown', {
         sandboxId: id,
       });
     }
@@ -678,10 +627,6 @@ export class OpenSandboxProvider extends SandboxProvider implements SandboxListi
       useServerProxy: s.useServerProxy,
       disableMetrics: s.disableMetrics,
     });
-  }
-
-  #assertOpen(): void {
-    if (this.#closed) throw new ProviderClosedError(PROVIDER_SHUT_DOWN_MESSAGE);
   }
 
   #loadSdk(): Promise<OpenSandboxSdk> {

@@ -1,11 +1,9 @@
+import { RegistrySandboxProvider } from '@sbx/core/provider-kit';
 import { randomBytes } from 'node:crypto';
 import {
   errorMessage,
   ProviderClosedError,
-  ResettableAcquireSerializer,
-  SandboxProvider,
   SandboxRuntimeError,
-  WarmPoolRegistry,
   deriveSandboxScopeToken,
   specIdentityScope,
   type SandboxSpec,
@@ -13,15 +11,12 @@ import {
   type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
-  silentLogger,
-  systemClock,
   throwIfAborted,
 } from '@sbx/core';
 import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
 import type {
   AcquireOptions,
   Clock,
-  Logger,
   ModuleImporter,
   SandboxProviderInit,
   WarmEntry,
@@ -94,55 +89,39 @@ export function bootstrapScript(homeDir: string): string {
  *
  * Single-process: VMs of a crashed process are not adopted (Tenki's `max_duration` ends them).
  */
-export class TenkiSandboxProvider extends SandboxProvider {
+export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, TenkiSandbox> {
   readonly settings: TenkiSettings;
   readonly #options: TenkiProviderOptions;
-  readonly #logger: Logger;
-  readonly #clock: Clock;
-  readonly #vms: WarmPoolRegistry<TenkiSandbox, TenkiSandbox>;
-  readonly #locks: ResettableAcquireSerializer;
   /** Active sandboxes created without a thread; terminated at release. */
   readonly #anonymous = new Set<string>();
   #client: Promise<TenkiClient> | undefined;
-  #closed = false;
-  #shutdown: Promise<void> | undefined;
 
   constructor(options: TenkiProviderOptions) {
-    super();
-    this.#options = options;
-    this.settings = resolveTenkiSettings(options.config);
-    this.#logger = options.logger ?? silentLogger;
-    this.#clock = options.clock ?? systemClock;
-    this.#locks = new ResettableAcquireSerializer({
-      name: `${PROVIDER_NAME}-acquire`,
-      logger: this.#logger,
-      closedError: () => new ProviderClosedError(SHUT_DOWN_MESSAGE),
-    });
-    this.#vms = new WarmPoolRegistry<TenkiSandbox, TenkiSandbox>({
+    const settings = resolveTenkiSettings(options.config);
+    super({
       name: PROVIDER_NAME,
-      settings: this.settings,
-      clock: this.#clock,
-      logger: this.#logger,
-      destroy: (entry, reason) => this.#destroyWarm(entry, reason),
+      settings,
+      closedMessage: SHUT_DOWN_MESSAGE,
+      clock: options.clock,
+      logger: options.logger,
       background: options.background,
     });
+    this.#options = options;
+    this.settings = settings;
   }
 
-  get activeIds(): string[] {
-    return this.#vms.activeIds;
+  protected sandboxOf(active: TenkiSandbox): TenkiSandbox {
+    return active;
   }
 
-  /** Warm ids, oldest first. */
-  get warmIds(): string[] {
-    return this.#vms.warmIds;
+  /** Parked as it is (an anonymous one idles out: nothing reclaims it). */
+  protected parkOnReset(id: string, active: TenkiSandbox): TenkiSandbox {
+    this.#anonymous.delete(id);
+    return active;
   }
 
-  get idleCheckerRunning(): boolean {
-    return this.#vms.idleCheckerRunning;
-  }
-
-  replicaCount(): { replicas: number; total: number } {
-    return this.#vms.replicaCount();
+  protected stopQuietly(id: string, active: TenkiSandbox, reason: string): Promise<void> {
+    return this.#terminateQuietly(id, active, reason);
   }
 
   sandboxName(sandboxId: string): string {
@@ -169,13 +148,9 @@ export class TenkiSandboxProvider extends SandboxProvider {
     return this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY;
   }
 
-  runIdleCheck(): Promise<void> {
-    return this.#vms.runIdleCheck();
-  }
-
   override async acquire(options: AcquireOptions = {}): Promise<string> {
     this.admit(options);
-    this.#assertOpen();
+    this.assertOpen();
     throwIfAborted(options.signal);
     const client = await this.#ensureClient();
     if (options.threadId === undefined) {
@@ -191,60 +166,40 @@ export class TenkiSandboxProvider extends SandboxProvider {
       'TenkiSandboxProvider',
     );
     const id = this.sandboxIdFor(options.userId, options.threadId, spec);
-    return this.#locks.hold(id, () => this.#acquireThread(client, id, options.signal, spec), {
+    return this.locks.hold(id, () => this.#acquireThread(client, id, options.signal, spec), {
       signal: options.signal,
     });
   }
 
   override get(sandboxId: string): TenkiSandbox | undefined {
-    return this.#vms.active.get(sandboxId);
+    return this.registry.active.get(sandboxId);
   }
 
   override async release(sandboxId: string): Promise<void> {
-    const sandbox = this.#vms.active.get(sandboxId);
+    const sandbox = this.registry.active.get(sandboxId);
     if (sandbox === undefined) return;
-    if (this.#anonymous.has(sandboxId) || this.#closed) {
-      this.#vms.active.delete(sandboxId);
+    if (this.#anonymous.has(sandboxId) || this.closed) {
+      this.registry.active.delete(sandboxId);
       this.#anonymous.delete(sandboxId);
       await this.#terminateQuietly(
         sandboxId,
         sandbox,
-        this.#closed ? 'shutdown' : 'anonymous_release',
+        this.closed ? 'shutdown' : 'anonymous_release',
       );
       return;
     }
-    await this.#locks.hold(sandboxId, async () => {
-      const current = this.#vms.active.get(sandboxId);
+    await this.locks.hold(sandboxId, async () => {
+      const current = this.registry.active.get(sandboxId);
       if (current === undefined) return;
-      this.#vms.active.delete(sandboxId);
-      if (this.#closed || current.closed) {
-        await this.#terminateQuietly(sandboxId, current, this.#closed ? 'shutdown' : 'closed');
+      this.registry.active.delete(sandboxId);
+      if (this.closed || current.closed) {
+        await this.#terminateQuietly(sandboxId, current, this.closed ? 'shutdown' : 'closed');
         return;
       }
-      if (this.#vms.pool.put(sandboxId, current) === undefined) {
+      if (this.registry.pool.put(sandboxId, current) === undefined) {
         await this.#terminateQuietly(sandboxId, current, 'teardown_in_flight');
       }
     });
-  }
-
-  /**
-   * Parks every active sandbox in the warm pool (this instance still cleans them up: reclaim,
-   * idle expiry or shutdown) and starts a fresh acquire lock table. The provider stays usable.
-   */
-  override async reset(): Promise<void> {
-    this.#locks.reset();
-    for (const [id, sandbox] of [...this.#vms.active]) {
-      this.#vms.active.delete(id);
-      this.#anonymous.delete(id);
-      if (this.#vms.pool.put(id, sandbox) === undefined)
-        await this.#terminateQuietly(id, sandbox, 'reset');
-    }
-  }
-
-  /** Stops the idle checker and terminates every sandbox. Idempotent. */
-  override shutdown(): Promise<void> {
-    this.#shutdown ??= this.#doShutdown();
-    return this.#shutdown;
   }
 
   async #acquireThread(
@@ -253,8 +208,8 @@ export class TenkiSandboxProvider extends SandboxProvider {
     signal: AbortSignal | undefined,
     spec: SandboxSpec | undefined,
   ): Promise<string> {
-    this.#assertOpen();
-    if (this.#vms.active.has(id)) return id;
+    this.assertOpen();
+    if (this.registry.active.has(id)) return id;
     if (await this.#reclaimWarm(id)) return id;
     throwIfAborted(signal);
     await this.#create(client, id, spec);
@@ -262,21 +217,21 @@ export class TenkiSandboxProvider extends SandboxProvider {
   }
 
   async #reclaimWarm(id: string): Promise<boolean> {
-    const entry = this.#vms.pool.get(id);
+    const entry = this.registry.pool.get(id);
     if (entry === undefined) return false;
     // Out of the pool before the check, so the idle checker cannot terminate it under us.
-    const taken = this.#vms.pool.take(id, entry);
+    const taken = this.registry.pool.take(id, entry);
     if (taken === undefined) return false;
     const sandbox = taken.value;
     if (await sandbox.healthCheck(this.settings.healthCheckTimeoutSeconds)) {
-      if (this.#closed) {
+      if (this.closed) {
         await this.#terminateQuietly(id, sandbox, 'shutdown');
         throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
       }
-      this.#vms.active.set(id, sandbox);
+      this.registry.active.set(id, sandbox);
       return true;
     }
-    this.#logger.warn('Warm Tenki sandbox failed its liveness check; replacing it', {
+    this.logger.warn('Warm Tenki sandbox failed its liveness check; replacing it', {
       sandboxId: id,
     });
     await this.#terminateQuietly(id, sandbox, 'health_check_failed');
@@ -284,25 +239,25 @@ export class TenkiSandboxProvider extends SandboxProvider {
   }
 
   async #create(client: TenkiClient, id: string, spec?: SandboxSpec): Promise<void> {
-    const sandbox = await this.#vms.withCreationSlot(id, async () => {
+    const sandbox = await this.registry.withCreationSlot(id, async () => {
       const remote = await client.create(this.#createOptions(id, spec));
       await this.#waitReady(id, remote);
       const created = this.#adapter(id, remote);
       await this.#bootstrap(created);
       return created;
     });
-    if (this.#closed) {
+    if (this.closed) {
       await this.#terminateQuietly(id, sandbox, 'shutdown');
       throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
     }
     // Only possible across a reset(), whose fresh lock table lets an older acquire finish late;
     // the id encodes the identity, so the registered sandbox is the same tenant's: keep it.
-    if (this.#vms.active.has(id)) {
+    if (this.registry.active.has(id)) {
       await this.#terminateQuietly(id, sandbox, 'duplicate');
       return;
     }
-    this.#vms.active.set(id, sandbox);
-    this.#logger.info('Created Tenki sandbox', { sandboxId: id, remoteId: sandbox.remote.id });
+    this.registry.active.set(id, sandbox);
+    this.logger.info('Created Tenki sandbox', { sandboxId: id, remoteId: sandbox.remote.id });
   }
 
   #createOptions(id: string, spec?: SandboxSpec): TenkiCreateOptions {
@@ -331,7 +286,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
       try {
         await remote.close();
       } catch (closeError) {
-        this.#logger.error(
+        this.logger.error(
           'Failed to terminate a Tenki sandbox that never became ready; it may leak until its max_duration',
           {
             sandboxId: id,
@@ -364,7 +319,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
       problem = error;
     }
     if (problem !== undefined) {
-      this.#logger.warn('Tenki sandbox bootstrap did not complete; continuing with it', {
+      this.logger.warn('Tenki sandbox bootstrap did not complete; continuing with it', {
         sandboxId: sandbox.id,
         error: problem,
       });
@@ -375,44 +330,45 @@ export class TenkiSandboxProvider extends SandboxProvider {
   #onTerminalFailure(sandbox: TenkiSandbox): void {
     const id = sandbox.id;
     let dropped = false;
-    if (this.#vms.active.get(id) === sandbox) {
-      this.#vms.active.delete(id);
+    if (this.registry.active.get(id) === sandbox) {
+      this.registry.active.delete(id);
       this.#anonymous.delete(id);
       dropped = true;
     }
-    const warm = this.#vms.pool.get(id);
-    if (warm?.value === sandbox && this.#vms.pool.forget(id, warm)) dropped = true;
+    const warm = this.registry.pool.get(id);
+    if (warm?.value === sandbox && this.registry.pool.forget(id, warm)) dropped = true;
     if (dropped) void this.#terminateQuietly(id, sandbox, 'terminal_failure');
   }
 
-  async #destroyWarm(entry: WarmEntry<TenkiSandbox>, reason: WarmPoolDestroyReason): Promise<void> {
+  protected async destroyWarm(
+    entry: WarmEntry<TenkiSandbox>,
+    reason: WarmPoolDestroyReason,
+  ): Promise<void> {
     await entry.value.terminate();
-    this.#logger.info('Terminated warm Tenki sandbox', { sandboxId: entry.id, reason });
+    this.logger.info('Terminated warm Tenki sandbox', { sandboxId: entry.id, reason });
   }
 
   /** Terminates, logging instead of throwing: used where the caller has nothing better to do. */
   async #terminateQuietly(id: string, sandbox: TenkiSandbox, reason: string): Promise<void> {
     try {
       await sandbox.terminate();
-      this.#logger.info('Terminated Tenki sandbox', { sandboxId: id, reason });
+      this.logger.info('Terminated Tenki sandbox', { sandboxId: id, reason });
     } catch (error) {
-      this.#logger.error('Failed to terminate Tenki sandbox', { sandboxId: id, reason, error });
+      this.logger.error('Failed to terminate Tenki sandbox', { sandboxId: id, reason, error });
     }
   }
 
-  async #doShutdown(): Promise<void> {
-    this.#closed = true;
-    this.#locks.close();
-    await this.#vms.pool.destroyAll();
-    const active = [...this.#vms.active];
-    this.#vms.active.clear();
+  protected async teardownAll(): Promise<void> {
+    await this.registry.pool.destroyAll();
+    const active = [...this.registry.active];
+    this.registry.active.clear();
     this.#anonymous.clear();
     await Promise.all(
       active.map(([id, sandbox]) => this.#terminateQuietly(id, sandbox, 'shutdown')),
     );
-    const left = this.#vms.pool.ids();
+    const left = this.registry.pool.ids();
     if (left.length > 0)
-      this.#logger.error('Tenki sandboxes could not be terminated at shutdown', {
+      this.logger.error('Tenki sandboxes could not be terminated at shutdown', {
         sandboxIds: left,
       });
     const client = this.#client;
@@ -420,7 +376,7 @@ export class TenkiSandboxProvider extends SandboxProvider {
     try {
       await (await client).close?.();
     } catch (error) {
-      this.#logger.debug('Tenki client did not close cleanly', { error });
+      this.logger.debug('Tenki client did not close cleanly', { error });
     }
   }
 
@@ -462,13 +418,9 @@ export class TenkiSandboxProvider extends SandboxProvider {
       environment: this.settings.environment,
       commandTimeoutSeconds: this.settings.commandTimeoutSeconds,
       onTerminalFailure: (sandbox) => this.#onTerminalFailure(sandbox),
-      clock: this.#clock,
-      logger: this.#logger,
+      clock: this.clock,
+      logger: this.logger,
     });
-  }
-
-  #assertOpen(): void {
-    if (this.#closed) throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
   }
 }
 
