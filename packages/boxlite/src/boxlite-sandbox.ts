@@ -1,17 +1,14 @@
+import { RemoteShellSandbox } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
   AbortedError,
   errorMessage,
-  Sandbox,
   SandboxRuntimeError,
   assembleCommandOutput,
   assertDownloadablePath,
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
-  planRemoteGlob,
-  planRemoteGrep,
-  planRemoteListDir,
   shellQuote,
   silentLogger,
   sliceLines,
@@ -22,14 +19,8 @@ import {
 import type {
   Clock,
   ExecuteCommandOptions,
-  GlobOptions,
-  GlobResult,
-  GrepOptions,
-  GrepResult,
-  ListDirOptions,
   Logger,
   ReadFileOptions,
-  RemoteSearchPlan,
   WriteFileOptions,
 } from '@sbx/core';
 import type { BoxliteBoxHandle, BoxliteExecResult } from './boxlite-runtime.js';
@@ -92,7 +83,7 @@ const encoder = new TextEncoder();
  * evicts the box so the next acquire creates a fresh one. Errors are thrown as typed `SbxError`s;
  * the tool layer renders them as `Error: <message>`.
  */
-export class BoxliteSandbox extends Sandbox {
+export class BoxliteSandbox extends RemoteShellSandbox {
   readonly box: BoxliteBoxHandle;
   readonly #environment: Readonly<Record<string, string>>;
   readonly #commandTimeoutSeconds: number | undefined;
@@ -213,29 +204,6 @@ export class BoxliteSandbox extends Sandbox {
     await this.#writeBytes(path, content, false, 'update');
   }
 
-  override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
-    assertSandboxFilePath(path);
-    return this.#search(planRemoteListDir(path, options));
-  }
-
-  override async glob(
-    path: string,
-    pattern: string,
-    options: GlobOptions = {},
-  ): Promise<GlobResult> {
-    assertSandboxFilePath(path);
-    return this.#search(planRemoteGlob(path, pattern, options));
-  }
-
-  override async grep(
-    path: string,
-    pattern: string,
-    options: GrepOptions = {},
-  ): Promise<GrepResult> {
-    assertSandboxFilePath(path);
-    return this.#search(planRemoteGrep(path, pattern, options));
-  }
-
   #assertOpen(): void {
     // A closed box is an expected state (evicted, shut down), not an incident: no error log.
     if (this.#closed) throw new SandboxRuntimeError(SANDBOX_CLOSED_MESSAGE);
@@ -335,9 +303,8 @@ export class BoxliteSandbox extends Sandbox {
     }
   }
 
-  async #search<T>(plan: RemoteSearchPlan<T>): Promise<T> {
-    const result = await this.#script(plan.command);
-    return plan.parse(result.stdout);
+  protected async runSearch(command: string): Promise<string> {
+    return (await this.#script(command)).stdout;
   }
 }
 

@@ -23,4 +23,5 @@ export type {
 } from './reconciliation/grace-verdicts.js';
 export { Sightings } from './reconciliation/sightings.js';
 export { RegistrySandboxProvider } from './provider-kit/registry-provider.js';
+export { RemoteShellSandbox } from './provider-kit/remote-shell-sandbox.js';
 export type { RegistryProviderOptions } from './provider-kit/registry-provider.js';

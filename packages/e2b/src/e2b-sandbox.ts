@@ -1,7 +1,7 @@
+import { RemoteShellSandbox } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
   InvalidArgumentError,
-  Sandbox,
   SandboxFileError,
   SandboxFileNotFoundError,
   SandboxNotFoundError,
@@ -9,9 +9,6 @@ import {
   SandboxRuntimeError,
   assembleCommandOutput,
   isSbxError,
-  planRemoteGlob,
-  planRemoteGrep,
-  planRemoteListDir,
   silentLogger,
   validateExtraEnv,
 } from '@sbx/core';
@@ -20,17 +17,7 @@ import {
   VIRTUAL_PATH_PREFIX,
   hasTraversalSegment,
 } from '@sbx/core/internal';
-import type {
-  ExecuteCommandOptions,
-  GlobOptions,
-  GlobResult,
-  GrepOptions,
-  GrepResult,
-  ListDirOptions,
-  Logger,
-  ReadFileOptions,
-  WriteFileOptions,
-} from '@sbx/core';
+import type { ExecuteCommandOptions, Logger, ReadFileOptions, WriteFileOptions } from '@sbx/core';
 import type { E2BCommandOptions, E2BCommandResult, E2BRemoteSandbox } from './e2b-client.js';
 import { SDK_DEFAULT_COMMAND_TIMEOUT_MS } from './e2b-client.js';
 import {
@@ -68,7 +55,7 @@ export interface E2BSandboxOptions {
  * commands answer at once without touching the SDK, and the provider replaces the sandbox on its
  * next acquire.
  */
-export class E2BSandbox extends Sandbox {
+export class E2BSandbox extends RemoteShellSandbox {
   readonly homeDir: string;
   readonly #logger: Logger;
   readonly #defaultTimeoutMs: number | undefined;
@@ -282,34 +269,6 @@ export class E2BSandbox extends Sandbox {
     return readCapped(stream, path);
   }
 
-  async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
-    const root = this.resolvePath(path);
-    const plan = planRemoteListDir(root, options);
-    const entries = plan.parse(await this.#search(plan.command));
-    return entries.map((e) => {
-      const dir = e.endsWith('/');
-      const mapped = this.#toCallerPath(dir ? e.slice(0, -1) : e, path);
-      return dir ? `${mapped}/` : mapped;
-    });
-  }
-
-  async glob(path: string, pattern: string, options: GlobOptions = {}): Promise<GlobResult> {
-    const root = this.resolvePath(path);
-    const plan = planRemoteGlob(root, pattern, { ...options, displayPath: path });
-    const result = plan.parse(await this.#search(plan.command));
-    return { ...result, paths: result.paths.map((p) => this.#toCallerPath(p, path)) };
-  }
-
-  async grep(path: string, pattern: string, options: GrepOptions = {}): Promise<GrepResult> {
-    const root = this.resolvePath(path);
-    const plan = planRemoteGrep(root, pattern, { ...options, displayPath: path });
-    const result = await plan.parse(await this.#search(plan.command));
-    return {
-      ...result,
-      matches: result.matches.map((m) => ({ ...m, path: this.#toCallerPath(m.path, path) })),
-    };
-  }
-
   /** Idempotent. Gives the VM handle up; never destroys the VM. */
   override async close(): Promise<void> {
     const client = this.#client;
@@ -325,8 +284,19 @@ export class E2BSandbox extends Sandbox {
     }
   }
 
+  /** Paths are checked (and mapped) by `resolvePath`. */
+  protected override checkPath(): void {}
+
+  protected override remotePath(path: string): string {
+    return this.resolvePath(path);
+  }
+
+  protected override callerPath(remote: string, asked: string): string {
+    return this.#toCallerPath(remote, asked);
+  }
+
   /** Stdout of a search command, whatever its exit status (the parsers read the header). */
-  async #search(command: string): Promise<string> {
+  protected async runSearch(command: string): Promise<string> {
     const client = this.#usable();
     let result: E2BCommandResult;
     try {

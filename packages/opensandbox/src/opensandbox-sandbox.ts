@@ -1,18 +1,15 @@
+import { RemoteShellSandbox } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
   AbortedError,
   InvalidArgumentError,
-  Sandbox,
   SandboxFileError,
   SandboxRuntimeError,
   assembleCommandOutput,
   assertDownloadablePath,
   decodeFileText,
   isSbxError,
-  planRemoteGlob,
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
-  planRemoteGrep,
-  planRemoteListDir,
   silentLogger,
   sliceLines,
   systemClock,
@@ -21,15 +18,8 @@ import {
 import type {
   Clock,
   ExecuteCommandOptions,
-  GlobOptions,
-  GlobResult,
-  GrepMatch,
-  GrepOptions,
-  GrepResult,
-  ListDirOptions,
   Logger,
   ReadFileOptions,
-  RemoteSearchPlan,
   WriteFileOptions,
 } from '@sbx/core';
 import { exitCodeOf, joinOutputLines, missingExitDetail, stdoutOf } from './command-output.js';
@@ -106,18 +96,6 @@ function abortError(signal: AbortSignal): AbortedError {
   return new AbortedError(undefined, { cause: signal.reason });
 }
 
-function dedupeMatches(matches: readonly GrepMatch[]): GrepMatch[] {
-  const seen = new Set<string>();
-  const out: GrepMatch[] = [];
-  for (const match of matches) {
-    const key = `${match.path}\0${match.lineNumber}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push(match);
-  }
-  return out;
-}
-
 /**
  * A `Sandbox` over one OpenSandbox remote, through the SDK's execd transport.
  *
@@ -136,7 +114,7 @@ function dedupeMatches(matches: readonly GrepMatch[]): GrepMatch[] {
  *   tells the provider, which evicts and deletes the remote; the next acquire creates a new one.
  *   A missing file (404 from the file API) is only a missing file.
  */
-export class OpenSandboxSandbox extends Sandbox {
+export class OpenSandboxSandbox extends RemoteShellSandbox {
   readonly remote: OpenSandboxRemote;
   readonly #environment: Readonly<Record<string, string>>;
   readonly #lifetimeSeconds: number | null;
@@ -343,33 +321,6 @@ export class OpenSandboxSandbox extends Sandbox {
     await this.#writes.run(posix.normalize(path), () => this.#writeBytes(path, content, 'update'));
   }
 
-  override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
-    checkRemotePath(path);
-    if (options.maxDepth !== undefined && options.maxDepth < 0) {
-      throw new InvalidArgumentError(`maxDepth must not be negative, got ${options.maxDepth}`);
-    }
-    return this.#search(planRemoteListDir(path, options));
-  }
-
-  override async glob(
-    path: string,
-    pattern: string,
-    options: GlobOptions = {},
-  ): Promise<GlobResult> {
-    checkRemotePath(path);
-    return this.#search(planRemoteGlob(path, pattern, options));
-  }
-
-  override async grep(
-    path: string,
-    pattern: string,
-    options: GrepOptions = {},
-  ): Promise<GrepResult> {
-    checkRemotePath(path);
-    const result = await this.#search(planRemoteGrep(path, pattern, options));
-    return { matches: dedupeMatches(result.matches), truncated: result.truncated };
-  }
-
   /**
    * Deletes the remote and closes its transport. Marks the adapter closed first, even when the
    * delete fails, so nothing new starts on a sandbox that is going away. A remote that is already
@@ -490,15 +441,16 @@ export class OpenSandboxSandbox extends Sandbox {
     }
   }
 
-  async #search<T>(plan: RemoteSearchPlan<T>): Promise<T> {
+  /** Paths are the remote's own; they are checked by the OpenSandbox path rules. */
+  protected override checkPath(path: string): void {
+    checkRemotePath(path);
+  }
+
+  protected async runSearch(command: string): Promise<string> {
     this.#assertOpen();
     const timeoutSeconds = this.#commandTimeoutSeconds;
     await this.#renewForCommand(timeoutSeconds);
-    const { execution, timedOut } = await this.#run(
-      plan.command,
-      timeoutSeconds,
-      this.#environment,
-    );
+    const { execution, timedOut } = await this.#run(command, timeoutSeconds, this.#environment);
     if (timedOut) {
       throw new SandboxRuntimeError(`OpenSandbox search timed out after ${timeoutSeconds} seconds`);
     }
@@ -507,7 +459,7 @@ export class OpenSandboxSandbox extends Sandbox {
         `OpenSandbox command completed without an exit code: ${missingExitDetail(execution)}`,
       );
     }
-    return plan.parse(joinOutputLines(execution.logs.stdout));
+    return joinOutputLines(execution.logs.stdout);
   }
 
   async #readBytes(path: string, operation: string): Promise<Uint8Array> {

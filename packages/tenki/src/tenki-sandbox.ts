@@ -1,8 +1,8 @@
+import { RemoteShellSandbox } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
   errorMessage,
   AcquireSerializer,
-  Sandbox,
   SandboxFileError,
   SandboxFileNotFoundError,
   SandboxPermissionError,
@@ -13,9 +13,6 @@ import {
   boundedHealthCheck,
   decodeFileText,
   isSbxError,
-  planRemoteGlob,
-  planRemoteGrep,
-  planRemoteListDir,
   silentLogger,
   sliceLines,
   systemClock,
@@ -26,14 +23,8 @@ import { VIRTUAL_PATH_PREFIX, isUnderVirtualPrefix } from '@sbx/core/internal';
 import type {
   Clock,
   ExecuteCommandOptions,
-  GlobOptions,
-  GlobResult,
-  GrepOptions,
-  GrepResult,
-  ListDirOptions,
   Logger,
   ReadFileOptions,
-  RemoteSearchPlan,
   WriteFileOptions,
 } from '@sbx/core';
 import type { TenkiExecResult, TenkiRemoteSandbox } from './tenki-client.js';
@@ -98,7 +89,7 @@ function messageOf(error: unknown): string {
  * idempotent). A failure that means the session is gone is reported to the provider, which evicts
  * the microVM; other failures just fail the call.
  */
-export class TenkiSandbox extends Sandbox {
+export class TenkiSandbox extends RemoteShellSandbox {
   readonly remote: TenkiRemoteSandbox;
   readonly homeDir: string;
   readonly #environment: Readonly<Record<string, string>>;
@@ -295,39 +286,6 @@ export class TenkiSandbox extends Sandbox {
     await this.#write(path, content, 'update');
   }
 
-  override async listDir(path: string, options: ListDirOptions = {}): Promise<string[]> {
-    assertSandboxFilePath(path);
-    const entries = await this.#search(planRemoteListDir(this.resolvePath(path), options));
-    return entries.map((e) =>
-      e.endsWith('/') ? `${this.virtualPath(e.slice(0, -1))}/` : this.virtualPath(e),
-    );
-  }
-
-  override async glob(
-    path: string,
-    pattern: string,
-    options: GlobOptions = {},
-  ): Promise<GlobResult> {
-    assertSandboxFilePath(path);
-    const plan = planRemoteGlob(this.resolvePath(path), pattern, { ...options, displayPath: path });
-    const result = await this.#search(plan);
-    return { paths: result.paths.map((p) => this.virtualPath(p)), truncated: result.truncated };
-  }
-
-  override async grep(
-    path: string,
-    pattern: string,
-    options: GrepOptions = {},
-  ): Promise<GrepResult> {
-    assertSandboxFilePath(path);
-    const plan = planRemoteGrep(this.resolvePath(path), pattern, { ...options, displayPath: path });
-    const result = await this.#search(plan);
-    return {
-      matches: result.matches.map((m) => ({ ...m, path: this.virtualPath(m.path) })),
-      truncated: result.truncated,
-    };
-  }
-
   #assertOpen(): void {
     // Closed is an expected state (evicted, shut down): reported to the caller, not logged.
     if (this.#closed) throw new SandboxRuntimeError(SANDBOX_CLOSED_MESSAGE);
@@ -442,10 +400,18 @@ export class TenkiSandbox extends Sandbox {
     }
   }
 
-  async #search<T>(plan: RemoteSearchPlan<T>): Promise<T> {
-    const result = await this.#exec(['sh', '-c', plan.command], this.#environment, undefined);
+  protected override remotePath(path: string): string {
+    return this.resolvePath(path);
+  }
+
+  protected override callerPath(remote: string): string {
+    return this.virtualPath(remote);
+  }
+
+  protected async runSearch(command: string): Promise<string> {
+    const result = await this.#exec(['sh', '-c', command], this.#environment, undefined);
     // Without a timeout there is no deadline; the check narrows the type.
     if (result === undefined) throw new SandboxRuntimeError('sandbox search timed out');
-    return plan.parse(lenientDecoder.decode(result.stdout));
+    return lenientDecoder.decode(result.stdout);
   }
 }
