@@ -6,33 +6,22 @@ import {
   assertSameThreadIdentity,
   deriveSandboxScopeToken,
   specIdentityScope,
-  type SandboxSpec,
   type SandboxSpecPolicy,
   type SandboxSpecSupport,
   resolveEffectiveUserId,
   shellQuote,
   throwIfAborted,
 } from '@sbx/core';
-import {
-  VIRTUAL_OUTPUTS_PATH,
-  VIRTUAL_UPLOADS_PATH,
-  VIRTUAL_WORKSPACE_PATH,
-  DEFAULT_SPEC_POLICY,
-  checkSandboxSpec,
-} from '@sbx/core/internal';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
 import type {
   AcquireOptions,
-  Clock,
   ListSandboxesOptions,
-  Logger,
-  ModuleImporter,
   SandboxListingProvider,
-  SandboxProviderInit,
   SandboxSummary,
   WarmEntry,
   WarmPoolDestroyReason,
 } from '@sbx/core';
-import type { OpenSandboxProviderConfig, OpenSandboxSettings } from './opensandbox-config.js';
+import type { OpenSandboxSettings } from './opensandbox-config.js';
 import {
   BOOTSTRAP_TIMEOUT_SECONDS,
   HEALTH_CHECK_TIMEOUT_SECONDS,
@@ -40,96 +29,40 @@ import {
   resolveOpenSandboxSettings,
 } from './opensandbox-config.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
-import type {
-  OpenSandboxConnectionConfig,
-  OpenSandboxManager,
-  OpenSandboxSandboxInfo,
-  OpenSandboxSdk,
-} from './opensandbox-sdk.js';
+import type { OpenSandboxSandboxInfo, OpenSandboxSdk } from './opensandbox-sdk.js';
 import { OPENSANDBOX_SDK_PACKAGE, loadOpenSandboxSdk } from './opensandbox-sdk.js';
 import { describeRemoteError } from './terminal-errors.js';
+import { connectionConfigFor, remoteCreateOptions } from './opensandbox-remote-options.js';
+import { listTaggedSandboxes, summarizeSandbox, trackedByRemoteId } from './opensandbox-listing.js';
+import {
+  BOOTSTRAP_DIRECTORIES,
+  PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE,
+  PROVIDER_SHUT_DOWN_MESSAGE,
+  UNKNOWN_IDENTITY,
+  requiredLogger,
+} from './opensandbox-provider-types.js';
+import type {
+  ActiveSandbox,
+  OpenSandboxIdentity,
+  OpenSandboxProviderOptions,
+  WarmOpenSandbox,
+} from './opensandbox-provider-types.js';
 
-/** Tags every remote carries; the names are the reference implementation's, for operators' filters. */
-export const OPENSANDBOX_METADATA = {
-  provider: 'deer_flow_provider',
-  thread: 'deer_flow_thread',
-  user: 'deer_flow_user',
-} as const;
-export const OPENSANDBOX_PROVIDER_TAG_VALUE = 'opensandbox';
-
-export const PROVIDER_SHUT_DOWN_MESSAGE = 'OpenSandboxProvider has been shut down';
-export const PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE =
-  'OpenSandboxProvider shut down during acquire';
-
-/** Sandboxes asked for per page when listing. */
-export const LIST_PAGE_SIZE = 100;
-
-/** Directories every new remote gets before it is handed out. */
-export const BOOTSTRAP_DIRECTORIES = [
-  VIRTUAL_WORKSPACE_PATH,
-  VIRTUAL_UPLOADS_PATH,
-  VIRTUAL_OUTPUTS_PATH,
-] as const;
-
-/** The (user, thread) a sandbox was created for. */
-export interface OpenSandboxIdentity {
-  readonly userId: string;
-  readonly threadId: string;
-  /** An acquire's spec labels, written as sandbox metadata (not part of the identity). */
-  readonly labels?: Readonly<Record<string, string>> | undefined;
-  /** An acquire's spec image and resources (part of the id). */
-  readonly spec?: SandboxSpec | undefined;
-}
-
-export interface OpenSandboxProviderOptions extends Omit<SandboxProviderInit, 'config'> {
-  /** The parsed `sandbox` configuration (`SandboxConfig` of @sbx/core, or the parts read here). */
-  readonly config?: OpenSandboxProviderConfig;
-  /**
-   * The SDK module (or a function loading it). Default: `@alibaba-group/opensandbox`, imported on
-   * the first acquire. Tests inject an in-memory fake here.
-   */
-  readonly sdk?: OpenSandboxSdk | (() => Promise<OpenSandboxSdk>);
-  /** Imports the default SDK; default a dynamic `import()`. */
-  readonly importer?: ModuleImporter;
-  /** Drives idle expiry, lifetimes and command deadlines. Default: the system clock. */
-  readonly clock?: Clock;
-  /** Consulted for `OPEN_SANDBOX_API_KEY` / `OPEN_SANDBOX_DOMAIN` in the startup warnings. */
-  readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Largest `downloadFile`; default 100 MiB. */
-  readonly maxDownloadBytes?: number;
-}
-
-/** A released sandbox waiting in the warm pool for its (user, thread). */
-export interface WarmOpenSandbox {
-  readonly sandbox: OpenSandboxSandbox;
-  readonly identity: OpenSandboxIdentity;
-}
-
-interface ActiveSandbox {
-  readonly sandbox: OpenSandboxSandbox;
-  /** `undefined` for an anonymous (thread-less) sandbox. */
-  readonly identity: OpenSandboxIdentity | undefined;
-}
-
-/** What this instance knows of a remote it tracks, for a listing. */
-interface TrackedRemote {
-  readonly state: 'active' | 'warm';
-  readonly identity: OpenSandboxIdentity | undefined;
-  readonly releasedAt?: number;
-}
+export {
+  BOOTSTRAP_DIRECTORIES,
+  LIST_PAGE_SIZE,
+  OPENSANDBOX_METADATA,
+  OPENSANDBOX_PROVIDER_TAG_VALUE,
+  PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE,
+  PROVIDER_SHUT_DOWN_MESSAGE,
+} from './opensandbox-provider-types.js';
+export type {
+  OpenSandboxIdentity,
+  OpenSandboxProviderOptions,
+  WarmOpenSandbox,
+} from './opensandbox-provider-types.js';
 
 const PROVIDER_NAME = 'opensandbox';
-
-/** Warnings the specification requires are printed by default; nothing else is. */
-const requiredLogger: Logger = {
-  debug: () => {},
-  info: () => {},
-  warn: (msg, fields) => console.warn(`[sbx/opensandbox] ${msg}`, fields ?? ''),
-  error: (msg, fields) => console.error(`[sbx/opensandbox] ${msg}`, fields ?? ''),
-};
-
-/** Names a sandbox of unknown identity in collision errors. */
-const UNKNOWN_IDENTITY = 'an anonymous sandbox';
 
 /**
  * OpenSandbox sandboxes, one per (user, thread), kept warm between turns.
@@ -299,10 +232,12 @@ export class OpenSandboxProvider
         `The OpenSandbox SDK in use has no SandboxManager, which listing needs (${OPENSANDBOX_SDK_PACKAGE} >= 0.1.11 has it)`,
       );
     }
-    const manager = sdk.SandboxManager.create({ connectionConfig: this.#connectionConfig(sdk) });
+    const manager = sdk.SandboxManager.create({
+      connectionConfig: connectionConfigFor(sdk, this.settings),
+    });
     let infos: OpenSandboxSandboxInfo[];
     try {
-      infos = await this.#listTagged(manager, signal);
+      infos = await listTaggedSandboxes(manager, signal);
     } finally {
       await manager.close().catch((error: unknown) => {
         this.logger.debug('Closing the OpenSandbox listing transport failed', {
@@ -310,70 +245,8 @@ export class OpenSandboxProvider
         });
       });
     }
-    const tracked = this.#trackedByRemoteId();
-    return infos.map((info) => this.#summary(info, tracked.get(info.id)));
-  }
-
-  /** Every page of the tagged sandboxes, once each (a sandbox may move between pages meanwhile). */
-  async #listTagged(
-    manager: OpenSandboxManager,
-    signal: AbortSignal | undefined,
-  ): Promise<OpenSandboxSandboxInfo[]> {
-    const tag = { [OPENSANDBOX_METADATA.provider]: OPENSANDBOX_PROVIDER_TAG_VALUE };
-    const found = new Map<string, OpenSandboxSandboxInfo>();
-    for (let page = 1; ; page += 1) {
-      const answer = await manager.listSandboxInfos({
-        metadata: tag,
-        page,
-        pageSize: LIST_PAGE_SIZE,
-      });
-      throwIfAborted(signal);
-      for (const info of answer.items) {
-        // The server filters by the tag already; an untagged answer is never taken for ours.
-        if (info.metadata?.[OPENSANDBOX_METADATA.provider] !== OPENSANDBOX_PROVIDER_TAG_VALUE) {
-          continue;
-        }
-        if (!found.has(info.id)) found.set(info.id, info);
-      }
-      const more = answer.pagination;
-      if (more === undefined || !more.hasNextPage || page >= more.totalPages) break;
-      if (answer.items.length === 0) break;
-    }
-    return [...found.values()];
-  }
-
-  #trackedByRemoteId(): Map<string, TrackedRemote> {
-    const tracked = new Map<string, TrackedRemote>();
-    for (const entry of this.registry.pool.entries()) {
-      tracked.set(entry.value.sandbox.remoteId, {
-        state: 'warm',
-        identity: entry.value.identity,
-        releasedAt: entry.releasedAt,
-      });
-    }
-    for (const active of this.registry.active.values()) {
-      tracked.set(active.sandbox.remoteId, { state: 'active', identity: active.identity });
-    }
-    return tracked;
-  }
-
-  #summary(info: OpenSandboxSandboxInfo, tracked: TrackedRemote | undefined): SandboxSummary {
-    const user = info.metadata?.[OPENSANDBOX_METADATA.user];
-    const thread = info.metadata?.[OPENSANDBOX_METADATA.thread];
-    const identity =
-      tracked !== undefined
-        ? tracked.identity
-        : user !== undefined && thread !== undefined
-          ? { userId: user, threadId: thread }
-          : undefined;
-    const updatedAt = isoTime(tracked?.releasedAt ?? info.createdAt.getTime());
-    return {
-      id: info.id,
-      ...(identity === undefined ? {} : { userId: identity.userId, threadId: identity.threadId }),
-      state: tracked?.state ?? info.status.state,
-      ...(updatedAt === undefined ? {} : { updatedAt }),
-      location: info.image?.uri ? `opensandbox:${info.image.uri}` : 'opensandbox',
-    };
+    const tracked = trackedByRemoteId(this.registry);
+    return infos.map((info) => summarizeSandbox(info, tracked.get(info.id)));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -480,33 +353,9 @@ export class OpenSandboxProvider
     identity: OpenSandboxIdentity | undefined,
   ): Promise<OpenSandboxSandbox> {
     const s = this.settings;
-    // A fresh configuration per remote: the SDK gives each configuration its own HTTP agent, so
-    // closing one sandbox's transport never cuts off another's.
-    const connectionConfig = this.#connectionConfig(sdk);
-    const metadata: Record<string, string> = {
-      // An acquire's labels under sbx's own tags, which find and own the sandbox.
-      ...(identity?.labels ?? {}),
-      [OPENSANDBOX_METADATA.provider]: OPENSANDBOX_PROVIDER_TAG_VALUE,
-    };
-    if (identity !== undefined) {
-      metadata[OPENSANDBOX_METADATA.thread] = identity.threadId;
-      metadata[OPENSANDBOX_METADATA.user] = identity.userId;
-    }
-    const environment = { ...s.environment };
-    const resources = identity?.spec?.resources;
-    const resource: Record<string, string> = {
-      ...(resources?.cpus !== undefined ? { cpu: String(resources.cpus) } : {}),
-      ...(resources?.memoryMb !== undefined ? { memory: `${resources.memoryMb}Mi` } : {}),
-    };
-    const remote = await sdk.Sandbox.create({
-      image: identity?.spec?.image ?? s.image,
-      ...(Object.keys(resource).length > 0 ? { resource } : {}),
-      connectionConfig,
-      ...(Object.keys(environment).length > 0 ? { env: environment } : {}),
-      metadata,
-      timeoutSeconds: s.lifetimeSeconds,
-      readyTimeoutSeconds: s.readyTimeoutSeconds,
-    });
+    const connectionConfig = connectionConfigFor(sdk, this.settings);
+    const { options: createOptions, environment } = remoteCreateOptions(s, identity);
+    const remote = await sdk.Sandbox.create({ ...createOptions, connectionConfig });
     return new OpenSandboxSandbox(id, {
       remote,
       environment,
@@ -617,18 +466,6 @@ export class OpenSandboxProvider
 
   // -------------------------------------------------------------------------------------------
 
-  #connectionConfig(sdk: OpenSandboxSdk): OpenSandboxConnectionConfig {
-    const s = this.settings;
-    return new sdk.ConnectionConfig({
-      ...(s.apiKey === undefined ? {} : { apiKey: s.apiKey }),
-      ...(s.domain === undefined ? {} : { domain: s.domain }),
-      protocol: s.protocol,
-      requestTimeoutSeconds: s.requestTimeoutSeconds,
-      useServerProxy: s.useServerProxy,
-      disableMetrics: s.disableMetrics,
-    });
-  }
-
   #loadSdk(): Promise<OpenSandboxSdk> {
     if (this.#sdk === undefined) {
       const source = this.#options.sdk;
@@ -653,9 +490,4 @@ export function createOpenSandboxProvider(
   init: OpenSandboxProviderOptions = {},
 ): OpenSandboxProvider {
   return new OpenSandboxProvider(init);
-}
-
-/** A time for a listing; `undefined` for one the server sent unreadable (it is only shown). */
-function isoTime(ms: number): string | undefined {
-  return Number.isFinite(ms) ? new Date(ms).toISOString() : undefined;
 }
