@@ -16,68 +16,26 @@ import {
 import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
 import type {
   AcquireOptions,
-  Clock,
   ListSandboxesOptions,
-  ModuleImporter,
   SandboxListingProvider,
-  SandboxProviderInit,
   SandboxSummary,
   WarmEntry,
   WarmPoolDestroyReason,
 } from '@sbx/core';
 import type { BoxliteSettings } from './boxlite-config.js';
 import { resolveBoxliteSettings } from './boxlite-config.js';
-import type { BoxliteBoxSummary, BoxliteRuntime } from './boxlite-runtime.js';
+import type { BoxliteRuntime } from './boxlite-runtime.js';
 import { BoxliteSandbox } from './boxlite-sandbox.js';
-import { createSdkBoxliteRuntime } from './sdk-runtime.js';
-import type { TerminalMarkers } from './terminal-errors.js';
-import type { FsAccessProbe } from './virtualization.js';
+import type {
+  ActiveBox,
+  BoxIdentity,
+  BoxliteProviderOptions,
+  WarmBox,
+} from './boxlite-provider-types.js';
+import { boxSummary, sandboxIdOfBox } from './boxlite-listing.js';
+import { adoptLeftoverBoxes, openBoxliteRuntime } from './boxlite-startup.js';
 
-/** The (user, thread) a box was created for. `undefined` on a box adopted at startup. */
-export interface BoxIdentity {
-  readonly userId: string;
-  readonly threadId: string;
-  /** The acquire's spec, checked: its image and resources are part of the id. */
-  readonly spec?: SandboxSpec | undefined;
-}
-
-export interface BoxliteProviderOptions extends SandboxProviderInit {
-  /**
-   * The runtime, or a function opening it on first use. Default: the real SDK runtime
-   * (`createSdkBoxliteRuntime`), opened on the first acquire.
-   */
-  readonly runtime?: BoxliteRuntime | (() => Promise<BoxliteRuntime>);
-  /** Loads `@boxlite-ai/boxlite` for the default runtime; default a dynamic `import()`. */
-  readonly importer?: ModuleImporter;
-  /** Probe for `/dev/kvm` for the default runtime; default `fs.promises.access`. */
-  readonly fsAccess?: FsAccessProbe;
-  readonly platform?: NodeJS.Platform;
-  /** Drives idle expiry, the reuse skip window and every deadline. Default: the system clock. */
-  readonly clock?: Clock;
-  /**
-   * The sandbox id of (user, thread). Default: `deriveSandboxScopeToken` of `@sbx/core` (16 hex
-   * characters of sha256("<user>:<thread>"), shared with every remote provider). Override only to
-   * test collision handling or to migrate ids.
-   */
-  readonly deriveSandboxId?: (identity: BoxIdentity) => string;
-  /** Overrides the terminal/retryable message markers (see `terminal-errors.ts`). */
-  readonly terminalMarkers?: Partial<TerminalMarkers>;
-}
-
-/** A released box waiting in the warm pool. */
-export interface WarmBox {
-  readonly sandbox: BoxliteSandbox;
-  /** Unknown (`undefined`) for a box adopted at startup: any thread whose id matches may reclaim it, after a health check. */
-  readonly identity: BoxIdentity | undefined;
-  /** Released by this instance: within `health_check_skip_seconds` it is reused unchecked. */
-  readonly skipEligible: boolean;
-}
-
-interface ActiveBox {
-  readonly sandbox: BoxliteSandbox;
-  /** `undefined` for anonymous (thread-less) boxes, which are never reclaimed. */
-  readonly identity: BoxIdentity | undefined;
-}
+export type { BoxIdentity, BoxliteProviderOptions, WarmBox } from './boxlite-provider-types.js';
 
 const PROVIDER_NAME = 'boxlite';
 const SHUT_DOWN_MESSAGE = 'BoxLite provider has been shut down';
@@ -235,43 +193,11 @@ export class BoxliteProvider
     throwIfAborted(signal);
     const out: SandboxSummary[] = [];
     for (const info of boxes) {
-      const id = this.#sandboxIdOfBox(info.name);
+      const id = sandboxIdOfBox(this.settings.namePrefix, info.name);
       if (id === undefined) continue;
-      out.push(this.#summary(id, info));
+      out.push(boxSummary(this.registry, id, info, this.boxName(id)));
     }
     return out;
-  }
-
-  #summary(id: string, info: BoxliteBoxSummary): SandboxSummary {
-    const active = this.registry.active.get(id);
-    const warm = active === undefined ? this.registry.pool.get(id) : undefined;
-    const identity = active?.identity ?? warm?.value.identity;
-    const updatedAt =
-      warm !== undefined
-        ? new Date(warm.releasedAt).toISOString()
-        : (info.startedAt ?? info.createdAt);
-    const state =
-      active !== undefined
-        ? 'active'
-        : warm !== undefined
-          ? 'warm'
-          : (info.status ?? (info.running ? 'running' : 'stopped'));
-    return {
-      id,
-      ...(identity === undefined ? {} : { userId: identity.userId, threadId: identity.threadId }),
-      state,
-      ...(updatedAt === undefined ? {} : { updatedAt }),
-      location: this.boxName(id),
-    };
-  }
-
-  /** The sandbox id a box name carries, or `undefined` for a box not named by this provider. */
-  #sandboxIdOfBox(name: string | undefined): string | undefined {
-    const prefix = this.settings.namePrefix;
-    if (name === undefined || !name.startsWith(prefix) || name.length === prefix.length) {
-      return undefined;
-    }
-    return name.slice(prefix.length);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -504,7 +430,7 @@ export class BoxliteProvider
 
   #ensureRuntime(): Promise<BoxliteRuntime> {
     if (this.#runtime === undefined) {
-      const opening = this.#openRuntime();
+      const opening = openBoxliteRuntime(this.#options, this.settings, this.logger);
       this.#runtime = opening;
       // A failed open is retried by the next acquire (e.g. after installing the SDK).
       opening.catch(() => {
@@ -518,7 +444,12 @@ export class BoxliteProvider
   #ensureReconciled(): Promise<BoxliteRuntime> {
     if (this.#reconciled === undefined) {
       const pass = this.#ensureRuntime().then(async (runtime) => {
-        await this.#reconcile(runtime);
+        await adoptLeftoverBoxes(runtime, {
+          registry: this.registry,
+          prefix: this.settings.namePrefix,
+          adapter: (id, box) => this.#adapter(id, box),
+          logger: this.logger,
+        });
         return runtime;
       });
       this.#reconciled = pass;
@@ -528,54 +459,6 @@ export class BoxliteProvider
       });
     }
     return this.#reconciled;
-  }
-
-  async #openRuntime(): Promise<BoxliteRuntime> {
-    const given = this.#options.runtime;
-    if (typeof given === 'function') return given();
-    return (
-      given ??
-      createSdkBoxliteRuntime({
-        homeDir: this.settings.homeDir,
-        logger: this.logger,
-        ...(this.#options.importer ? { importer: this.#options.importer } : {}),
-        ...(this.#options.fsAccess ? { fsAccess: this.#options.fsAccess } : {}),
-        ...(this.#options.platform ? { platform: this.#options.platform } : {}),
-      })
-    );
-  }
-
-  /**
-   * Adopts boxes of this prefix left running by an earlier process into the warm pool, identity
-   * unknown: they are reused only after a health check, and otherwise idle out like any warm box.
-   * Errors are logged; a failed reconciliation never blocks acquisition.
-   */
-  async #reconcile(runtime: BoxliteRuntime): Promise<void> {
-    let boxes;
-    try {
-      boxes = await runtime.list();
-    } catch (error) {
-      this.logger.warn('Could not list BoxLite boxes for reconciliation', { error });
-      return;
-    }
-    for (const info of boxes) {
-      const name = info.name;
-      const id = this.#sandboxIdOfBox(name);
-      if (name === undefined || id === undefined) continue;
-      if (this.registry.active.has(id) || this.registry.pool.has(id)) continue;
-      try {
-        const box = await runtime.get(name);
-        if (box === undefined) continue;
-        this.registry.pool.put(id, {
-          sandbox: this.#adapter(id, box),
-          identity: undefined,
-          skipEligible: false,
-        });
-        this.logger.info('Adopted BoxLite box into the warm pool', { sandboxId: id, box: name });
-      } catch (error) {
-        this.logger.warn('Could not adopt BoxLite box', { box: name, error });
-      }
-    }
   }
 
   #adapter(id: string, box: BoxliteSandbox['box']): BoxliteSandbox {
