@@ -365,4 +365,21 @@ describe('§8.6 BoxLite provider', () => {
       'sandbox.boxlite.name_prefix',
     ]);
   });
+
+  it('a release whose locked section starts after shutdown began stops the box instead of parking it behind the teardown', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const box = h.runtime.latest(h.provider.boxName(id));
+    // Same tick: the release has passed its unlocked shutdown check and waits for the per-id
+    // lock; the shutdown starts before its section runs. Shutdown closes the lock table in the
+    // same synchronous step that marks the provider closed, so the queued section is refused and
+    // the box is stopped as an active one; the `closed` check inside the section is a second line
+    // that no interleaving reaches today.
+    const releasing = h.provider.release(id).catch(() => undefined);
+    const shuttingDown = h.provider.shutdown();
+    await Promise.all([releasing, shuttingDown]);
+    expect(h.provider.warmIds).toEqual([]);
+    expect(h.provider.activeIds).toEqual([]);
+    expect(box?.running).toBe(false);
+  });
 });
