@@ -44,7 +44,7 @@ const rows = [
     sbx_ms: round(median(imports)),
     baseline: 'node -e 0',
     baseline_ms: round(median(bare)),
-    ratio: round((median(imports) / median(bare)) * 100) / 100,
+    ratio: Math.round((median(imports) / median(bare)) * 100) / 100,
     note: `median of ${RUNS} fresh processes; target ≤ 1.5`,
   },
 ];

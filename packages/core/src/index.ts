@@ -45,7 +45,7 @@ export type {
   WarmPoolConfig,
 } from './config/config.js';
 
-export type { SandboxConfigInput, SandboxSchemaContext } from './config/config-schema.js';
+export type { SandboxConfigInput, SandboxSchemaContext } from './config/config-section-schema.js';
 
 export { loadSandboxConfig, parseSandboxConfig } from './config/config-loader.js';
 
@@ -319,7 +319,7 @@ export type {
   JsonSchema,
 } from './tools/tool-definitions.js';
 
-export { TOOL_INPUT_SCHEMAS, bashInputSchema, MAX_COMMAND_BYTES } from './tools/tool-schemas.js';
+export { TOOL_INPUT_SCHEMAS, MAX_COMMAND_BYTES } from './tools/tool-schemas.js';
 export type {
   ToolName,
   ToolInputs,

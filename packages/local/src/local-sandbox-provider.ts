@@ -2,7 +2,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { LRUCache } from 'lru-cache';
+import { createRequire } from 'node:module';
+import type { LRUCache } from 'lru-cache';
+import type * as LruCacheModule from 'lru-cache';
 import {
   AbortedError,
   ConfigError,
@@ -52,6 +54,14 @@ import {
   SANDBOX_PROCESS_MARKER,
   killMarkedProcesses,
 } from './process-reaper.js';
+
+const requireHere = createRequire(import.meta.url);
+let lruCacheModule: typeof LruCacheModule | undefined;
+/** Loaded when the first provider is built, not when `@sbx/local` is imported. */
+function lruCache(): typeof LruCacheModule {
+  lruCacheModule ??= requireHere('lru-cache') as typeof LruCacheModule;
+  return lruCacheModule;
+}
 
 /** Id of the sandbox handed to callers without a thread. */
 export const GENERIC_LOCAL_SANDBOX_ID = 'local';
@@ -164,7 +174,7 @@ export class LocalSandboxProvider extends SandboxProvider {
         { path: 'maxCachedThreads', message: `must be a positive integer, got ${max}` },
       ]);
     }
-    this.threads = new LRUCache<string, ThreadEntry>({ max });
+    this.threads = new (lruCache().LRUCache)<string, ThreadEntry>({ max });
     this.staticMappings = this.buildStaticMappings(options.mounts ?? config.mounts ?? []);
   }
 

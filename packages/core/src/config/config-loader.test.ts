@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allowsHostBash } from '../host/host-bash.js';
 import { loadSandboxConfig, parseSandboxConfig, parseSandboxConfigYaml } from './config-loader.js';
-import { sandboxConfigSchema } from './config-schema.js';
+import { sandboxConfigSchema } from './config-section-schema.js';
 import { ConfigError } from '../errors/errors.js';
 import type { ConfigIssue } from '../errors/errors.js';
 
@@ -637,10 +637,10 @@ describe('YAML input', () => {
 
 describe('sandboxConfigSchema', () => {
   it('validates a normalised section directly', () => {
-    const parsed = sandboxConfigSchema.safeParse({ use: '@sbx/aio', replicas: 3 });
+    const parsed = sandboxConfigSchema().safeParse({ use: '@sbx/aio', replicas: 3 });
     expect(parsed.success).toBe(true);
     expect(parsed.data?.replicas).toBe(3);
-    expect(sandboxConfigSchema.safeParse({ replicas: 0 }).success).toBe(false);
-    expect(sandboxConfigSchema.safeParse({ unknown_key: 1 }).success).toBe(false);
+    expect(sandboxConfigSchema().safeParse({ replicas: 0 }).success).toBe(false);
+    expect(sandboxConfigSchema().safeParse({ unknown_key: 1 }).success).toBe(false);
   });
 });

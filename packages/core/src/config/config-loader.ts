@@ -17,7 +17,7 @@ import {
   createSandboxConfigSchema,
   sandboxConfigSchema,
   sandboxSectionInputSchema,
-} from './config-schema.js';
+} from './config-section-schema.js';
 
 export interface ParseSandboxConfigOptions {
   /** Environment for `$NAME` values and `SBX_HOME`. Default: `process.env`. */
@@ -51,7 +51,7 @@ function unknownKeyMessage(
 
 /** Keys the schema allows at `segments` (for did-you-mean), when that is a fixed object. */
 function allowedKeysAt(segments: readonly PropertyKey[]): readonly string[] {
-  let node: z.ZodType = sandboxSectionInputSchema;
+  let node: z.ZodType = sandboxSectionInputSchema();
   for (const seg of segments) {
     node = unwrap(node);
     const def = node._zod.def as {
@@ -173,7 +173,7 @@ function parseWithHeading(
   const env = options.env ?? process.env;
   const normalized = normalizeSandboxInput(input, env);
   const schema =
-    options.env || options.cwd ? createSandboxConfigSchema(options) : sandboxConfigSchema;
+    options.env || options.cwd ? createSandboxConfigSchema(options) : sandboxConfigSchema();
   const result = schema.safeParse(normalized.section, { reportInput: true });
   const issues = [...normalized.issues];
   if (!result.success) issues.push(...schemaIssues(result.error.issues, normalized.userPath));

@@ -1,5 +1,5 @@
-import { z } from 'zod';
-import { sandboxSectionInputSchema } from './config-schema.js';
+import { sandboxSectionInputSchema } from './config-section-schema.js';
+import { zod } from './zod-runtime.js';
 
 /** One key of the `sandbox:` section, for generated documentation and editor tooling. */
 export interface ConfigKeyInfo {
@@ -37,7 +37,10 @@ interface JsonSchemaNode {
 
 /** JSON Schema (draft 2020-12) of the snake_case `sandbox:` section, as an editor would validate it. */
 export function sandboxConfigJsonSchema(): Record<string, unknown> {
-  return z.toJSONSchema(sandboxSectionInputSchema, { io: 'input' }) as Record<string, unknown>;
+  return zod().toJSONSchema(sandboxSectionInputSchema(), { io: 'input' }) as Record<
+    string,
+    unknown
+  >;
 }
 
 function isOpenRecord(node: JsonSchemaNode): boolean {

@@ -1,5 +1,9 @@
 import path from 'node:path';
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import type * as LruCacheModule from 'lru-cache';
+import { lazily, lazyModule } from '../host/lazy-module.js';
+
+const lruCache = lazyModule<typeof LruCacheModule>('lru-cache');
 import {
   PATH_TAIL_STOP_CLASS,
   SEGMENT_CONTINUATION_CLASS,
@@ -108,7 +112,9 @@ function maskByScanning(text: string, base: string, virtual: string, opts: MaskO
 }
 
 /** Bounded: only the process-stable skills/integrations bases are ever compiled. */
-const compiledStablePatterns = new LRUCache<string, RegExp>({ max: 32 });
+const compiledStablePatterns: () => LRUCache<string, RegExp> = lazily(
+  () => new (lruCache().LRUCache)<string, RegExp>({ max: 32 }),
+);
 
 function maskWithCompiledPattern(
   text: string,
@@ -117,10 +123,10 @@ function maskWithCompiledPattern(
   opts: MaskOptions,
 ): string {
   const key = `${opts.separatorAgnostic ? 1 : 0}\0${base}`;
-  let pattern = compiledStablePatterns.get(key);
+  let pattern = compiledStablePatterns().get(key);
   if (!pattern) {
     pattern = buildOutputMaskPattern(base, opts);
-    compiledStablePatterns.set(key, pattern);
+    compiledStablePatterns().set(key, pattern);
   }
   pattern.lastIndex = 0;
   // The compiled rule's tail runs past a repeated base (`W/a:W/b`); masking the match by scanning
@@ -172,12 +178,14 @@ export class HostPathMasker {
  * process are not retained forever, while glob/grep results of recent threads skip repeated
  * `realpath` walks.
  */
-const resolvedRootCache = new LRUCache<string, string>({ max: 256 });
+const resolvedRootCache: () => LRUCache<string, string> = lazily(
+  () => new (lruCache().LRUCache)<string, string>({ max: 256 }),
+);
 
 /** Canonical form of an absolute host root via the bounded cache; other spellings unchanged. */
 export async function resolveHostRoot(hostPath: string): Promise<string> {
   if (!path.isAbsolute(hostPath)) return hostPath;
-  const cached = resolvedRootCache.get(hostPath);
+  const cached = resolvedRootCache().get(hostPath);
   if (cached !== undefined) return cached;
   let resolved: string;
   try {
@@ -186,13 +194,13 @@ export async function resolveHostRoot(hostPath: string): Promise<string> {
     // An unresolvable root (permission error, link loop) is still masked in its raw spelling.
     resolved = hostPath;
   }
-  resolvedRootCache.set(hostPath, resolved);
+  resolvedRootCache().set(hostPath, resolved);
   return resolved;
 }
 
 /** Current size of the resolved-root cache (its bound is 256). */
 export function resolvedRootCacheSize(): number {
-  return resolvedRootCache.size;
+  return resolvedRootCache().size;
 }
 
 export interface LocalMaskOptions {

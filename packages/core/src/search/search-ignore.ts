@@ -1,4 +1,8 @@
-import picomatch from 'picomatch';
+import type picomatchModule from 'picomatch';
+import { lazily, lazyModule } from '../host/lazy-module.js';
+
+/** Loaded on the first search, not with `@sbx/core`. */
+const picomatch = lazyModule<typeof picomatchModule>('picomatch');
 
 /**
  * Names that every search and listing skips: VCS metadata, dependency trees, build output, editor
@@ -77,7 +81,7 @@ export function ignoreMatcherSpec(caseInsensitive: boolean): {
   // One combined expression: the walkers ask this for every directory entry they see.
   const sources = IGNORE_PATTERNS.filter((p) => WILDCARD.test(p)).map(
     (p) =>
-      picomatch.makeRe(p, { dot: true, posix: true, windows: false, nocase: caseInsensitive })
+      picomatch().makeRe(p, { dot: true, posix: true, windows: false, nocase: caseInsensitive })
         .source,
   );
   return {
@@ -95,8 +99,9 @@ function buildMatcher(caseInsensitive: boolean): (name: string) => boolean {
   return (name) => exact.has(spec.fold ? name.toLowerCase() : name) || combined.test(name);
 }
 
-const caseSensitiveMatcher = buildMatcher(false);
-const caseInsensitiveMatcher = buildMatcher(true);
+// Built on the first search, which is when the glob matcher is loaded too.
+const caseSensitiveMatcher = lazily(() => buildMatcher(false));
+const caseInsensitiveMatcher = lazily(() => buildMatcher(true));
 
 export interface IgnoreOptions {
   /**
@@ -108,7 +113,7 @@ export interface IgnoreOptions {
 
 /** True when a single path name matches any entry of `IGNORE_PATTERNS`. */
 export function shouldIgnoreName(name: string, options: IgnoreOptions = {}): boolean {
-  return (options.caseInsensitive ? caseInsensitiveMatcher : caseSensitiveMatcher)(name);
+  return (options.caseInsensitive ? caseInsensitiveMatcher() : caseSensitiveMatcher())(name);
 }
 
 /** True when any segment of `path` (split on `/` or `\`) is ignored. */

@@ -1,4 +1,9 @@
-import { Mutex } from 'async-mutex';
+import type { Mutex } from 'async-mutex';
+import type * as AsyncMutexModule from 'async-mutex';
+import { lazyModule } from '../host/lazy-module.js';
+
+/** Loaded on the first file edit, not with `@sbx/core`. */
+const asyncMutex = lazyModule<typeof AsyncMutexModule>('async-mutex');
 
 interface LockEntry {
   readonly mutex: Mutex;
@@ -29,7 +34,7 @@ export class FileOperationLock {
     const key = FileOperationLock.key(sandboxId, path);
     let entry = this.#entries.get(key);
     if (!entry) {
-      entry = { mutex: new Mutex(), refs: 0 };
+      entry = { mutex: new (asyncMutex().Mutex)(), refs: 0 };
       this.#entries.set(key, entry);
     }
     entry.refs += 1;

@@ -1,6 +1,6 @@
-import { z } from 'zod';
+import { zod } from '../config/zod-runtime.js';
 import { TOOL_DESCRIPTIONS } from './tool-descriptions.js';
-import { TOOL_INPUT_SCHEMAS, TOOL_NAMES, type ToolName } from './tool-schemas.js';
+import { TOOL_NAMES, toolInputSchemas, type ToolName } from './tool-schemas.js';
 
 /** JSON Schema (draft 2020-12) of a tool's input, as LLM function-calling APIs expect it. */
 export type JsonSchema = Record<string, unknown>;
@@ -118,7 +118,7 @@ function strictBranch(branch: Json): Json {
  */
 function inputSchemaOf(name: ToolName, strict: boolean): JsonSchema {
   const rendered = JSON.parse(
-    JSON.stringify(z.toJSONSchema(TOOL_INPUT_SCHEMAS[name], { io: 'input' })),
+    JSON.stringify(zod().toJSONSchema(toolInputSchemas()[name], { io: 'input' })),
   ) as JsonObject;
   const properties = isObject(rendered.properties) ? rendered.properties : {};
   const required = Array.isArray(rendered.required) ? rendered.required : [];

@@ -1,25 +1,9 @@
-import { z } from 'zod';
+import type { z } from 'zod';
+import { lazily, zod } from '../config/zod-runtime.js';
+import type { Zod } from '../config/zod-runtime.js';
 import { MAX_GLOB_PATTERN_LENGTH } from '../search/glob-match.js';
 import { MAX_PATH_BYTES } from '../paths/path-limits.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
-
-/**
- * Model-facing input schemas of the seven sandbox tools. Field names are the wire contract with the
- * model (snake_case). Every tool takes an optional `description`: a short human-readable progress
- * label for UIs. Execution never depends on it.
- */
-const description = z
-  .string()
-  .default('')
-  .describe(
-    'Short human-readable label of what this call does, shown to the user as progress. Optional; it does not affect execution.',
-  );
-
-const nonBlank = (what: string, max?: number) =>
-  (max === undefined ? z.string() : z.string().max(max)).refine(
-    (value) => value.trim().length > 0,
-    { message: `${what} must not be empty` },
-  );
 
 /**
  * Longest shell command accepted, in UTF-8 bytes: Linux refuses a longer single argument
@@ -28,145 +12,193 @@ const nonBlank = (what: string, max?: number) =>
 export const MAX_COMMAND_BYTES = 128 * 1024;
 /** Longest grep pattern accepted, in characters. */
 export const MAX_PATTERN_LENGTH = 4096;
-
 const byteLength = (value: string) => Buffer.byteLength(value, 'utf8');
 
-const virtualPath = (what: string) =>
-  nonBlank('path', MAX_PATH_BYTES)
-    .refine((value) => value.length * 3 <= MAX_PATH_BYTES || byteLength(value) <= MAX_PATH_BYTES, {
-      message: `must be at most ${MAX_PATH_BYTES} bytes`,
-      abort: true,
-    })
-    .refine((value) => !value.includes('\0'), { message: 'must not contain a NUL byte' })
-    .describe(`Absolute virtual path of the ${what}, e.g. /mnt/user-data/workspace/notes.md.`);
-
-export const bashInputSchema = z.object({
-  description,
-  command: nonBlank('command')
-    .refine((value) => byteLength(value) <= MAX_COMMAND_BYTES, {
-      message: `must be at most ${MAX_COMMAND_BYTES} bytes`,
-    })
-    .describe(
-      'The shell command to run. It starts in /mnt/user-data/workspace. Start long-lived processes (servers, watchers) in the background with output redirected to a file.',
-    ),
-});
-
-export const lsInputSchema = z.object({
-  description,
-  path: virtualPath('directory to list'),
-});
-
-export const globInputSchema = z.object({
-  description,
-  pattern: nonBlank('pattern', MAX_GLOB_PATTERN_LENGTH).describe(
-    'Glob pattern relative to `path`. Without `/` it matches file names at any depth (`*.py`); with `/` it matches the whole path below `path`, so `src/*.ts` finds .ts files directly inside `path`/src and `**/src/*.ts` those inside any `src` directory.',
-  ),
-  path: virtualPath('directory to search below'),
-  include_dirs: z
-    .boolean()
-    .default(false)
-    .describe('Also return matching directories, not only files.'),
-  max_results: z
-    .number()
-    .int()
-    .default(200)
-    .describe('Maximum number of paths to return (at most 1000; the operator may cap it lower).'),
-});
-
-export const grepInputSchema = z.object({
-  description,
-  pattern: nonBlank('pattern', MAX_PATTERN_LENGTH).describe(
-    'Regular expression searched line by line (case-insensitive unless case_sensitive is true).',
-  ),
-  path: virtualPath('file to search, or directory to search recursively'),
-  glob: z
+/**
+ * Model-facing input schemas of the seven sandbox tools. Field names are the wire contract with the
+ * model (snake_case). Every tool takes an optional `description`: a short human-readable progress
+ * label for UIs. Execution never depends on it.
+ */
+function buildToolSchemas(z: Zod) {
+  const description = z
     .string()
-    .max(MAX_GLOB_PATTERN_LENGTH)
-    .nullish()
-    .describe('Only search files whose path matches this glob pattern, e.g. `*.py`.'),
-  literal: z
-    .boolean()
-    .default(false)
-    .describe('Treat `pattern` as plain text instead of a regular expression.'),
-  case_sensitive: z.boolean().default(false).describe('Match letter case exactly.'),
-  max_results: z
-    .number()
-    .int()
-    .default(100)
+    .default('')
     .describe(
-      'Maximum number of matching lines to return (at most 500; the operator may cap it lower).',
+      'Short human-readable label of what this call does, shown to the user as progress. Optional; it does not affect execution.',
+    );
+
+  const nonBlank = (what: string, max?: number) =>
+    (max === undefined ? z.string() : z.string().max(max)).refine(
+      (value) => value.trim().length > 0,
+      { message: `${what} must not be empty` },
+    );
+
+  const virtualPath = (what: string) =>
+    nonBlank('path', MAX_PATH_BYTES)
+      .refine(
+        (value) => value.length * 3 <= MAX_PATH_BYTES || byteLength(value) <= MAX_PATH_BYTES,
+        {
+          message: `must be at most ${MAX_PATH_BYTES} bytes`,
+          abort: true,
+        },
+      )
+      .refine((value) => !value.includes('\0'), { message: 'must not contain a NUL byte' })
+      .describe(`Absolute virtual path of the ${what}, e.g. /mnt/user-data/workspace/notes.md.`);
+
+  const bashInputSchema = z.object({
+    description,
+    command: nonBlank('command')
+      .refine((value) => byteLength(value) <= MAX_COMMAND_BYTES, {
+        message: `must be at most ${MAX_COMMAND_BYTES} bytes`,
+      })
+      .describe(
+        'The shell command to run. It starts in /mnt/user-data/workspace. Start long-lived processes (servers, watchers) in the background with output redirected to a file.',
+      ),
+  });
+
+  const lsInputSchema = z.object({
+    description,
+    path: virtualPath('directory to list'),
+  });
+
+  const globInputSchema = z.object({
+    description,
+    pattern: nonBlank('pattern', MAX_GLOB_PATTERN_LENGTH).describe(
+      'Glob pattern relative to `path`. Without `/` it matches file names at any depth (`*.py`); with `/` it matches the whole path below `path`, so `src/*.ts` finds .ts files directly inside `path`/src and `**/src/*.ts` those inside any `src` directory.',
     ),
-});
+    path: virtualPath('directory to search below'),
+    include_dirs: z
+      .boolean()
+      .default(false)
+      .describe('Also return matching directories, not only files.'),
+    max_results: z
+      .number()
+      .int()
+      .default(200)
+      .describe('Maximum number of paths to return (at most 1000; the operator may cap it lower).'),
+  });
 
-export const readFileInputSchema = z.object({
-  description,
-  path: virtualPath('file to read'),
-  start_line: z
-    .number()
-    .int()
-    .nullish()
-    .describe('First line to read, 1-based and inclusive. Omit to start at the beginning.'),
-  end_line: z
-    .number()
-    .int()
-    .nullish()
-    .describe('Last line to read, 1-based and inclusive. Omit to read to the end.'),
-});
-
-export const writeFileInputSchema = z.object({
-  description,
-  path: virtualPath('file to write'),
-  content: z.string().describe('The text to write.'),
-  append: z
-    .boolean()
-    .default(false)
-    .describe(
-      'Add `content` at the end of the file instead of replacing the file. Creates the file if it is missing.',
+  const grepInputSchema = z.object({
+    description,
+    pattern: nonBlank('pattern', MAX_PATTERN_LENGTH).describe(
+      'Regular expression searched line by line (case-insensitive unless case_sensitive is true).',
     ),
-});
+    path: virtualPath('file to search, or directory to search recursively'),
+    glob: z
+      .string()
+      .max(MAX_GLOB_PATTERN_LENGTH)
+      .nullish()
+      .describe('Only search files whose path matches this glob pattern, e.g. `*.py`.'),
+    literal: z
+      .boolean()
+      .default(false)
+      .describe('Treat `pattern` as plain text instead of a regular expression.'),
+    case_sensitive: z.boolean().default(false).describe('Match letter case exactly.'),
+    max_results: z
+      .number()
+      .int()
+      .default(100)
+      .describe(
+        'Maximum number of matching lines to return (at most 500; the operator may cap it lower).',
+      ),
+  });
 
-export const strReplaceInputSchema = z.object({
-  description,
-  path: virtualPath('file to edit'),
-  old_str: z
-    .string()
-    .describe(
-      'The exact text to replace, including whitespace and indentation. It must occur exactly once unless replace_all is true.',
+  const readFileInputSchema = z.object({
+    description,
+    path: virtualPath('file to read'),
+    start_line: z
+      .number()
+      .int()
+      .nullish()
+      .describe('First line to read, 1-based and inclusive. Omit to start at the beginning.'),
+    end_line: z
+      .number()
+      .int()
+      .nullish()
+      .describe('Last line to read, 1-based and inclusive. Omit to read to the end.'),
+  });
+
+  const writeFileInputSchema = z.object({
+    description,
+    path: virtualPath('file to write'),
+    content: z.string().describe('The text to write.'),
+    append: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Add `content` at the end of the file instead of replacing the file. Creates the file if it is missing.',
+      ),
+  });
+
+  const strReplaceInputSchema = z.object({
+    description,
+    path: virtualPath('file to edit'),
+    old_str: z
+      .string()
+      .describe(
+        'The exact text to replace, including whitespace and indentation. It must occur exactly once unless replace_all is true.',
+      ),
+    new_str: z.string().describe('The replacement text.'),
+    replace_all: z
+      .boolean()
+      .default(false)
+      .describe('Replace every occurrence of `old_str` instead of requiring a unique match.'),
+  });
+
+  return {
+    bash: bashInputSchema,
+    ls: lsInputSchema,
+    glob: globInputSchema,
+    grep: grepInputSchema,
+    read_file: readFileInputSchema,
+    write_file: writeFileInputSchema,
+    str_replace: strReplaceInputSchema,
+  } as const;
+}
+
+type ToolSchemas = ReturnType<typeof buildToolSchemas>;
+
+/** The seven schemas, built on first use (see `zod()`). */
+export const toolInputSchemas: () => ToolSchemas = lazily(() => buildToolSchemas(zod()));
+
+export type BashInput = z.input<ToolSchemas['bash']>;
+export type LsInput = z.input<ToolSchemas['ls']>;
+export type GlobInput = z.input<ToolSchemas['glob']>;
+export type GrepInput = z.input<ToolSchemas['grep']>;
+export type ReadFileInput = z.input<ToolSchemas['read_file']>;
+export type WriteFileInput = z.input<ToolSchemas['write_file']>;
+export type StrReplaceInput = z.input<ToolSchemas['str_replace']>;
+
+export type ToolName = keyof ToolSchemas;
+
+export const TOOL_NAMES: readonly ToolName[] = [
+  'bash',
+  'ls',
+  'glob',
+  'grep',
+  'read_file',
+  'write_file',
+  'str_replace',
+];
+
+/**
+ * The tool input schemas by name. Each property is a getter over `toolInputSchemas()`, so reading
+ * one builds them (and loads zod) then, not when `@sbx/core` is imported.
+ */
+export const TOOL_INPUT_SCHEMAS: ToolSchemas = Object.freeze(
+  Object.defineProperties(
+    {},
+    Object.fromEntries(
+      TOOL_NAMES.map((name) => [name, { enumerable: true, get: () => toolInputSchemas()[name] }]),
     ),
-  new_str: z.string().describe('The replacement text.'),
-  replace_all: z
-    .boolean()
-    .default(false)
-    .describe('Replace every occurrence of `old_str` instead of requiring a unique match.'),
-});
+  ),
+) as ToolSchemas;
 
-export type BashInput = z.input<typeof bashInputSchema>;
-export type LsInput = z.input<typeof lsInputSchema>;
-export type GlobInput = z.input<typeof globInputSchema>;
-export type GrepInput = z.input<typeof grepInputSchema>;
-export type ReadFileInput = z.input<typeof readFileInputSchema>;
-export type WriteFileInput = z.input<typeof writeFileInputSchema>;
-export type StrReplaceInput = z.input<typeof strReplaceInputSchema>;
-
-export const TOOL_INPUT_SCHEMAS = {
-  bash: bashInputSchema,
-  ls: lsInputSchema,
-  glob: globInputSchema,
-  grep: grepInputSchema,
-  read_file: readFileInputSchema,
-  write_file: writeFileInputSchema,
-  str_replace: strReplaceInputSchema,
-} as const;
-
-export type ToolName = keyof typeof TOOL_INPUT_SCHEMAS;
-
-export const TOOL_NAMES = Object.keys(TOOL_INPUT_SCHEMAS) as readonly ToolName[];
-
-export type ToolInputs = { [K in ToolName]: z.input<(typeof TOOL_INPUT_SCHEMAS)[K]> };
-export type ParsedToolInputs = { [K in ToolName]: z.output<(typeof TOOL_INPUT_SCHEMAS)[K]> };
+export type ToolInputs = { [K in ToolName]: z.input<ToolSchemas[K]> };
+export type ParsedToolInputs = { [K in ToolName]: z.output<ToolSchemas[K]> };
 
 export function isToolName(value: unknown): value is ToolName {
-  return typeof value === 'string' && Object.hasOwn(TOOL_INPUT_SCHEMAS, value);
+  return typeof value === 'string' && (TOOL_NAMES as readonly string[]).includes(value);
 }
 
 /**
@@ -189,7 +221,7 @@ export function parseToolInput<K extends ToolName>(
   name: K,
   input: unknown,
 ): { ok: true; value: ParsedToolInputs[K] } | { ok: false; error: string } {
-  const result = TOOL_INPUT_SCHEMAS[name].safeParse(withoutNulls(input ?? {}), {
+  const result = toolInputSchemas()[name].safeParse(withoutNulls(input ?? {}), {
     reportInput: true,
   });
   if (result.success) return { ok: true, value: result.data as ParsedToolInputs[K] };
