@@ -1,11 +1,10 @@
+import { SandboxIdentityCollisionError, resolveEffectiveUserId } from '@sbx/core';
 import {
-  SandboxIdentityCollisionError,
   deriveSandboxScopeToken,
   identityScopesFor,
-  resolveEffectiveUserId,
   serializerKey,
   specIdentityScope,
-} from '@sbx/core';
+} from '@sbx/core/provider-kit';
 import type { Sandbox, SandboxSpec, WarmEntry } from '@sbx/core';
 import type { SandboxBook } from '@sbx/core/provider-kit';
 import type { SandboxInfo } from './sandbox-info.js';

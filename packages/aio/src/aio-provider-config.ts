@@ -1,12 +1,11 @@
 import { type ConfigBlockValidator } from '@sbx/core';
-import { collectConfigIssues, unknownKeyIssues } from '@sbx/core/internal';
 import {
-  ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
-  silentLogger,
-} from '@sbx/core';
+} from '@sbx/core/provider-kit';
+import { collectConfigIssues, unknownKeyIssues } from '@sbx/core/internal';
+import { ConfigError, silentLogger } from '@sbx/core';
 import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
 import type { Logger, SandboxConfig } from '@sbx/core';
 import type { ContainerNetworkMode } from './container-spec.js';

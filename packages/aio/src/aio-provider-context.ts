@@ -1,6 +1,6 @@
 import { getSandboxLeaseManager } from '@sbx/core';
+import type { SandboxProviderEventEmitter } from '@sbx/core/provider-kit';
 import type { Clock, IdleTeardownReservation, LeaseProvider, Logger, Sandbox } from '@sbx/core';
-import type { SandboxProviderEventEmitter } from '@sbx/core';
 import type { OwnershipClient, OwnershipLink } from '@sbx/core/provider-kit';
 import { checkSandboxHealth, closeSandboxClient, defaultReadiness } from './aio-backend-hooks.js';
 import type { AioSettings } from './aio-provider-config.js';

@@ -7,12 +7,11 @@ import {
   OwnershipBackendError,
   SandboxIdentityCollisionError,
   SerializerClosedError,
-  deriveSandboxScopeToken,
   getSandboxLeaseManager,
   loadProviderClass,
   parseSandboxConfig,
-  MemoryLeaseTable,
 } from '@sbx/core';
+import { MemoryLeaseTable, deriveSandboxScopeToken } from '@sbx/core/provider-kit';
 import { TEARDOWN_JOIN_TIMEOUT_MS } from '@sbx/core/internal';
 import { settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';

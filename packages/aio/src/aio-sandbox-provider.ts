@@ -1,17 +1,13 @@
 import {
-  AcquireSerializer,
   InvalidArgumentError,
   ProviderClosedError,
   SandboxProvider,
-  SandboxProviderEventEmitter,
   SerializerClosedError,
-  WarmPool,
   assertSafePathSegment,
   discardSandboxLeaseManager,
   errorMessage,
   resolveEffectiveUserId,
   resolveOwnershipConfig,
-  serializerKey,
   silentLogger,
   systemClock,
 } from '@sbx/core';
@@ -34,7 +30,16 @@ import {
   checkSandboxSpec,
   leaseTtlMilliseconds,
 } from '@sbx/core/internal';
-import { OwnershipLink, PeriodicTask, SandboxBook, SingleFlight } from '@sbx/core/provider-kit';
+import {
+  AcquireSerializer,
+  OwnershipLink,
+  PeriodicTask,
+  SandboxBook,
+  SandboxProviderEventEmitter,
+  SingleFlight,
+  WarmPool,
+  serializerKey,
+} from '@sbx/core/provider-kit';
 import { AioAcquirePaths } from './aio-acquire-paths.js';
 import { aioClientFactory, closeQuietly } from './aio-backend-hooks.js';
 import { openOwnershipStore } from './aio-ownership-store.js';

@@ -6,10 +6,10 @@ import {
   SandboxFileError,
   SandboxFileNotFoundError,
   SandboxRuntimeError,
-  planRemoteListDir,
   silentLogger,
   validateExtraEnv,
 } from '@sbx/core';
+import { planRemoteListDir } from '@sbx/core/provider-kit';
 import type {
   ExecuteCommandOptions,
   GlobOptions,

@@ -4,7 +4,6 @@ import {
   compareRelativePaths,
   compileGlob,
   matchingLineIndices,
-  regexToPosixEre,
   type GlobOptions,
   type GlobResult,
   type GrepMatch,
@@ -12,6 +11,7 @@ import {
   type GrepResult,
   type Logger,
 } from '@sbx/core';
+import { regexToPosixEre } from '@sbx/core/provider-kit';
 import {
   DEFAULT_GLOB_MAX_RESULTS,
   DEFAULT_GREP_MAX_RESULTS,

@@ -4,8 +4,8 @@ import {
   AbortedError,
   InvalidArgumentError,
   SandboxRuntimeError,
-  loadOptionalDependency,
   silentLogger,
+  loadOptionalDependency,
 } from '@sbx/core';
 import { DEFAULT_SKILLS_ROOT, interopDefault } from '@sbx/core/internal';
 import type { Logger } from '@sbx/core';

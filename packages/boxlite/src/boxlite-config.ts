@@ -1,13 +1,11 @@
 import { type ConfigBlockValidator } from '@sbx/core';
-import { collectConfigIssues } from '@sbx/core/internal';
 import {
-  ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
-  DEFAULT_SKILLS_CONTAINER_PATH,
-  validateExtraEnv,
-} from '@sbx/core';
+} from '@sbx/core/provider-kit';
+import { collectConfigIssues } from '@sbx/core/internal';
+import { ConfigError, DEFAULT_SKILLS_CONTAINER_PATH, validateExtraEnv } from '@sbx/core';
 import { normalizeVirtualRoot, unknownKeyIssues } from '@sbx/core/internal';
 import type { ConfigIssue, SandboxConfig } from '@sbx/core';
 

@@ -1,4 +1,5 @@
-import type { SandboxSummary, WarmPoolRegistry } from '@sbx/core';
+import type { SandboxSummary } from '@sbx/core';
+import type { WarmPoolRegistry } from '@sbx/core/provider-kit';
 import type { ActiveBox, WarmBox } from './boxlite-provider-types.js';
 import type { BoxliteBoxSummary } from './boxlite-runtime.js';
 

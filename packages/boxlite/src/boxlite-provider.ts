@@ -1,11 +1,13 @@
-import { RegistrySandboxProvider } from '@sbx/core/provider-kit';
+import {
+  RegistrySandboxProvider,
+  assertSameThreadIdentity,
+  deriveSandboxScopeToken,
+  specIdentityScope,
+} from '@sbx/core/provider-kit';
 import { randomBytes } from 'node:crypto';
 import {
   ProviderClosedError,
   SandboxRuntimeError,
-  assertSameThreadIdentity,
-  deriveSandboxScopeToken,
-  specIdentityScope,
   type SandboxSpec,
   type SandboxSpecPolicy,
   type SandboxSpecSupport,

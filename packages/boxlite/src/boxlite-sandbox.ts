@@ -1,14 +1,16 @@
-import { RemoteShellSandbox } from '@sbx/core/provider-kit';
-import { posix } from 'node:path';
 import {
-  AbortedError,
-  errorMessage,
-  SandboxRuntimeError,
+  RemoteShellSandbox,
   assembleCommandOutput,
   assertDownloadablePath,
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
+} from '@sbx/core/provider-kit';
+import { posix } from 'node:path';
+import {
+  AbortedError,
+  errorMessage,
+  SandboxRuntimeError,
   shellQuote,
   silentLogger,
   sliceLines,

@@ -1,4 +1,5 @@
-import type { Logger, WarmPoolRegistry } from '@sbx/core';
+import type { Logger } from '@sbx/core';
+import type { WarmPoolRegistry } from '@sbx/core/provider-kit';
 import type { BoxliteSettings } from './boxlite-config.js';
 import { sandboxIdOfBox } from './boxlite-listing.js';
 import type { ActiveBox, BoxliteProviderOptions, WarmBox } from './boxlite-provider-types.js';

@@ -2,7 +2,6 @@ import { constants as fsConstants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import {
-  errorMessage,
   loadProviderClass,
   parseSandboxConfig,
   resolveOwnershipConfig,
@@ -14,15 +13,12 @@ import { findShell, POSIX_SHELL_CANDIDATES } from '@sbx/local';
 import { loadCliConfig, type CliConfigOptions } from './cli-config.js';
 import type { CliIo } from './cli-io.js';
 import { configIssuesOf } from './command-result.js';
-import {
-  describeDockerEndpoint,
-  dockerEndpointFrom,
-  dockerImagePresent,
-  dockerVersion,
-  type DockerEndpoint,
-} from './docker-probe.js';
+import { type DockerEndpoint } from './docker-probe.js';
 import { cliModuleDir, packageFinder, type PackageFinder } from './installed-packages.js';
 import { pingRedis, redactRedisUrl } from './redis-probe.js';
+import { describe, errorCode, portOf } from './doctor-probe.js';
+import type { Check, ProbeContext } from './doctor-probe.js';
+import { dockerChecks, kvmCheck } from './doctor-runtime-checks.js';
 
 export type CheckStatus = 'ok' | 'fail' | 'skip';
 
@@ -87,49 +83,12 @@ export const PROVIDER_PACKAGES = [
 
 export const OWNERSHIP_REDIS_PACKAGE = '@sbx/ownership-redis';
 
-/**
- * Image the AIO provider starts when `sandbox.image` is not set (the all-in-one sandbox image of
- * the reference deployment).
- */
-export const DEFAULT_AIO_IMAGE =
-  'enterprise-public-cn-beijing.cr.volces.com/vefaas-public/all-in-one-sandbox:latest';
+export { DEFAULT_AIO_IMAGE } from './doctor-probe.js';
 
 /** Redis URL variables of the test services and of sbx's ownership store. */
 export const REDIS_URL_ENVS = ['SBX_OWNERSHIP_REDIS_URL', 'SBX_REDIS_URL'] as const;
 
 const MIN_NODE: readonly [number, number] = [20, 19];
-
-type Check = Omit<DoctorCheck, 'required' | 'group'>;
-
-interface ProbeContext {
-  readonly io: CliIo;
-  readonly config: SandboxConfig;
-  readonly findPackage: PackageFinder;
-  readonly dockerEndpoint: DockerEndpoint | undefined;
-  readonly kvmPath: string;
-  readonly platform: NodeJS.Platform;
-  readonly arch: string;
-  readonly probeSignal: () => AbortSignal;
-  readonly onProgress: (label: string) => void;
-  readonly importer: ModuleImporter | undefined;
-}
-
-function portOf(url: string): string {
-  try {
-    return new URL(url).port || '6379';
-  } catch {
-    return '6379';
-  }
-}
-
-function describe(err: unknown): string {
-  return errorMessage(err);
-}
-
-function errorCode(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
 
 function nodeCheck(version: string): Check {
   const [major = 0, minor = 0] = version.replace(/^v/, '').split('.').map(Number);
@@ -229,140 +188,6 @@ async function dataDirCheck(ctx: ProbeContext): Promise<Check> {
       status: 'fail',
       detail: `${dir} is not writable (${errorCode(err) ?? describe(err)})`,
       fix: 'point SBX_HOME (or sandbox.base_dir) at a directory you can write to',
-    };
-  }
-}
-
-async function dockerChecks(ctx: ProbeContext): Promise<Check[]> {
-  const image = ctx.config.image ?? DEFAULT_AIO_IMAGE;
-  if (ctx.config.provisionerUrl) {
-    const detail = 'sandbox.provisioner_url is set: the provisioner starts the containers';
-    return [
-      { id: 'aio.docker', title: 'Docker reachable', status: 'skip', detail },
-      { id: 'aio.image', title: 'sandbox image present', status: 'skip', detail },
-    ];
-  }
-  let endpoint: DockerEndpoint;
-  try {
-    endpoint = ctx.dockerEndpoint ?? dockerEndpointFrom(ctx.io.env);
-  } catch (err) {
-    return [
-      {
-        id: 'aio.docker',
-        title: 'Docker reachable',
-        status: 'fail',
-        detail: describe(err),
-        fix: 'set DOCKER_HOST to unix:///var/run/docker.sock or tcp://<host>:2375, or unset it',
-      },
-      {
-        id: 'aio.image',
-        title: 'sandbox image present',
-        status: 'skip',
-        detail: 'Docker is not reachable',
-      },
-    ];
-  }
-  const where = describeDockerEndpoint(endpoint);
-  ctx.onProgress(`checking Docker at ${where}`);
-  let version: string;
-  try {
-    version = await dockerVersion(endpoint, ctx.probeSignal());
-  } catch (err) {
-    const code = errorCode(err);
-    const fix =
-      code === 'EACCES'
-        ? 'give this user access to the Docker socket: sudo usermod -aG docker $USER, then log in again'
-        : ctx.io.env.DOCKER_HOST
-          ? `start the Docker daemon DOCKER_HOST=${ctx.io.env.DOCKER_HOST} names, or correct DOCKER_HOST`
-          : 'start the Docker daemon (e.g. sudo systemctl start docker), or set DOCKER_HOST to where it listens';
-    return [
-      {
-        id: 'aio.docker',
-        title: 'Docker reachable',
-        status: 'fail',
-        detail: `${where}: ${code ?? describe(err)}`,
-        fix,
-      },
-      {
-        id: 'aio.image',
-        title: 'sandbox image present',
-        status: 'skip',
-        detail: 'Docker is not reachable',
-      },
-    ];
-  }
-  const reachable: Check = {
-    id: 'aio.docker',
-    title: 'Docker reachable',
-    status: 'ok',
-    detail: `Docker ${version} at ${where}`,
-  };
-  ctx.onProgress(`looking for image ${image}`);
-  try {
-    const present = await dockerImagePresent(endpoint, image, ctx.probeSignal());
-    return [
-      reachable,
-      {
-        id: 'aio.image',
-        title: 'sandbox image present',
-        status: present ? 'ok' : 'fail',
-        detail: present ? image : `${image} is not present`,
-        fix: present
-          ? undefined
-          : `docker pull ${image}   (or set sandbox.image to an image you have)`,
-      },
-    ];
-  } catch (err) {
-    return [
-      reachable,
-      {
-        id: 'aio.image',
-        title: 'sandbox image present',
-        status: 'fail',
-        detail: `${image}: ${describe(err)}`,
-        fix: `docker image inspect ${image} shows what the daemon says`,
-      },
-    ];
-  }
-}
-
-async function kvmCheck(ctx: ProbeContext): Promise<Check> {
-  const id = 'boxlite.kvm';
-  const title = `${ctx.kvmPath} usable`;
-  if (ctx.platform === 'darwin') {
-    return ctx.arch === 'arm64'
-      ? { id, title, status: 'skip', detail: 'macOS on Apple silicon uses Hypervisor.framework' }
-      : {
-          id,
-          title,
-          status: 'fail',
-          detail: 'BoxLite on macOS needs Apple silicon',
-          fix: 'run BoxLite on Linux with KVM or on an Apple silicon Mac',
-        };
-  }
-  if (ctx.platform !== 'linux') {
-    return {
-      id,
-      title,
-      status: 'fail',
-      detail: `BoxLite does not run on ${ctx.platform}`,
-      fix: 'run BoxLite on Linux with KVM or on an Apple silicon Mac',
-    };
-  }
-  try {
-    await access(ctx.kvmPath, fsConstants.R_OK | fsConstants.W_OK);
-    return { id, title, status: 'ok', detail: `${ctx.kvmPath} is readable and writable` };
-  } catch (err) {
-    const code = errorCode(err);
-    return {
-      id,
-      title,
-      status: 'fail',
-      detail: `${ctx.kvmPath}: ${code ?? describe(err)}`,
-      fix:
-        code === 'ENOENT'
-          ? 'run on a host with hardware virtualisation (bare metal, or a VM with nested virtualisation) and load the kvm module (modprobe kvm_intel or kvm_amd)'
-          : 'give this user access to KVM: sudo usermod -aG kvm $USER, then log in again',
     };
   }
 }

@@ -61,18 +61,8 @@ export { listSandboxConfigKeys, sandboxConfigJsonSchema } from './config/config-
 export type { ConfigKeyInfo } from './config/config-reference.js';
 
 // @section identity
-export {
-  assertSameThreadIdentity,
-  describeThreadIdentity,
-  sameThreadIdentity,
-} from './identity/thread-identity.js';
 export type { ThreadIdentity } from './identity/thread-identity.js';
-export {
-  deriveSandboxScopeToken,
-  identityScopesFor,
-  isValidSandboxId,
-  resolveEffectiveUserId,
-} from './identity/identity.js';
+export { isValidSandboxId, resolveEffectiveUserId } from './identity/identity.js';
 export type { SandboxScope, SandboxScopeTokenInput } from './identity/identity.js';
 
 // @section provisioner-contract
@@ -123,9 +113,7 @@ export type {
 export { throwIfAborted } from './async/throw-if-aborted.js';
 export { sleep } from './async/sleep.js';
 export type { SleepOptions } from './async/sleep.js';
-export { ResettableAcquireSerializer } from './serializer/resettable-acquire-serializer.js';
 export type { ResettableAcquireSerializerOptions } from './serializer/resettable-acquire-serializer.js';
-export { AcquireSerializer, serializerKey } from './serializer/acquire-serializer.js';
 export type {
   AcquireSerializerOptions,
   SerializerKeyPart,
@@ -153,15 +141,11 @@ export type {
 } from './execution-leases/lease-manager.js';
 export {
   SERVER_OWNED_CONTEXT_KEYS,
-  createLeaseOwnerId,
   scrubServerOwnedContext,
   ensureSandboxLeaseOwner,
 } from './execution-leases/lease-context.js';
 export type { ServerOwnedContextKey } from './execution-leases/lease-context.js';
-export {
-  acquireSandboxClientLease,
-  runLifecycleOperation,
-} from './execution-leases/lease-client.js';
+export { acquireSandboxClientLease } from './execution-leases/lease-client.js';
 export type {
   SandboxClientLease,
   SandboxClientLeaseOptions,
@@ -169,14 +153,7 @@ export type {
 } from './execution-leases/lease-client.js';
 
 // @section warm-pool
-export { WarmPoolRegistry } from './warm-pool/warm-pool-registry.js';
 export type { WarmPoolRegistryOptions, WarmPoolSettings } from './warm-pool/warm-pool-registry.js';
-export {
-  WarmPool,
-  DEFAULT_IDLE_TIMEOUT_SECONDS,
-  DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
-  DEFAULT_REPLICAS,
-} from './warm-pool/warm-pool.js';
 export type {
   WarmEntry,
   WarmPoolOptions,
@@ -188,12 +165,7 @@ export { systemClock } from './async/clock.js';
 export type { Clock, ClockTimer, ClockTimeoutOptions } from './async/clock.js';
 
 // @section ownership-store
-export {
-  RenewOutcome,
-  LeaseValue,
-  leaseTtlSeconds,
-  createOwnerId,
-} from './ownership/ownership-store.js';
+export { RenewOutcome } from './ownership/ownership-store.js';
 export type {
   OwnershipStore,
   ClaimOptions,
@@ -201,7 +173,7 @@ export type {
   LeaseHolder,
   LeaseTimingConfig,
 } from './ownership/ownership-store.js';
-export { MemoryOwnershipStore, MemoryLeaseTable } from './ownership/memory-ownership-store.js';
+export { MemoryOwnershipStore } from './ownership/memory-ownership-store.js';
 export type { MemoryOwnershipStoreOptions } from './ownership/memory-ownership-store.js';
 export { createOwnershipStore } from './ownership/ownership-store-factory.js';
 export type {
@@ -209,7 +181,6 @@ export type {
   OwnershipStoreFactoryOptions,
   CreateOwnershipStoreOptions,
 } from './ownership/ownership-store-factory.js';
-export { withHeldTeardownLease } from './ownership/teardown-lease.js';
 export type { HeldTeardownLeaseOptions } from './ownership/teardown-lease.js';
 
 // @section capacity-store
@@ -241,14 +212,11 @@ export type { IgnoreOptions } from './search/search-ignore.js';
 
 export { SearchWorkerPool, matchingLineIndices } from './search/search-worker-pool.js';
 export type { LineTestOptions, SearchWorkerPoolOptions } from './search/search-worker-pool.js';
-export { requiredLiteral } from './search/grep-literal.js';
 export { compareRelativePaths } from './search/search-order.js';
 export { compileGlob, pathMatchesGlob } from './search/glob-match.js';
 export type { GlobMatcher, GlobMatchOptions } from './search/glob-match.js';
 
-export { translatePythonRegex } from './search/grep-pattern.js';
 export type { GrepPatternOptions, TranslatedRegex } from './search/grep-pattern.js';
-export { regexToPosixEre } from './search/grep-ere.js';
 export type { LocalSearchOptions } from './search/search-walk.js';
 export { findGlobMatches } from './search/glob-find.js';
 export type { FindGlobOptions } from './search/glob-find.js';
@@ -257,17 +225,6 @@ export type { FindGrepOptions } from './search/grep-find.js';
 export { listDirTree } from './paths/list-dir.js';
 export type { ListDirTreeOptions } from './paths/list-dir.js';
 export { shellQuote } from './host/shell-quote.js';
-export {
-  buildFindCommand,
-  buildGrepCommand,
-  buildListDirCommand,
-  parseFindOutput,
-  parseGrepOutput,
-  parseListDirOutput,
-  planRemoteGlob,
-  planRemoteGrep,
-  planRemoteListDir,
-} from './search/search-remote.js';
 export type {
   RemoteGlobOptions,
   RemoteGrepOptions,
@@ -379,19 +336,8 @@ export type { LocalToolEnvironmentSource } from './tools/local-sandbox-guard.js'
 export { truncateMiddle, truncateHead } from './tools/truncation.js';
 
 // @section command-output
-export { boundedHealthCheck } from './contract/bounded-health-check.js';
 export type { BoundedHealthCheckOptions } from './contract/bounded-health-check.js';
-export {
-  assertDownloadablePath,
-  assertSandboxFilePath,
-  decodeFileText,
-} from './contract/sandbox-file-checks.js';
-export {
-  DEFAULT_COMMAND_TIMEOUT_SECONDS,
-  assembleCommandOutput,
-  formatSeconds,
-  timeoutNotice,
-} from './command/command-output.js';
+export { DEFAULT_COMMAND_TIMEOUT_SECONDS } from './command/command-output.js';
 export type { CommandOutcome } from './command/command-output.js';
 export { sliceLines } from './paths/line-range.js';
 export { withDeadline } from './async/with-deadline.js';
@@ -401,11 +347,7 @@ export type { DeadlineOptions, DeadlineOutcome } from './async/with-deadline.js'
 export * from './observability/logger.js';
 export { fromPino } from './observability/observability-pino.js';
 export type { PinoLike, PinoLogFn } from './observability/observability-pino.js';
-export {
-  SandboxProviderEventEmitter,
-  hasProviderEvents,
-  hasSandboxCounts,
-} from './observability/observability-events.js';
+export { hasProviderEvents, hasSandboxCounts } from './observability/observability-events.js';
 export type {
   AcquirePath,
   OwnershipErrorEvent,
@@ -434,7 +376,7 @@ export type {
   TelemetrySpan,
   TelemetryTracer,
 } from './observability/observability-otel.js';
-export { SandboxSpecError, specIdentityScope } from './contract/sandbox-spec.js';
+export { SandboxSpecError } from './contract/sandbox-spec.js';
 export type {
   SandboxResourceName,
   SandboxResources,

@@ -25,3 +25,48 @@ export { Sightings } from './reconciliation/sightings.js';
 export { RegistrySandboxProvider } from './provider-kit/registry-provider.js';
 export { RemoteShellSandbox } from './provider-kit/remote-shell-sandbox.js';
 export type { RegistryProviderOptions } from './provider-kit/registry-provider.js';
+
+// Building blocks the kit is made of, for providers that need them directly.
+export {
+  assertSameThreadIdentity,
+  describeThreadIdentity,
+  sameThreadIdentity,
+} from './identity/thread-identity.js';
+export { deriveSandboxScopeToken, identityScopesFor } from './identity/identity.js';
+export { ResettableAcquireSerializer } from './serializer/resettable-acquire-serializer.js';
+export { AcquireSerializer, serializerKey } from './serializer/acquire-serializer.js';
+export { createLeaseOwnerId } from './execution-leases/lease-context.js';
+export { runLifecycleOperation } from './execution-leases/lease-client.js';
+export { WarmPoolRegistry } from './warm-pool/warm-pool-registry.js';
+export {
+  DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
+  DEFAULT_IDLE_TIMEOUT_SECONDS,
+  DEFAULT_REPLICAS,
+  WarmPool,
+} from './warm-pool/warm-pool.js';
+export { LeaseValue, createOwnerId, leaseTtlSeconds } from './ownership/ownership-store.js';
+export { MemoryLeaseTable } from './ownership/memory-ownership-store.js';
+export { withHeldTeardownLease } from './ownership/teardown-lease.js';
+export { requiredLiteral } from './search/grep-literal.js';
+export { translatePythonRegex } from './search/grep-pattern.js';
+export { regexToPosixEre } from './search/grep-ere.js';
+export {
+  buildFindCommand,
+  buildGrepCommand,
+  buildListDirCommand,
+  parseFindOutput,
+  parseGrepOutput,
+  parseListDirOutput,
+  planRemoteGlob,
+  planRemoteGrep,
+  planRemoteListDir,
+} from './search/search-remote.js';
+export { boundedHealthCheck } from './contract/bounded-health-check.js';
+export {
+  assertDownloadablePath,
+  assertSandboxFilePath,
+  decodeFileText,
+} from './contract/sandbox-file-checks.js';
+export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';
+export { SandboxProviderEventEmitter } from './observability/observability-events.js';
+export { specIdentityScope } from './contract/sandbox-spec.js';

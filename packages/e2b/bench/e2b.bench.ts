@@ -28,8 +28,8 @@ import { join } from 'node:path';
 import {
   MemoryOwnershipStore,
   SandboxCapacityExceededError,
-  loadOptionalDependency,
   parseSandboxConfig,
+  loadOptionalDependency,
 } from '@sbx/core';
 import type { Logger } from '@sbx/core';
 import { Sandbox } from 'e2b';

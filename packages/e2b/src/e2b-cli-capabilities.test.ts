@@ -1,10 +1,10 @@
 import {
   AbortedError,
   MemoryCapacityStore,
-  MemoryLeaseTable,
   MemoryOwnershipStore,
   OwnershipBackendError,
 } from '@sbx/core';
+import { MemoryLeaseTable } from '@sbx/core/provider-kit';
 import { CAPACITY_SANDBOX_PREFIX } from '@sbx/core/internal';
 import type { ClockTimeoutOptions, ClockTimer, OwnershipStore } from '@sbx/core';
 import { ManualClock, settle, track } from '@sbx/core/testing';

@@ -1,6 +1,7 @@
 import { type ConfigBlockValidator } from '@sbx/core';
+import { leaseTtlSeconds } from '@sbx/core/provider-kit';
 import { collectConfigIssues, unknownKeyIssues } from '@sbx/core/internal';
-import { ConfigError, leaseTtlSeconds, silentLogger } from '@sbx/core';
+import { ConfigError, silentLogger } from '@sbx/core';
 import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
 import type {
   Logger,

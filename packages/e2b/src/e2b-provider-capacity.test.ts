@@ -2,11 +2,11 @@ import {
   CapacityBackendError,
   MemoryCapacityLedger,
   MemoryCapacityStore,
-  MemoryLeaseTable,
   MemoryOwnershipStore,
   ProviderClosedError,
   SandboxCapacityExceededError,
 } from '@sbx/core';
+import { MemoryLeaseTable } from '@sbx/core/provider-kit';
 import type { CapacityInventory, CapacityStore } from '@sbx/core';
 import { ManualClock, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';

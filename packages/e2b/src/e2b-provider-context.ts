@@ -1,12 +1,5 @@
-import type {
-  AcquirePath,
-  AcquireSerializer,
-  CapacityStore,
-  Clock,
-  Logger,
-  ResolvedOwnershipConfig,
-  SandboxProviderEventEmitter,
-} from '@sbx/core';
+import type { AcquirePath, CapacityStore, Clock, Logger, ResolvedOwnershipConfig } from '@sbx/core';
+import type { AcquireSerializer, SandboxProviderEventEmitter } from '@sbx/core/provider-kit';
 import type { OwnershipClient, SandboxBook, Sightings } from '@sbx/core/provider-kit';
 import type { E2BClient, E2BRemoteSandbox } from './e2b-client.js';
 import type { E2BSettings } from './e2b-config.js';

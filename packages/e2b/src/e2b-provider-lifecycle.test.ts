@@ -1,12 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import {
-  MemoryLeaseTable,
-  MemoryOwnershipStore,
-  deriveSandboxScopeToken,
-  parseSandboxConfig,
-  threadLayout,
-} from '@sbx/core';
+import { MemoryOwnershipStore, parseSandboxConfig, threadLayout } from '@sbx/core';
+import { MemoryLeaseTable, deriveSandboxScopeToken } from '@sbx/core/provider-kit';
 import type { OwnershipStore } from '@sbx/core';
 import { settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,4 +1,5 @@
-import { MemoryCapacityStore, MemoryLeaseTable, MemoryOwnershipStore } from '@sbx/core';
+import { MemoryCapacityStore, MemoryOwnershipStore } from '@sbx/core';
+import { MemoryLeaseTable } from '@sbx/core/provider-kit';
 import { pausable, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E2B_TAGS } from './metadata.js';

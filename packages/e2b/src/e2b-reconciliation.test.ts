@@ -1,4 +1,5 @@
-import { MemoryLeaseTable, MemoryOwnershipStore } from '@sbx/core';
+import { MemoryOwnershipStore } from '@sbx/core';
+import { MemoryLeaseTable } from '@sbx/core/provider-kit';
 import { ManualClock } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E2B_TAGS } from './metadata.js';

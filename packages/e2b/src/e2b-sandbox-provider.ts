@@ -1,13 +1,9 @@
 import {
-  AcquireSerializer,
   ProviderClosedError,
   SandboxProvider,
-  SandboxProviderEventEmitter,
   SerializerClosedError,
-  WarmPool,
   resolveEffectiveUserId,
   resolveOwnershipConfig,
-  serializerKey,
   silentLogger,
   systemClock,
   threadLayout,
@@ -24,10 +20,19 @@ import type {
   SyncAgentSkillsOptions,
 } from '@sbx/core';
 import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
-import { PeriodicTask, SandboxBook, Sightings, SingleFlight } from '@sbx/core/provider-kit';
+import {
+  AcquireSerializer,
+  PeriodicTask,
+  SandboxBook,
+  SandboxProviderEventEmitter,
+  Sightings,
+  SingleFlight,
+  WarmPool,
+  serializerKey,
+} from '@sbx/core/provider-kit';
 import { E2BAcquirePaths } from './e2b-acquire-paths.js';
 import { E2BCapacity } from './e2b-capacity.js';
-import type { E2BClient, E2BRemoteSandbox } from './e2b-client.js';
+import type { E2BClient } from './e2b-client.js';
 import { resolveE2BSettings } from './e2b-config.js';
 import type { E2BSettings } from './e2b-config.js';
 import { errorMessage } from './e2b-errors.js';
@@ -206,7 +211,12 @@ export class E2BSandboxProvider extends SandboxProvider {
         this.#events.emit({ type: 'acquire', sandboxId, path });
         return sandboxId;
       },
-      adapter: (id, remote) => this.#adapter(id, remote),
+      adapter: (id, remote) =>
+        new E2BSandbox(id, remote, {
+          homeDir: this.settings.homeDir,
+          defaultCommandTimeoutMs: this.settings.commandTimeoutMs,
+          logger: this.#logger,
+        }),
       sdk: (fn) => this.#sdk(fn),
       connectOptions: () =>
         this.settings.idleTimeoutSeconds > 0
@@ -451,14 +461,6 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   #serializerKey(key: ThreadKey): string {
     return serializerKey(key.userId, key.threadId, this.settings.skillsRoot, key.spec);
-  }
-
-  #adapter(id: string, remote: E2BRemoteSandbox): E2BSandbox {
-    return new E2BSandbox(id, remote, {
-      homeDir: this.settings.homeDir,
-      defaultCommandTimeoutMs: this.settings.commandTimeoutMs,
-      logger: this.#logger,
-    });
   }
 
   /**

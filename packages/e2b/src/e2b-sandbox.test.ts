@@ -1,10 +1,10 @@
 import { isSbxError } from '@sbx/core';
+import { deriveSandboxScopeToken } from '@sbx/core/provider-kit';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { E2BRemoteSandbox } from './e2b-client.js';
 import { isSandboxGoneError } from './e2b-errors.js';
 import { E2BSandbox, MAX_DOWNLOAD_BYTES, REAPED_MESSAGE } from './e2b-sandbox.js';
 import { FakeE2BClient, fakeErrors, sdkError } from './testing/fake-e2b-client.js';
-import { deriveSandboxScopeToken } from '@sbx/core';
 
 let fake: FakeE2BClient;
 let remote: E2BRemoteSandbox;

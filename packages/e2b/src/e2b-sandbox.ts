@@ -1,4 +1,4 @@
-import { RemoteShellSandbox } from '@sbx/core/provider-kit';
+import { RemoteShellSandbox, assembleCommandOutput } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
   InvalidArgumentError,
@@ -7,7 +7,6 @@ import {
   SandboxNotFoundError,
   SandboxPermissionError,
   SandboxRuntimeError,
-  assembleCommandOutput,
   isSbxError,
   silentLogger,
   validateExtraEnv,

@@ -1,6 +1,10 @@
 import { createHash } from 'node:crypto';
-import { deriveSandboxScopeToken, identityScopesFor, specIdentityScope } from '@sbx/core';
 import type { LeaseHolder, SandboxSpec } from '@sbx/core';
+import {
+  deriveSandboxScopeToken,
+  identityScopesFor,
+  specIdentityScope,
+} from '@sbx/core/provider-kit';
 import type { AgeVerdict } from '@sbx/core/provider-kit';
 import type { E2BRemoteSandbox, E2BSandboxInfo } from './e2b-client.js';
 import { E2B_TAGS } from './metadata.js';

@@ -24,7 +24,7 @@ export {
 export type { E2BSandboxOptions } from './e2b-sandbox.js';
 // The command output format lives in @sbx/core (every sandbox shares it); re-exported here so
 // code that imported it from @sbx/e2b keeps working.
-export { assembleCommandOutput, timeoutNotice } from '@sbx/core';
+export { assembleCommandOutput, timeoutNotice } from '@sbx/core/provider-kit';
 export type { CommandOutcome } from '@sbx/core';
 
 // --- the SDK port

@@ -17,8 +17,8 @@ import {
   SandboxPermissionError,
   isSbxError,
   pathMapping,
-  timeoutNotice,
 } from '@sbx/core';
+import { timeoutNotice } from '@sbx/core/provider-kit';
 import type { Logger, SandboxFileError } from '@sbx/core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LocalSandbox, MAX_DOWNLOAD_BYTES } from './local-sandbox.js';

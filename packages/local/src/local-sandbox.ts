@@ -12,7 +12,6 @@ import {
   SandboxFileError,
   SandboxPermissionError,
   SandboxRuntimeError,
-  assembleCommandOutput,
   buildSandboxEnv,
   findGlobMatches,
   findGrepMatches,
@@ -22,6 +21,7 @@ import {
   translateContainerPaths,
   validateExtraEnv,
 } from '@sbx/core';
+import { assembleCommandOutput } from '@sbx/core/provider-kit';
 import {
   DEFAULT_SEARCH_TIMEOUT_MS,
   MAX_TIMER_SECONDS,

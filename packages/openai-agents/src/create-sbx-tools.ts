@@ -1,10 +1,10 @@
 import {
   createToolRunner,
   errorMessage,
-  loadOptionalDependency,
   type ToolDefinition,
   type ToolRunner,
   type ToolRunnerOptions,
+  loadOptionalDependency,
 } from '@sbx/core';
 import type * as Agents from '@openai/agents';
 import type { FunctionTool } from '@openai/agents';

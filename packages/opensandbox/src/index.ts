@@ -15,17 +15,17 @@ export type {
   OpenSandboxProviderOptions,
   WarmOpenSandbox,
 } from './opensandbox-provider.js';
+export { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 export {
-  OpenSandboxSandbox,
   MAX_DOWNLOAD_BYTES,
   SANDBOX_CLOSED_MESSAGE,
   WRITE_FILE_MODE,
-} from './opensandbox-sandbox.js';
+} from './opensandbox-sandbox-options.js';
 export type {
   OpenSandboxSandboxOptions,
   ProbeResult,
   TerminalFailureListener,
-} from './opensandbox-sandbox.js';
+} from './opensandbox-sandbox-options.js';
 export {
   BOOTSTRAP_TIMEOUT_SECONDS,
   COMMAND_TTL_GRACE_SECONDS,

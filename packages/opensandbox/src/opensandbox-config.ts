@@ -1,12 +1,14 @@
 import { type ConfigBlockValidator } from '@sbx/core';
+import {
+  DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
+  DEFAULT_IDLE_TIMEOUT_SECONDS,
+  DEFAULT_REPLICAS,
+} from '@sbx/core/provider-kit';
 import { collectConfigIssues } from '@sbx/core/internal';
 import { isIP } from 'node:net';
 import {
   ConfigError,
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
-  DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
-  DEFAULT_IDLE_TIMEOUT_SECONDS,
-  DEFAULT_REPLICAS,
   isSbxError,
   validateExtraEnv,
 } from '@sbx/core';

@@ -1,5 +1,6 @@
 import { throwIfAborted } from '@sbx/core';
-import type { SandboxSummary, WarmPoolRegistry } from '@sbx/core';
+import type { WarmPoolRegistry } from '@sbx/core/provider-kit';
+import type { SandboxSummary } from '@sbx/core';
 import type { OpenSandboxManager, OpenSandboxSandboxInfo } from './opensandbox-sdk.js';
 import {
   LIST_PAGE_SIZE,

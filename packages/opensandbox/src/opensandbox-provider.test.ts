@@ -1,9 +1,5 @@
-import {
-  ProviderClosedError,
-  SandboxRuntimeError,
-  deriveSandboxScopeToken,
-  parseSandboxConfig,
-} from '@sbx/core';
+import { ProviderClosedError, SandboxRuntimeError, parseSandboxConfig } from '@sbx/core';
+import { deriveSandboxScopeToken } from '@sbx/core/provider-kit';
 import type { Logger } from '@sbx/core';
 import { ManualClock, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,11 +1,13 @@
-import { RegistrySandboxProvider } from '@sbx/core/provider-kit';
+import {
+  RegistrySandboxProvider,
+  assertSameThreadIdentity,
+  deriveSandboxScopeToken,
+  specIdentityScope,
+} from '@sbx/core/provider-kit';
 import { randomUUID } from 'node:crypto';
 import {
   ProviderClosedError,
   SandboxRuntimeError,
-  assertSameThreadIdentity,
-  deriveSandboxScopeToken,
-  specIdentityScope,
   type SandboxSpecPolicy,
   type SandboxSpecSupport,
   resolveEffectiveUserId,

@@ -6,17 +6,14 @@ import {
   SandboxPermissionError,
   SandboxRuntimeError,
   systemClock,
-  timeoutNotice,
 } from '@sbx/core';
+import { timeoutNotice } from '@sbx/core/provider-kit';
 import type { Clock } from '@sbx/core';
 import { ManualClock, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { OpenSandboxSandboxOptions } from './opensandbox-sandbox.js';
-import {
-  OpenSandboxSandbox,
-  SANDBOX_CLOSED_MESSAGE,
-  WRITE_FILE_MODE,
-} from './opensandbox-sandbox.js';
+import type { OpenSandboxSandboxOptions } from './opensandbox-sandbox-options.js';
+import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
+import { SANDBOX_CLOSED_MESSAGE, WRITE_FILE_MODE } from './opensandbox-sandbox-options.js';
 import type { OpenSandboxRemote } from './opensandbox-sdk.js';
 import {
   FakeOpenSandbox,

@@ -1,13 +1,14 @@
-import { RemoteShellSandbox } from '@sbx/core/provider-kit';
-import { posix } from 'node:path';
 import {
-  AbortedError,
-  InvalidArgumentError,
-  SandboxFileError,
-  SandboxRuntimeError,
+  RemoteShellSandbox,
   assembleCommandOutput,
   assertDownloadablePath,
   decodeFileText,
+} from '@sbx/core/provider-kit';
+import { posix } from 'node:path';
+import {
+  InvalidArgumentError,
+  SandboxFileError,
+  SandboxRuntimeError,
   isSbxError,
   DEFAULT_COMMAND_TIMEOUT_SECONDS,
   silentLogger,
@@ -27,57 +28,25 @@ import {
   COMMAND_TTL_GRACE_SECONDS,
   DEFAULT_SANDBOX_LIFETIME_SECONDS,
 } from './opensandbox-config.js';
-import type { OpenSandboxExecution, OpenSandboxRemote } from './opensandbox-sdk.js';
+import type { OpenSandboxRemote } from './opensandbox-sdk.js';
 import { fileErrorFromRemote, tooLargeError } from './file-errors.js';
 import { KeyedLock } from './keyed-lock.js';
 import { checkRemotePath } from './remote-path.js';
 import type { RemoteOperation } from './terminal-errors.js';
+import { abortError, runRemoteCommand } from './opensandbox-command-run.js';
+import type { RunOutcome } from './opensandbox-command-run.js';
 import { describeRemoteError, isTerminalRemoteError } from './terminal-errors.js';
 
-/** Largest file `downloadFile` transfers: 100 MiB. */
-export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
-/** Permission bits of files written through the file API (octal digits, as execd reads them). */
-export const WRITE_FILE_MODE = 644;
-export const SANDBOX_CLOSED_MESSAGE = 'OpenSandbox sandbox has been closed';
-
-export type TerminalFailureListener = (sandbox: OpenSandboxSandbox, error: unknown) => void;
-
-export interface OpenSandboxSandboxOptions {
-  readonly remote: OpenSandboxRemote;
-  /** Static variables of every command; a call's `env` is layered on top. */
-  readonly environment?: Readonly<Record<string, string>>;
-  /**
-   * Seconds the remote lives past the latest operation (default 4 h); `null` = explicit-cleanup
-   * mode: the sandbox has no lifetime and is never renewed.
-   */
-  readonly lifetimeSeconds?: number | null;
-  /** Limit of `executeCommand` when the caller gives none, and of search commands. Default 600. */
-  readonly commandTimeoutSeconds?: number;
-  /** Default `MAX_DOWNLOAD_BYTES`. */
-  readonly maxDownloadBytes?: number;
-  /** Told once when a failure means the remote is gone; the provider then evicts and deletes it. */
-  readonly onTerminalFailure?: TerminalFailureListener;
-  readonly clock?: Clock;
-  readonly logger?: Logger;
-}
-
-/** Outcome of a command run without renewal (bootstrap, health check). */
-export interface ProbeResult {
-  readonly exitCode: number | null;
-  /** `exit code N`, or what is known about a run that reported no exit code. */
-  readonly detail: string;
-}
-
-interface RunOutcome {
-  readonly execution: OpenSandboxExecution;
-  readonly timedOut: boolean;
-}
-
-const EMPTY_EXECUTION: OpenSandboxExecution = {
-  logs: { stdout: [], stderr: [] },
-  result: [],
-  exitCode: null,
-};
+import {
+  MAX_DOWNLOAD_BYTES,
+  SANDBOX_CLOSED_MESSAGE,
+  WRITE_FILE_MODE,
+} from './opensandbox-sandbox-options.js';
+import type {
+  OpenSandboxSandboxOptions,
+  ProbeResult,
+  TerminalFailureListener,
+} from './opensandbox-sandbox-options.js';
 
 const encoder = new TextEncoder();
 const noop = (): void => {};
@@ -90,10 +59,6 @@ function concatBytes(chunks: readonly Uint8Array[], total: number): Uint8Array {
     offset += chunk.byteLength;
   }
   return out;
-}
-
-function abortError(signal: AbortSignal): AbortedError {
-  return new AbortedError(undefined, { cause: signal.reason });
 }
 
 /**
@@ -388,57 +353,23 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     return run;
   }
 
-  /**
-   * One `commands.run`. execd enforces `timeoutSeconds` (it kills the command's process group);
-   * this wait gives up `COMMAND_TTL_GRACE_SECONDS` later in case the kill or its report never
-   * arrives. execd reports a killed command as exit code -1; after the full limit that is a
-   * timeout.
-   */
-  async #run(
+  /** One `commands.run` under its deadline (see `runRemoteCommand`). */
+  #run(
     command: string,
     timeoutSeconds: number,
     envs: Readonly<Record<string, string>>,
     signal?: AbortSignal,
   ): Promise<RunOutcome> {
-    if (signal?.aborted) throw abortError(signal);
-    const controller = new AbortController();
-    let deadlinePassed = false;
-    const onAbort = (): void => controller.abort(signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const timer = this.#clock.setTimeout(
-      () => {
-        deadlinePassed = true;
-        controller.abort(new Error('sbx stopped waiting for the command'));
+    return runRemoteCommand(
+      {
+        remote: this.remote,
+        clock: this.#clock,
+        logger: this.#logger,
+        ids: { sandboxId: this.id, remoteId: this.remoteId },
+        failure: (error) => this.#failure(error, 'command', 'run the command'),
       },
-      (timeoutSeconds + COMMAND_TTL_GRACE_SECONDS) * 1000,
+      { command, timeoutSeconds, envs, signal },
     );
-    const startedAt = this.#clock.now();
-    try {
-      const execution = await this.remote.commands.run(
-        command,
-        { timeoutSeconds, envs: { ...envs } },
-        undefined,
-        controller.signal,
-      );
-      const exitCode = exitCodeOf(execution);
-      const killedAtLimit =
-        exitCode !== null && exitCode < 0 && this.#clock.now() - startedAt >= timeoutSeconds * 1000;
-      return { execution, timedOut: killedAtLimit };
-    } catch (error) {
-      if (signal?.aborted) throw abortError(signal);
-      if (deadlinePassed) {
-        this.#logger.warn('OpenSandbox command outlived its limit; stopped waiting for it', {
-          sandboxId: this.id,
-          remoteId: this.remoteId,
-          timeoutSeconds,
-        });
-        return { execution: EMPTY_EXECUTION, timedOut: true };
-      }
-      throw this.#failure(error, 'command', 'run the command');
-    } finally {
-      this.#clock.clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    }
   }
 
   /** Paths are the remote's own; they are checked by the OpenSandbox path rules. */

@@ -1,4 +1,5 @@
-import { InvalidArgumentError, assertSandboxFilePath } from '@sbx/core';
+import { InvalidArgumentError } from '@sbx/core';
+import { assertSandboxFilePath } from '@sbx/core/provider-kit';
 
 /**
  * Checks a path before it reaches the remote: non-empty, no `..` segment (also in the `\` form,

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, loadOptionalDependency, silentLogger } from '@sbx/core';
+import { InvalidArgumentError, silentLogger, loadOptionalDependency } from '@sbx/core';
 import { interopDefault } from '@sbx/core/internal';
 import type { Logger } from '@sbx/core';
 import type { Redis, RedisOptions } from 'ioredis';

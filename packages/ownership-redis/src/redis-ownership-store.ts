@@ -1,12 +1,5 @@
-import {
-  errorMessage,
-  LeaseValue,
-  OwnershipBackendError,
-  RenewOutcome,
-  createOwnerId,
-  isSbxError,
-  leaseTtlSeconds,
-} from '@sbx/core';
+import { errorMessage, OwnershipBackendError, RenewOutcome, isSbxError } from '@sbx/core';
+import { LeaseValue, createOwnerId, leaseTtlSeconds } from '@sbx/core/provider-kit';
 import { assertLeaseOwnerId, assertLeaseSandboxId, leaseTtlMilliseconds } from '@sbx/core/internal';
 import type { ClaimOptions, LeaseHolder, Logger, OwnershipStore } from '@sbx/core';
 import type { Redis } from 'ioredis';

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises';
-import { errorMessage, loadOptionalDependency, silentLogger, sleep, systemClock } from '@sbx/core';
+import { errorMessage, silentLogger, sleep, systemClock, loadOptionalDependency } from '@sbx/core';
 import type { Clock, Logger } from '@sbx/core';
 import type { Namespace, ObjectList, Pod, Service } from './kube-objects.js';
 import { KubeApiError } from './provisioner-errors.js';

@@ -1,12 +1,11 @@
 import { type ConfigBlockValidator } from '@sbx/core';
-import { collectConfigIssues } from '@sbx/core/internal';
 import {
-  ConfigError,
   DEFAULT_IDLE_CHECK_INTERVAL_SECONDS,
   DEFAULT_IDLE_TIMEOUT_SECONDS,
   DEFAULT_REPLICAS,
-  validateExtraEnv,
-} from '@sbx/core';
+} from '@sbx/core/provider-kit';
+import { collectConfigIssues } from '@sbx/core/internal';
+import { ConfigError, validateExtraEnv } from '@sbx/core';
 import { unknownKeyIssues } from '@sbx/core/internal';
 import type { ConfigIssue, SandboxConfig } from '@sbx/core';
 

@@ -1,11 +1,13 @@
-import { RegistrySandboxProvider } from '@sbx/core/provider-kit';
+import {
+  RegistrySandboxProvider,
+  deriveSandboxScopeToken,
+  specIdentityScope,
+} from '@sbx/core/provider-kit';
 import { randomBytes } from 'node:crypto';
 import {
   errorMessage,
   ProviderClosedError,
   SandboxRuntimeError,
-  deriveSandboxScopeToken,
-  specIdentityScope,
   type SandboxSpec,
   type SandboxSpecPolicy,
   type SandboxSpecSupport,

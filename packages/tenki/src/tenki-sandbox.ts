@@ -1,17 +1,19 @@
-import { RemoteShellSandbox } from '@sbx/core/provider-kit';
-import { posix } from 'node:path';
 import {
-  errorMessage,
   AcquireSerializer,
-  SandboxFileError,
-  SandboxFileNotFoundError,
-  SandboxPermissionError,
-  SandboxRuntimeError,
+  RemoteShellSandbox,
   assembleCommandOutput,
   assertDownloadablePath,
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
+} from '@sbx/core/provider-kit';
+import { posix } from 'node:path';
+import {
+  errorMessage,
+  SandboxFileError,
+  SandboxFileNotFoundError,
+  SandboxPermissionError,
+  SandboxRuntimeError,
   isSbxError,
   silentLogger,
   sliceLines,

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { MemoryLeaseTable, MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
+import { MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
+import { MemoryLeaseTable } from '@sbx/core/provider-kit';
 import { OwnershipBackendError } from '@sbx/core';
 import type { ClaimOptions, Logger, OwnershipStore } from '@sbx/core';
 import { ManualClock, pausable } from '@sbx/core/testing';

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { ExecdEvent } from './execd-output.js';
 import { commandEvents } from './execd-output.js';
 import { HostShellMachine, MachineFileError } from './host-shell-machine.js';
+import { close, error, headerOf, json, listen, readBody, readJson } from './standin-http.js';
 
 /**
  * A local stand-in for an OpenSandbox deployment, so the real `@alibaba-group/opensandbox` SDK can
@@ -61,60 +61,6 @@ export interface StandinCommandRequest {
     timeout?: number;
     envs?: Record<string, string>;
   };
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-  });
-  res.end(text);
-}
-
-function error(res: ServerResponse, status: number, code: string, message: string): void {
-  json(res, status, { code, message });
-}
-
-async function readBody(req: IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
-  const body = await readBody(req);
-  if (body.length === 0) return {};
-  try {
-    const parsed: unknown = JSON.parse(body.toString('utf8'));
-    return typeof parsed === 'object' && parsed !== null
-      ? (parsed as Record<string, unknown>)
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function headerOf(req: IncomingMessage, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
-function listen(server: Server): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function close(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
 }
 
 export class OpenSandboxStandin {

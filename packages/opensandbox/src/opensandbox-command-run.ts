@@ -1,0 +1,87 @@
+import { AbortedError } from '@sbx/core';
+import type { Clock, Logger } from '@sbx/core';
+import { COMMAND_TTL_GRACE_SECONDS } from './opensandbox-config.js';
+import { exitCodeOf } from './command-output.js';
+import type { OpenSandboxExecution, OpenSandboxRemote } from './opensandbox-sdk.js';
+
+export interface RunOutcome {
+  readonly execution: OpenSandboxExecution;
+  readonly timedOut: boolean;
+}
+
+const EMPTY_EXECUTION: OpenSandboxExecution = {
+  logs: { stdout: [], stderr: [] },
+  result: [],
+  exitCode: null,
+};
+
+export function abortError(signal: AbortSignal): AbortedError {
+  return new AbortedError(undefined, { cause: signal.reason });
+}
+
+/** Where a command runs, and how its failures are reported. */
+export interface RemoteCommandTarget {
+  readonly remote: OpenSandboxRemote;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly ids: { readonly sandboxId: string; readonly remoteId: string };
+  /** The sandbox's classification of a failed call (terminal, transient, ...). */
+  readonly failure: (error: unknown) => Error;
+}
+
+export interface RemoteCommandRun {
+  readonly command: string;
+  readonly timeoutSeconds: number;
+  readonly envs: Readonly<Record<string, string>>;
+  readonly signal?: AbortSignal | undefined;
+}
+
+/**
+ * One `commands.run`. execd enforces `timeoutSeconds` (it kills the command's process group);
+ * this wait gives up `COMMAND_TTL_GRACE_SECONDS` later in case the kill or its report never
+ * arrives. execd reports a killed command as exit code -1; after the full limit that is a
+ * timeout.
+ */
+export async function runRemoteCommand(
+  on: RemoteCommandTarget,
+  { command, timeoutSeconds, envs, signal }: RemoteCommandRun,
+): Promise<RunOutcome> {
+  if (signal?.aborted) throw abortError(signal);
+  const controller = new AbortController();
+  let deadlinePassed = false;
+  const onAbort = (): void => controller.abort(signal?.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
+  const timer = on.clock.setTimeout(
+    () => {
+      deadlinePassed = true;
+      controller.abort(new Error('sbx stopped waiting for the command'));
+    },
+    (timeoutSeconds + COMMAND_TTL_GRACE_SECONDS) * 1000,
+  );
+  const startedAt = on.clock.now();
+  try {
+    const execution = await on.remote.commands.run(
+      command,
+      { timeoutSeconds, envs: { ...envs } },
+      undefined,
+      controller.signal,
+    );
+    const exitCode = exitCodeOf(execution);
+    const killedAtLimit =
+      exitCode !== null && exitCode < 0 && on.clock.now() - startedAt >= timeoutSeconds * 1000;
+    return { execution, timedOut: killedAtLimit };
+  } catch (error) {
+    if (signal?.aborted) throw abortError(signal);
+    if (deadlinePassed) {
+      on.logger.warn('OpenSandbox command outlived its limit; stopped waiting for it', {
+        ...on.ids,
+        timeoutSeconds,
+      });
+      return { execution: EMPTY_EXECUTION, timedOut: true };
+    }
+    throw on.failure(error);
+  } finally {
+    on.clock.clearTimeout(timer);
+    signal?.removeEventListener('abort', onAbort);
+  }
+}
