@@ -6,7 +6,7 @@ import {
   AbortedError,
   OwnershipBackendError,
   SandboxIdentityCollisionError,
-  SerializerClosedError,
+  ProviderClosedError,
   getSandboxLeaseManager,
   loadProviderClass,
   parseSandboxConfig,
@@ -720,14 +720,19 @@ describe('get, release, destroy, shutdown, reset', () => {
     expect(h.backend.isRunning(id)).toBe(false);
   });
 
-  it('reset() closes the acquire serializer and touches no container', async () => {
+  it('reset() hands everything over: no container touched, leases given up, further use refused', async () => {
     const h = await harness();
     const id = await h.provider.acquire(T('t'));
+    expect(h.lease(id)).toBe(`own:${h.ownerId}`);
     await h.provider.reset();
-    await expect(h.provider.acquire(T('t'))).rejects.toBeInstanceOf(SerializerClosedError);
-    await expect(h.provider.acquire()).rejects.toBeInstanceOf(SerializerClosedError);
+    await h.provider.reset();
+    await expect(h.provider.acquire(T('t'))).rejects.toBeInstanceOf(ProviderClosedError);
+    await expect(h.provider.acquire()).rejects.toBeInstanceOf(ProviderClosedError);
     expect(h.backend.isRunning(id)).toBe(true);
-    expect(h.provider.get(id)).toBeDefined();
+    expect(h.provider.get(id)).toBeUndefined();
+    expect(h.lease(id)).toBeUndefined();
+    await h.provider.shutdown();
+    expect(h.backend.isRunning(id)).toBe(true);
   });
 
   it('#16 bug 3: after reset() the detached provider stops no container a replacement now serves', async () => {

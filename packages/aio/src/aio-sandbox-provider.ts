@@ -117,6 +117,9 @@ export class AioSandboxProvider
   readonly #acquires = new Set<Promise<unknown>>();
 
   #closed = false;
+  /** Set by `reset()`: the instance handed everything over and takes no acquire again. */
+  #retired = false;
+  #retiring: Promise<void> | undefined;
   #shutdown: Promise<void> | undefined;
   #startupReconcile: Promise<unknown> | undefined;
   readonly #renewing = new SingleFlight<void>();
@@ -260,7 +263,7 @@ export class AioSandboxProvider
 
   override async acquire(options: AcquireOptions = {}): Promise<string> {
     this.admit(options);
-    if (this.#closed) throw new ProviderClosedError();
+    if (this.#closed || this.#retired) throw new ProviderClosedError();
     if (this.#serializer.closed) throw new SerializerClosedError();
     if (options.threadId === undefined || options.threadId === null) {
       return this.#track(this.#afterStartup(() => this.#paths.acquireAnonymous()));
@@ -427,19 +430,26 @@ export class AioSandboxProvider
   }
 
   /**
-   * Detaches this instance: closes the acquire serializer (and the lease manager bound to this
-   * provider), so a replaced default provider keeps nothing waiting, and stops every piece of
-   * background work (lease renewal, reconciliation, the idle checker). No container is touched:
-   * this instance's leases are no longer renewed and lapse, so a replacement adopts what it left
-   * running. Stopping the timers is the point: a detached instance that kept expiring its warm
-   * entries would stop containers the replacement has since handed out. Full teardown is
-   * `shutdown()`. The instance must not be used for acquires again.
+   * The reset contract (docs/architecture.md): stops background work (renewal, reconciliation,
+   * the idle checker), releases what this instance holds and refuses further use
+   * (`ProviderClosedError`). No container is stopped: a replacement finds each one again by its
+   * name, so clients are closed and leases given up (a replacement on the same store takes them
+   * at once rather than one TTL later). Stopping the timers is the point: a retired instance that
+   * kept expiring its warm entries would stop containers the replacement has since handed out.
+   * Idempotent; a `shutdown()` after it stops nothing it handed over.
    */
   override async reset(): Promise<void> {
+    this.#retiring ??= this.#retire();
+    return this.#retiring;
+  }
+
+  async #retire(): Promise<void> {
+    this.#retired = true;
     this.#stopBackground();
     this.#serializer.close();
     discardSandboxLeaseManager(this);
     await this.#book.pool.stop();
+    await this.#teardown.handOverAll();
   }
 
   /** Stops the schedules at once; a pass in flight is awaited by shutdown, not here. */

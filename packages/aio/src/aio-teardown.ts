@@ -322,4 +322,25 @@ export class AioTeardown {
     for (const id of book.pool.ids()) book.pool.forget(id);
     book.clearActive();
   }
+
+  /**
+   * `reset()`: gives every tracked sandbox up without stopping it. The entries go first, in one
+   * synchronous step; then the clients close and the leases are released (a sandbox a teardown
+   * here is stopping keeps its `del:` marker until that stop ends).
+   */
+  async handOverAll(): Promise<void> {
+    const { book } = this.#ctx;
+    const active = book.activeEntries();
+    const ids = book.trackedIds().filter((id) => !book.pool.isReserved(id));
+    book.clearActive();
+    for (const id of book.pool.ids()) book.pool.forget(id);
+    this.#ctx.supersededHere.clear();
+    for (const [id, entry] of active) await this.#ctx.closeClient(entry.client, id, 'reset');
+    const ownership = this.#ctx.ownershipIfReady();
+    if (ownership === undefined) return;
+    for (const id of ids) {
+      ownership.forget(id);
+      await ownership.release(id);
+    }
+  }
 }

@@ -1,6 +1,7 @@
 import {
   ConfigError,
   MissingDependencyError,
+  ProviderClosedError,
   SandboxIdentityCollisionError,
   SandboxRuntimeError,
   isSbxError,
@@ -185,13 +186,30 @@ describe('§8.6 BoxLite provider', () => {
     expect(h.provider.get(id)?.box).toBe(adopted);
   });
 
-  it('§8.6.132 reset() keeps the runtime open; a box it parked is health-checked before reuse even within the skip window', async () => {
+  it('§8.6.132 reset() hands the boxes over: the runtime stays open, no box is stopped, and a replacement health-checks the adopted box before reuse even within the skip window', async () => {
     const h = harness({ health_check_skip_seconds: 3600 });
     const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const box = h.runtime.latest(h.provider.boxName(id));
     await h.provider.reset();
     expect(h.runtime.closed).toBe(false);
-    expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
-    expect(healthChecks(h)).toBe(1);
+    expect(box?.running).toBe(true);
+    expect(h.provider.activeIds).toEqual([]);
+    await expect(h.provider.acquire({ userId: 'u', threadId: 't' })).rejects.toBeInstanceOf(
+      ProviderClosedError,
+    );
+    const next = new BoxliteProvider({
+      config: boxliteConfig({ health_check_skip_seconds: 3600 }),
+      runtime: h.runtime,
+      clock: h.clock,
+      logger: h.logger,
+    });
+    try {
+      expect(await next.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+      expect(healthChecks(h)).toBe(1);
+      expect(next.get(id)?.box).toBe(box);
+    } finally {
+      await next.shutdown();
+    }
   });
 
   it('§8.6.135 shutdown closes the runtime as well', async () => {
@@ -222,39 +240,17 @@ describe('§8.6 BoxLite provider', () => {
       expect(h.provider.get(id)?.box).toBe(box);
     });
 
-    it('§8.6.136 a late same-tenant creation across reset() reuses the active box and stops the duplicate', async () => {
+    it('§8.6.136 a creation still in flight when reset() retires the provider stops its box and fails with ProviderClosedError', async () => {
       const h = harness({}, {}, { uniqueNames: false });
-      h.runtime.gate.pause('create', { times: 2 });
+      h.runtime.gate.pause('create');
       const late = h.provider.acquire({ userId: 'u', threadId: 't' });
-      const firstCreate = await h.runtime.gate.nextCall('create');
+      const held = await h.runtime.gate.nextCall('create');
       await h.provider.reset();
-      const early = h.provider.acquire({ userId: 'u', threadId: 't' });
-      const secondCreate = await h.runtime.gate.nextCall('create');
-      await secondCreate.release();
-      const id = await early;
-      const kept = h.provider.get(id)?.box;
-      await firstCreate.release();
-      expect(await late).toBe(id);
-      expect(h.provider.get(id)?.box).toBe(kept);
-      // The fake creates a box when a held create is let go: the early acquire's box came first.
-      const [winner, duplicate] = h.runtime.created;
-      expect(winner).toBe(kept);
-      expect(duplicate?.running).toBe(false);
-    });
-
-    it('§8.6.136 a late creation for another tenant stops the duplicate and raises the collision', async () => {
-      const h = harness({}, { deriveSandboxId: fixed }, { uniqueNames: false });
-      h.runtime.gate.pause('create', { times: 2 });
-      const late = h.provider.acquire({ userId: 'bob', threadId: 't' });
-      const firstCreate = await h.runtime.gate.nextCall('create');
-      await h.provider.reset();
-      const early = h.provider.acquire({ userId: 'alice', threadId: 't' });
-      await (await h.runtime.gate.nextCall('create')).release();
-      const id = await early;
-      await firstCreate.release();
-      expect(await rejectionOf(late)).toBeInstanceOf(SandboxIdentityCollisionError);
-      expect(h.runtime.created[1]?.running).toBe(false);
-      expect(h.provider.get(id)?.box).toBe(h.runtime.created[0]);
+      await held.release();
+      expect(await rejectionOf(late)).toBeInstanceOf(ProviderClosedError);
+      // Nobody is using a box created for a retired instance: it is stopped, not left behind.
+      expect(h.runtime.created[0]?.running).toBe(false);
+      expect(h.provider.activeIds).toEqual([]);
     });
 
     it('§8.6.136 a failed health check stops only the box it checked, never another tenant’s', async () => {

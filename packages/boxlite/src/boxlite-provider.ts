@@ -94,12 +94,15 @@ export class BoxliteProvider
     return active.sandbox;
   }
 
-  protected parkOnReset(_id: string, active: ActiveBox): WarmBox {
-    return { sandbox: active.sandbox, identity: active.identity, skipEligible: false };
+  /** A replacement finds every box again by its name (start-up reconciliation adopts it). */
+  protected readonly handsOverOnReset = true;
+
+  protected async handOver(_id: string, sandbox: BoxliteSandbox): Promise<void> {
+    sandbox.markClosed();
   }
 
-  protected stopQuietly(id: string, active: ActiveBox, reason: string): Promise<void> {
-    return this.#stopBox(id, active.sandbox, reason);
+  protected async handOverWarm(entry: WarmEntry<WarmBox>): Promise<void> {
+    entry.value.sandbox.markClosed();
   }
 
   /** The box name of a sandbox id. */

@@ -34,6 +34,7 @@ describeWarmPoolProviderContract<FakeBox>('BoxliteProvider on FakeBoxliteRuntime
     failTerminally: (box) => void box.dieWith('vsock disconnected'),
     failHealthCheck: (box) => void box.failNextExec(new Error('guest agent not responding')),
     failDestroy: (box) => void box.stopFailures.push(new Error('engine busy')),
+    resetHandsOver: true,
     cleanup: () => runtime.dispose(),
   };
 });

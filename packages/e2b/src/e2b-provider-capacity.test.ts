@@ -428,9 +428,15 @@ describe('§8.3 capacity, eviction and shutdown races', () => {
     expect(await peer.owner(a)).toBeUndefined();
   });
 
-  it('§8.3.82 reset() kills tracked VMs, zeroes reservations, wakes waiters with reason=shutdown and refuses reuse', async () => {
+  it('§8.3.82 reset() hands tracked VMs over (left running, leases given up), zeroes reservations, wakes waiters with reason=shutdown and refuses reuse', async () => {
     const clock = new ManualClock(0);
-    const { provider, fake } = await harness({ clock, config: { replicas: 1 } });
+    const table = new MemoryLeaseTable({ clock });
+    const peer = new MemoryOwnershipStore({ table });
+    const { provider, fake } = await harness({
+      clock,
+      config: { replicas: 1 },
+      ownership: new MemoryOwnershipStore({ table }),
+    });
     const a = await provider.acquire(thread('a'));
     const waiter = track(provider.acquire(thread('b')));
     await settle();
@@ -439,10 +445,15 @@ describe('§8.3 capacity, eviction and shutdown races', () => {
     expect(waiter.status).toBe('rejected');
     expect((waiter.reason as SandboxCapacityExceededError).reason).toBe('shutdown');
     expect(String((waiter.reason as Error).message)).toContain('shutting down');
-    expect(fake.vms.get(a)!.alive).toBe(false);
+    // Reset releases; it does not destroy: a replacement finds the VM by its tags.
+    expect(fake.vms.get(a)!.alive).toBe(true);
+    expect(await peer.owner(a)).toBeUndefined();
     expect(provider.capacitySnapshot()).toMatchObject({ reserved: 0, active: 0, total: 0 });
     await expect(provider.acquire(thread('c'))).rejects.toBeInstanceOf(ProviderClosedError);
     expect(fake.callsOf('create')).toHaveLength(1);
+    // A shutdown after the reset kills nothing it handed over.
+    await provider.shutdown();
+    expect(fake.vms.get(a)!.alive).toBe(true);
   });
 
   it('§8.3.83 SDK lifecycle calls run on a bounded pool: max(4, min(32, limit + 1))', async () => {

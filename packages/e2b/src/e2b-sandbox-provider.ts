@@ -386,13 +386,20 @@ export class E2BSandboxProvider extends SandboxProvider {
     );
   }
 
-  /** Full teardown: `reset()` is the same (the instance cannot be used again). */
+  /**
+   * The reset contract (docs/architecture.md): stops background work, releases what this
+   * instance holds and refuses further use. A replacement finds every VM again by its tags, so
+   * none is killed: clients are closed, leases given up (so the replacement takes them at once,
+   * not one TTL later), capacity waiters woken with reason `shutdown`. After a `shutdown()` it is
+   * a no-op, and a `shutdown()` after it kills nothing.
+   */
   override async reset(): Promise<void> {
-    await this.shutdown();
+    this.#shutdown ??= this.#retire(() => this.#teardown.handOverAll());
+    return this.#shutdown;
   }
 
   override shutdown(): Promise<void> {
-    this.#shutdown ??= this.#shutdownNow();
+    this.#shutdown ??= this.#retire(() => this.#teardown.shutdownAll());
     return this.#shutdown;
   }
 
@@ -438,11 +445,11 @@ export class E2BSandboxProvider extends SandboxProvider {
     return this.#inspection.reapOrphans(options);
   }
 
-  async #shutdownNow(): Promise<void> {
+  async #retire(release: () => Promise<Stores | undefined>): Promise<void> {
     this.#closed = true;
     void this.#renewal.stop();
     void this.#reconciliation.stop();
-    const stores = await this.#teardown.shutdownAll();
+    const stores = await release();
     await this.#reconciling.current?.catch(() => undefined);
     if (stores?.ownsOwnership) await stores.ownership.store.close().catch(() => undefined);
     if (stores?.ownsCapacity) await stores.capacity?.close().catch(() => undefined);

@@ -357,4 +357,37 @@ export class E2BTeardown {
     }
     return stores;
   }
+
+  /**
+   * `reset()`: gives everything up without killing it. The book is emptied in one synchronous
+   * step (as at shutdown, so a waiter or a late release sees a closed provider, not a half-empty
+   * one), clients are closed and every lease this instance holds is released, except one a
+   * held teardown is using (its kill finishes and releases it).
+   */
+  async handOverAll(): Promise<Stores | undefined> {
+    const { book } = this.#ctx;
+    await book.pool.stop();
+    const active = book.activeEntries();
+    book.clearActive();
+    for (const id of book.pool.ids()) book.pool.forget(id);
+    this.#ctx.ownedRemoteOps.clear();
+    this.#ctx.unownedRemoteOps.clear();
+    this.#ctx.slots.clear();
+    this.#ctx.notify();
+    this.#ctx.serializer.close();
+    let stores: Stores | undefined;
+    try {
+      stores = await this.#ctx.stores();
+    } catch {
+      stores = undefined;
+    }
+    for (const [, entry] of active) await entry.sandbox.close();
+    if (stores !== undefined) {
+      const { ownership } = stores;
+      for (const id of ownership.heldIds()) {
+        if (!ownership.isTearingDown(id)) await ownership.release(id);
+      }
+    }
+    return stores;
+  }
 }

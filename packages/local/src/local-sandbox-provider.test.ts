@@ -11,7 +11,12 @@ import {
 } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { InvalidArgumentError, SandboxPermissionError, SandboxRuntimeError } from '@sbx/core';
+import {
+  InvalidArgumentError,
+  ProviderClosedError,
+  SandboxPermissionError,
+  SandboxRuntimeError,
+} from '@sbx/core';
 import type { Logger } from '@sbx/core';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,22 +136,23 @@ describe('LocalSandboxProvider', () => {
     expect(p.get(id)).toBe(sb);
   });
 
-  it('§10.8.94 reset clears generic and per-thread caches, twice is safe; new mounts need a new provider', async () => {
+  it('§10.8.94 reset clears generic and per-thread caches, twice is safe, refuses further use; a new provider serves the thread and new mounts', async () => {
     const p = provider();
     const id = await p.acquire({ threadId: 't94' });
     const before = p.get(id);
-    const generic = p.get('local');
+    await before!.writeFile('/mnt/user-data/workspace/kept.txt', 'still here');
     await p.reset();
     await p.reset();
     expect(p.get(id)).toBeUndefined();
-    expect(p.get('local')).not.toBe(generic);
-    await p.acquire({ threadId: 't94' });
-    expect(p.get(id)).not.toBe(before);
+    await expect(p.acquire({ threadId: 't94' })).rejects.toBeInstanceOf(ProviderClosedError);
     const withMount = provider({
       mounts: [{ hostPath: extra, containerPath: '/mnt/code', readOnly: true }],
     });
     const sb = withMount.get(await withMount.acquire({ threadId: 't94' }))!;
+    expect(sb).not.toBe(before);
     expect(await sb.readFile('/mnt/code/code.py')).toBe('print(1)\n');
+    // The host directories outlive the instance: the replacement finds the thread's files.
+    expect(await sb.readFile('/mnt/user-data/workspace/kept.txt')).toBe('still here');
   });
 
   it('§10.8.95 concurrent acquires of one thread give one sandbox; distinct threads distinct ones', async () => {

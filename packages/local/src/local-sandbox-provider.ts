@@ -7,6 +7,7 @@ import type { LRUCache } from 'lru-cache';
 import type * as LruCacheModule from 'lru-cache';
 import {
   AbortedError,
+  ProviderClosedError,
   ConfigError,
   DEFAULT_SKILLS_CONTAINER_PATH,
   SandboxProvider,
@@ -109,6 +110,8 @@ export class LocalSandboxProvider extends SandboxProvider {
   private readonly defaultUserId: string;
   private readonly logger: Logger;
   private readonly threads: LRUCache<string, ThreadEntry>;
+  /** Set by `reset()` / `shutdown()`: no acquire is served again. */
+  private retired = false;
   private readonly inflight = new Map<string, Promise<ThreadEntry>>();
   private genericSandbox: LocalSandbox | undefined;
   /** Tags the processes of this provider instance (see `process-reaper`). */
@@ -214,6 +217,8 @@ export class LocalSandboxProvider extends SandboxProvider {
 
   override async acquire(options: AcquireOptions = {}): Promise<string> {
     this.admit(options);
+    if (this.retired)
+      throw new ProviderClosedError('LocalSandboxProvider has been reset or shut down');
     const { signal } = options;
     if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
     if (options.threadId === undefined) {
@@ -304,11 +309,18 @@ export class LocalSandboxProvider extends SandboxProvider {
   }
 
   /** Forgets every cached sandbox; files on disk are untouched. Idempotent. */
+  /**
+   * The reset contract (docs/architecture.md): stops background work (there is none), releases
+   * what this instance holds (its cached sandboxes; the host directories stay, and a replacement
+   * finds them again by thread) and refuses further use. Idempotent.
+   */
   override async reset(): Promise<void> {
+    this.retired = true;
     this.genericSandbox = undefined;
     this.threads.clear();
   }
 
+  /** `reset()`, then every process a sandbox of this instance started is killed. */
   override async shutdown(): Promise<void> {
     await this.reset();
     // Every process any sandbox of this instance started, evicted ones included.

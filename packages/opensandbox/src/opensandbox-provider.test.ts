@@ -450,22 +450,22 @@ describe('OpenSandboxProvider races (deterministic interleavings)', () => {
     expect(provider.warmIds).toEqual([id]);
   });
 
-  it('reset while an acquire waits re-queues it; the thread still ends with one remote', async () => {
-    const { fake, provider, remoteOf } = setup();
+  it('reset while an acquire waits refuses the waiter and leaves no remote behind (nothing finds them again)', async () => {
+    const { fake, provider } = setup();
     fake.gate.pause('create');
-    const first = provider.acquire({ userId: 'u', threadId: 't' });
+    const first = track(provider.acquire({ userId: 'u', threadId: 't' }));
     const heldFirst = await fake.gate.nextCall('create');
-    const second = provider.acquire({ userId: 'u', threadId: 't' });
+    const second = track(provider.acquire({ userId: 'u', threadId: 't' }));
     await settle();
-    await provider.reset();
-    // The waiter moved to the fresh lock table and now creates too (the old holder still runs).
-    const heldSecond = await fake.gate.nextCall('create');
+    const resetting = provider.reset();
+    await settle();
     fake.gate.resume('create');
     await heldFirst.release();
-    const id = await first;
-    await heldSecond.release();
-    expect(await second).toBe(id);
-    expect(fake.aliveIds).toEqual([remoteOf(id)]);
+    await resetting;
+    await Promise.allSettled([first.promise, second.promise]);
+    expect(first.reason).toBeInstanceOf(ProviderClosedError);
+    expect(second.reason).toBeInstanceOf(ProviderClosedError);
+    expect(fake.aliveIds).toEqual([]);
   });
 });
 

@@ -122,14 +122,15 @@ export class OpenSandboxProvider
     return active.sandbox;
   }
 
-  /** An anonymous or closed sandbox is never reclaimed: deleted instead of parked. */
-  protected parkOnReset(_id: string, active: ActiveSandbox): WarmOpenSandbox | undefined {
-    if (active.identity === undefined || active.sandbox.closed) return undefined;
-    return { sandbox: active.sandbox, identity: active.identity };
+  /** Nothing finds an OpenSandbox remote again in another instance: `reset()` deletes them. */
+  protected readonly handsOverOnReset = false;
+
+  protected handOver(): Promise<void> {
+    return Promise.resolve();
   }
 
-  protected stopQuietly(_id: string, active: ActiveSandbox, reason: string): Promise<void> {
-    return this.#destroyQuietly(active.sandbox, reason);
+  protected handOverWarm(): Promise<void> {
+    return Promise.resolve();
   }
 
   /** The sbx sandbox id of (user, thread): `deriveSandboxScopeToken` of @sbx/core. */

@@ -48,6 +48,7 @@ describeWarmPoolProviderContract<FakeRemoteState>(
         }),
       failDestroy: (remote) =>
         void fake.failNext('kill', fakeApiError(500, 'lifecycle busy'), { remoteId: remote.id }),
+      resetHandsOver: false,
       cleanup: () => fake.dispose(),
     };
   },

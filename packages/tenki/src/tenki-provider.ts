@@ -116,14 +116,15 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
     return active;
   }
 
-  /** Parked as it is (an anonymous one idles out: nothing reclaims it). */
-  protected parkOnReset(id: string, active: TenkiSandbox): TenkiSandbox {
-    this.#anonymous.delete(id);
-    return active;
+  /** Nothing finds a Tenki sandbox again in another instance: `reset()` terminates them. */
+  protected readonly handsOverOnReset = false;
+
+  protected handOver(): Promise<void> {
+    return Promise.resolve();
   }
 
-  protected stopQuietly(id: string, active: TenkiSandbox, reason: string): Promise<void> {
-    return this.#terminateQuietly(id, active, reason);
+  protected handOverWarm(): Promise<void> {
+    return Promise.resolve();
   }
 
   sandboxName(sandboxId: string): string {

@@ -37,6 +37,7 @@ describeWarmPoolProviderContract<FakeTenkiSandbox>(
         void vm.execFailures.push(sdkError('StreamClosedError', 'stream closed')),
       failHealthCheck: (vm) => void vm.kill(),
       failDestroy: (vm) => void vm.terminateFailures.push(new Error('UNAVAILABLE: try again')),
+      resetHandsOver: false,
       cleanup: () => client.dispose(),
     };
   },

@@ -7,16 +7,16 @@ import { RegistrySandboxProvider } from './registry-provider.js';
 
 interface Entry {
   readonly sandbox: MemorySandbox;
-  readonly parkable: boolean;
 }
 
 class TestRegistryProvider extends RegistrySandboxProvider<Entry, Entry> {
   readonly stopped: string[] = [];
   teardowns = 0;
-  constructor(replicas = 5) {
+  readonly handedOver: string[] = [];
+  constructor(protected readonly handsOverOnReset = true) {
     super({
       name: 'TestProvider',
-      settings: { idleTimeoutSeconds: 0, idleCheckIntervalSeconds: 60, replicas },
+      settings: { idleTimeoutSeconds: 0, idleCheckIntervalSeconds: 60, replicas: 5 },
       closedMessage: 'TestProvider has been shut down',
       background: false,
     });
@@ -26,8 +26,11 @@ class TestRegistryProvider extends RegistrySandboxProvider<Entry, Entry> {
     return this.locks.hold('k', () => 'k');
   }
   async release(): Promise<void> {}
-  add(id: string, parkable = true): void {
-    this.registry.active.set(id, { sandbox: new MemorySandbox(id), parkable });
+  add(id: string): void {
+    this.registry.active.set(id, { sandbox: new MemorySandbox(id) });
+  }
+  park(id: string): void {
+    this.registry.pool.put(id, { sandbox: new MemorySandbox(id) });
   }
   protected sandboxOf(active: Entry): Sandbox {
     return active.sandbox;
@@ -35,11 +38,11 @@ class TestRegistryProvider extends RegistrySandboxProvider<Entry, Entry> {
   protected async destroyWarm(entry: WarmEntry<Entry>): Promise<void> {
     this.stopped.push(entry.id);
   }
-  protected parkOnReset(_id: string, active: Entry): Entry | undefined {
-    return active.parkable ? active : undefined;
+  protected async handOver(id: string): Promise<void> {
+    this.handedOver.push(id);
   }
-  protected async stopQuietly(id: string, _active: Entry, reason: string): Promise<void> {
-    this.stopped.push(`${id}:${reason}`);
+  protected async handOverWarm(entry: WarmEntry<Entry>): Promise<void> {
+    this.handedOver.push(`${entry.id}:warm`);
   }
   protected async teardownAll(): Promise<void> {
     this.teardowns += 1;
@@ -47,17 +50,28 @@ class TestRegistryProvider extends RegistrySandboxProvider<Entry, Entry> {
 }
 
 describe('RegistrySandboxProvider', () => {
-  it('get() is the registry lookup; reset() parks what it may and stops the rest', async () => {
+  it('reset() of a hand-over provider gives every sandbox up unstopped and refuses further use', async () => {
     const p = new TestRegistryProvider();
     p.add('a');
-    p.add('b');
-    p.add('c', false);
+    p.park('b');
     expect(p.get('a')).toBeInstanceOf(MemorySandbox);
     await p.reset();
+    await p.reset();
     expect(p.activeIds).toEqual([]);
-    expect(p.warmIds).toEqual(['a', 'b']);
-    expect(p.stopped).toEqual(['c:reset']);
-    expect(await p.acquire()).toBe('k');
+    expect(p.warmIds).toEqual([]);
+    expect(p.handedOver).toEqual(['a', 'b:warm']);
+    expect(p.stopped).toEqual([]);
+    expect(p.teardowns).toBe(0);
+    await expect(p.acquire()).rejects.toBeInstanceOf(ProviderClosedError);
+  });
+
+  it('reset() of a provider whose sandboxes nothing finds again is its shutdown', async () => {
+    const p = new TestRegistryProvider(false);
+    p.add('a');
+    await p.reset();
+    expect(p.teardowns).toBe(1);
+    expect(p.handedOver).toEqual([]);
+    await expect(p.acquire()).rejects.toBeInstanceOf(ProviderClosedError);
   });
 
   it('shutdown() runs the teardown once and refuses every later acquire', async () => {

@@ -30,13 +30,15 @@ export interface RegistryProviderOptions {
  * lives here once: the registry and its warm pool, the resettable per-id acquire locks, the
  * accessors, the idempotent `shutdown()` and the park-on-`reset()` loop.
  *
- * `reset()` (the `park` reset mode of `docs/architecture.md`): a fresh acquire lock table (no
- * caller stays queued on the old one), and every active sandbox parked in the warm pool, still
- * running, for its thread to reclaim after a health check or for the idle checker to stop; one the
- * pool refuses, or one `parkOnReset` declines, is stopped. The instance stays usable.
+ * `reset()` follows the one contract of `docs/architecture.md`: stop background work, release what
+ * this instance holds, refuse further use. A provider whose sandboxes a replacement finds again
+ * (`handsOverOnReset`: BoxLite, by box name) leaves them running, adapters closed, for the
+ * replacement's start-up reconciliation to adopt; one whose sandboxes nothing could ever find again
+ * (Tenki, OpenSandbox) stops them, as `shutdown()` does, since they would otherwise run unowned
+ * until their own timeout.
  *
- * A subclass supplies `sandboxOf` (its active entry's sandbox), the warm-pool destroy hook, the
- * park decision and the stop, and `teardownAll` for shutdown.
+ * A subclass supplies `sandboxOf` (its active entry's sandbox), the warm-pool destroy hook,
+ * `handOver` (give a sandbox up without stopping it) and `teardownAll` for shutdown.
  */
 export abstract class RegistrySandboxProvider<TActive, TWarm> extends SandboxProvider {
   protected readonly registry: WarmPoolRegistry<TActive, TWarm>;
@@ -45,6 +47,7 @@ export abstract class RegistrySandboxProvider<TActive, TWarm> extends SandboxPro
   protected readonly clock: Clock;
   readonly #closedMessage: string;
   #closed = false;
+  #retired = false;
   #shutdown: Promise<void> | undefined;
 
   protected constructor(options: RegistryProviderOptions) {
@@ -76,11 +79,11 @@ export abstract class RegistrySandboxProvider<TActive, TWarm> extends SandboxPro
     reason: WarmPoolDestroyReason,
   ): Promise<boolean | void>;
 
-  /** The warm value to park an active entry as on `reset()`, or undefined to stop it instead. */
-  protected abstract parkOnReset(id: string, active: TActive): TWarm | undefined;
+  /** Whether a replacement provider finds this one's sandboxes again (see `reset()`). */
+  protected abstract readonly handsOverOnReset: boolean;
 
-  /** Stops a sandbox this instance gives up (failures logged, never thrown). */
-  protected abstract stopQuietly(id: string, active: TActive, reason: string): Promise<void>;
+  /** `reset()` of a hand-over provider: gives one sandbox up without stopping it. */
+  protected abstract handOver(id: string, sandbox: Sandbox): Promise<void>;
 
   /** Shutdown's work after the locks closed: stop every warm and active sandbox, close clients. */
   protected abstract teardownAll(): Promise<void>;
@@ -116,25 +119,37 @@ export abstract class RegistrySandboxProvider<TActive, TWarm> extends SandboxPro
     return active === undefined ? undefined : this.sandboxOf(active);
   }
 
-  /** Shut down: every acquire and lock is refused from now on. */
+  /** Shut down or reset: every acquire and lock is refused from now on. */
   protected get closed(): boolean {
-    return this.#closed;
+    return this.#closed || this.#retired;
   }
 
   protected assertOpen(): void {
-    if (this.#closed) throw new ProviderClosedError(this.#closedMessage);
+    if (this.closed) throw new ProviderClosedError(this.#closedMessage);
   }
 
   override async reset(): Promise<void> {
-    this.locks.reset();
+    if (!this.handsOverOnReset) {
+      await this.shutdown();
+      return;
+    }
+    if (this.#retired || this.#closed) return;
+    this.#retired = true;
+    // Queued acquires are refused, not moved to a fresh table: the instance is done.
+    this.locks.close();
+    await this.registry.pool.stop();
     for (const [id, active] of [...this.registry.active]) {
       this.registry.active.delete(id);
-      const warm = this.parkOnReset(id, active);
-      if (warm === undefined || this.registry.pool.put(id, warm) === undefined) {
-        await this.stopQuietly(id, active, 'reset');
-      }
+      await this.handOver(id, this.sandboxOf(active));
+    }
+    for (const entry of this.registry.pool.entries()) {
+      if (!this.registry.pool.forget(entry.id, entry)) continue;
+      await this.handOverWarm(entry);
     }
   }
+
+  /** `reset()` of a hand-over provider: gives one warm sandbox up without stopping it. */
+  protected abstract handOverWarm(entry: WarmEntry<TWarm>): Promise<void>;
 
   /** Stops the idle checker and every sandbox, then closes clients. Idempotent. */
   override shutdown(): Promise<void> {

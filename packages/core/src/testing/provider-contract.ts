@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSbxError } from '../errors/errors.js';
+import { ProviderClosedError, isSbxError } from '../errors/errors.js';
 import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import type { SandboxResourceName, SandboxSpec } from '../contract/sandbox-spec.js';
 
@@ -204,6 +204,21 @@ export function describeProviderContract(
         spec: { labels: { 'sbx.dev/tenant': 'contract' } },
       });
       expect(labelled).toBe(plain);
+    });
+
+    // Last: it retires the provider (the reset contract of docs/architecture.md).
+    it('reset() retires the instance: further acquires are refused, typed; what it held is released; twice is safe', async () => {
+      const id = await provider.acquire({ userId: 'u1', threadId: thread('reset') });
+      await provider.reset();
+      await provider.reset();
+      expect(provider.get(id)).toBeUndefined();
+      const refused = await provider
+        .acquire({ userId: 'u1', threadId: thread('after-reset') })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+      expect(refused).toBeInstanceOf(ProviderClosedError);
     });
   });
 }
