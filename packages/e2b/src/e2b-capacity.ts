@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { CapacityReserveOutcome, SandboxCapacityExceededError } from '@sbx/core';
-import type { E2BRemoteSandbox } from './e2b-client.js';
-import { errorMessage, isSandboxGoneError } from './e2b-errors.js';
+import { errorMessage } from './e2b-errors.js';
 import type { Slot } from './local-slots.js';
 import { SHUTDOWN_RETRY_AFTER_SECONDS } from './e2b-thread-key.js';
 import type { E2BTeardown } from './e2b-teardown.js';
@@ -183,29 +182,14 @@ export class E2BCapacity {
   async #retryTombstone(id: string): Promise<boolean> {
     if (!(await (await this.#own()).claim(id, { forDestroy: true }))) return true;
     return (await this.#own()).heldTeardown(id, async () => {
-      let remote: E2BRemoteSandbox;
-      try {
-        remote = await this.#ctx.sdk(() => this.#ctx.client.connect(id));
-      } catch (error) {
-        if (isSandboxGoneError(error)) {
-          await this.#teardown.ledgerRelease(id);
-          return true;
-        }
-        return false;
-      }
-      try {
-        await remote.kill();
-      } catch (error) {
+      const kill = await this.#teardown.killById(id);
+      if (kill.outcome === 'failed') {
         this.#ctx.logger.warn('Tombstone kill failed; keeping its slot', {
           sandboxId: id,
-          error: errorMessage(error),
+          error: errorMessage(kill.error),
         });
-        return false;
-      } finally {
-        await remote.close().catch(() => undefined);
       }
-      await this.#teardown.ledgerRelease(id);
-      return true;
+      return kill.outcome === 'killed' || kill.outcome === 'gone';
     });
   }
 }

@@ -113,36 +113,47 @@ export class E2BTeardown {
       return true;
     }
     return (await this.#own()).heldTeardown(id, async () => {
-      let remote: E2BRemoteSandbox;
-      try {
-        remote = await this.#ctx.sdk(() => this.#ctx.client.connect(id));
-      } catch (error) {
-        if (isSandboxGoneError(error)) {
-          await this.ledgerRelease(id);
-          this.#ctx.notifySoon();
-          return true;
-        }
-        this.#ctx.logger.warn('Reconnecting a warm e2b sandbox for eviction failed', {
-          sandboxId: id,
-          error: errorMessage(error),
-        });
-        return this.#leaveToShutdown(id);
+      const kill = await this.killById(id);
+      if (kill.outcome === 'gone' || kill.outcome === 'killed') {
+        this.#ctx.notifySoon();
+        return true;
       }
-      try {
-        await remote.kill();
-      } catch (error) {
-        this.#ctx.logger.warn('Killing a warm e2b sandbox failed; keeping it', {
-          sandboxId: id,
-          error: errorMessage(error),
-        });
-        return this.#leaveToShutdown(id);
-      } finally {
-        await remote.close().catch(() => undefined);
-      }
-      await this.ledgerRelease(id);
-      this.#ctx.notifySoon();
-      return true;
+      this.#ctx.logger.warn(
+        kill.outcome === 'unreachable'
+          ? 'Reconnecting a warm e2b sandbox for eviction failed'
+          : 'Killing a warm e2b sandbox failed; keeping it',
+        { sandboxId: id, error: errorMessage('error' in kill ? kill.error : undefined) },
+      );
+      return this.#leaveToShutdown(id);
     });
+  }
+
+  /**
+   * Kills a VM by id through a connection of its own, under the `del:` marker the caller holds;
+   * the ledger slot is released once E2B confirmed it gone (killed, or already not found).
+   */
+  async killById(
+    id: string,
+  ): Promise<
+    { outcome: 'killed' | 'gone' } | { outcome: 'unreachable' | 'failed'; error: unknown }
+  > {
+    let remote: E2BRemoteSandbox;
+    try {
+      remote = await this.#ctx.sdk(() => this.#ctx.client.connect(id));
+    } catch (error) {
+      if (!isSandboxGoneError(error)) return { outcome: 'unreachable', error };
+      await this.ledgerRelease(id);
+      return { outcome: 'gone' };
+    }
+    try {
+      await remote.kill();
+    } catch (error) {
+      return { outcome: 'failed', error };
+    } finally {
+      await remote.close().catch(() => undefined);
+    }
+    await this.ledgerRelease(id);
+    return { outcome: 'killed' };
   }
 
   /**
@@ -309,19 +320,7 @@ export class E2BTeardown {
       ...this.#ctx.book.pool.ids(),
       ...this.#ctx.slots.tombstones.keys(),
     ]);
-    this.#ctx.book.clearActive();
-    for (const id of this.#ctx.book.pool.ids()) this.#ctx.book.pool.forget(id);
-    this.#ctx.ownedRemoteOps.clear();
-    this.#ctx.unownedRemoteOps.clear();
-    this.#ctx.slots.clear();
-    this.#ctx.notify();
-    this.#ctx.serializer.close();
-    let stores: Stores | undefined;
-    try {
-      stores = await this.#ctx.stores();
-    } catch {
-      stores = undefined;
-    }
+    const stores = await this.#emptyBook();
     for (const [id, entry] of active) {
       parked.delete(id);
       if (stores !== undefined && owned.has(id)) await this.killAndClose(id, entry.sandbox);
@@ -337,21 +336,12 @@ export class E2BTeardown {
       await (
         await this.#own()
       ).heldTeardown(id, async () => {
-        try {
-          const remote = await this.#ctx.client.connect(id);
-          try {
-            await remote.kill();
-            await this.ledgerRelease(id);
-          } finally {
-            await remote.close().catch(() => undefined);
-          }
-        } catch (error) {
-          if (!isSandboxGoneError(error)) {
-            this.#ctx.logger.warn('Killing an e2b sandbox at shutdown failed', {
-              sandboxId: id,
-              error: errorMessage(error),
-            });
-          }
+        const kill = await this.killById(id);
+        if (kill.outcome === 'unreachable' || kill.outcome === 'failed') {
+          this.#ctx.logger.warn('Killing an e2b sandbox at shutdown failed', {
+            sandboxId: id,
+            error: errorMessage(kill.error),
+          });
         }
       });
     }
@@ -368,19 +358,7 @@ export class E2BTeardown {
     const { book } = this.#ctx;
     await book.pool.stop();
     const active = book.activeEntries();
-    book.clearActive();
-    for (const id of book.pool.ids()) book.pool.forget(id);
-    this.#ctx.ownedRemoteOps.clear();
-    this.#ctx.unownedRemoteOps.clear();
-    this.#ctx.slots.clear();
-    this.#ctx.notify();
-    this.#ctx.serializer.close();
-    let stores: Stores | undefined;
-    try {
-      stores = await this.#ctx.stores();
-    } catch {
-      stores = undefined;
-    }
+    const stores = await this.#emptyBook();
     for (const [, entry] of active) await entry.sandbox.close();
     if (stores !== undefined) {
       const { ownership } = stores;
@@ -389,5 +367,26 @@ export class E2BTeardown {
       }
     }
     return stores;
+  }
+
+  /**
+   * The first step of shutdown and of a hand-over: the book emptied in one synchronous step (a
+   * waiter or a late release then sees a closed provider, not a half-empty one), waiters woken,
+   * the SDK pool closed. Resolves with the stores, or undefined when they never opened.
+   */
+  async #emptyBook(): Promise<Stores | undefined> {
+    const { book } = this.#ctx;
+    book.clearActive();
+    for (const id of book.pool.ids()) book.pool.forget(id);
+    this.#ctx.ownedRemoteOps.clear();
+    this.#ctx.unownedRemoteOps.clear();
+    this.#ctx.slots.clear();
+    this.#ctx.notify();
+    this.#ctx.serializer.close();
+    try {
+      return await this.#ctx.stores();
+    } catch {
+      return undefined;
+    }
   }
 }
