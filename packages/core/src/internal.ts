@@ -85,3 +85,4 @@ export {
 } from './tools/read-before-write.js';
 export { maskHostPaths, guardFileToolPath } from './tools/local-sandbox-guard.js';
 export { DEFAULT_SPEC_POLICY, NO_SPEC_SUPPORT, checkSandboxSpec } from './contract/sandbox-spec.js';
+export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';

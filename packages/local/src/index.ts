@@ -27,7 +27,7 @@ export { findShell, POSIX_SHELL_CANDIDATES } from './shell.js';
 // The command output format lives in @sbx/core (every sandbox shares it); re-exported here so
 // code that imported it from @sbx/local keeps working.
 export { DEFAULT_COMMAND_TIMEOUT_SECONDS } from '@sbx/core';
-export { assembleCommandOutput, timeoutNotice, formatSeconds } from '@sbx/core/provider-kit';
+export { assembleCommandOutput, timeoutNotice, formatSeconds } from '@sbx/core/internal';
 export type { CommandOutcome } from '@sbx/core';
 export { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
 export { runDemo, type DemoOptions } from './demo.js';

@@ -21,7 +21,7 @@ import {
   translateContainerPaths,
   validateExtraEnv,
 } from '@sbx/core';
-import { assembleCommandOutput } from '@sbx/core/provider-kit';
+import { assembleCommandOutput } from '@sbx/core/internal';
 import {
   DEFAULT_SEARCH_TIMEOUT_MS,
   MAX_TIMER_SECONDS,
