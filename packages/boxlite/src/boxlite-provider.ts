@@ -218,11 +218,11 @@ export class BoxliteProvider
     const active = this.registry.active.get(id);
     if (active !== undefined) {
       assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
-      return id;
+      return this.acquired(id, 'reuse');
     }
-    if (await this.#reclaimWarm(id, identity)) return id;
+    if (await this.#reclaimWarm(id, identity)) return this.acquired(id, 'reclaim');
     throwIfAborted(signal);
-    return this.#create(runtime, id, identity);
+    return this.acquired(await this.#create(runtime, id, identity), 'create');
   }
 
   async #acquireAnonymous(
@@ -231,7 +231,7 @@ export class BoxliteProvider
   ): Promise<string> {
     const id = `anon-${randomBytes(6).toString('hex')}`;
     throwIfAborted(signal);
-    return this.#create(runtime, id, undefined);
+    return this.acquired(await this.#create(runtime, id, undefined), 'create');
   }
 
   /**
@@ -301,7 +301,7 @@ export class BoxliteProvider
       await this.#stopBox(id, sandbox, 'shutdown');
       throw new ProviderClosedError();
     }
-    // Only possible across a reset(), whose fresh lock table lets an older acquire finish late.
+    // Defensive: two creates of one id never overlap under its lock, and reset() closes the locks.
     const raced = this.registry.active.get(id);
     if (raced !== undefined) {
       await this.#stopBox(id, sandbox, 'duplicate');
@@ -453,6 +453,7 @@ export class BoxliteProvider
           registry: this.registry,
           prefix: this.settings.namePrefix,
           adapter: (id, box) => this.#adapter(id, box),
+          onAdopt: (id) => this.events.emit({ type: 'adopt', sandboxId: id }),
           logger: this.logger,
         });
         return runtime;

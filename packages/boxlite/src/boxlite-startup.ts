@@ -38,6 +38,7 @@ export async function adoptLeftoverBoxes(
     readonly registry: WarmPoolRegistry<ActiveBox, WarmBox>;
     readonly prefix: string;
     readonly adapter: (id: string, box: BoxliteSandbox['box']) => BoxliteSandbox;
+    readonly onAdopt: (id: string) => void;
     readonly logger: Logger;
   },
 ): Promise<void> {
@@ -63,6 +64,7 @@ export async function adoptLeftoverBoxes(
         skipEligible: false,
       });
       logger.info('Adopted BoxLite box into the warm pool', { sandboxId: id, box: name });
+      into.onAdopt(id);
     } catch (error) {
       logger.warn('Could not adopt BoxLite box', { box: name, error });
     }

@@ -86,3 +86,4 @@ export {
 export { maskHostPaths, guardFileToolPath } from './tools/local-sandbox-guard.js';
 export { DEFAULT_SPEC_POLICY, NO_SPEC_SUPPORT, checkSandboxSpec } from './contract/sandbox-spec.js';
 export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';
+export { SandboxProviderEventEmitter } from './observability/observability-events.js';

@@ -3,6 +3,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
+import { SandboxProviderEventEmitter } from '@sbx/core/internal';
 import type { LRUCache } from 'lru-cache';
 import type * as LruCacheModule from 'lru-cache';
 import {
@@ -31,6 +32,9 @@ import {
   sharedSkillsViewPath,
 } from '@sbx/core/internal';
 import type {
+  AcquirePath,
+  SandboxProviderEventListener,
+  SandboxProviderEvents,
   AcquireOptions,
   EnvPolicyMode,
   Logger,
@@ -96,7 +100,8 @@ const requiredLogger: Logger = {
  * Not an isolation boundary: see `LocalSandbox`. While host bash is enabled the provider therefore
  * reports `supportsAgentSkillIsolation = false`, so an explicit agent skill policy fails closed.
  */
-export class LocalSandboxProvider extends SandboxProvider {
+export class LocalSandboxProvider extends SandboxProvider implements SandboxProviderEvents {
+  private readonly events = new SandboxProviderEventEmitter();
   readonly baseDir: string;
   readonly allowHostBash: boolean;
   readonly skillsContainerPath: string;
@@ -222,14 +227,15 @@ export class LocalSandboxProvider extends SandboxProvider {
     const { signal } = options;
     if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
     if (options.threadId === undefined) {
+      const reused = this.genericSandbox !== undefined;
       this.generic();
-      return GENERIC_LOCAL_SANDBOX_ID;
+      return this.acquired(GENERIC_LOCAL_SANDBOX_ID, reused ? 'reuse' : 'create');
     }
     const userId = options.userId ?? this.defaultUserId;
     const layout = this.threadLayout(userId, options.threadId);
     const mode: SkillsMode = options.skillPolicy ? 'policy' : 'shared';
     const id = localSandboxId(userId, options.threadId, mode);
-    if (this.threads.get(id)) return id;
+    if (this.threads.get(id)) return this.acquired(id, 'reuse');
 
     // Concurrent acquires of one thread share one creation, so they all get the same instance.
     const key = `${mode}\0${id}`;
@@ -242,7 +248,17 @@ export class LocalSandboxProvider extends SandboxProvider {
     }
     await pending;
     if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
-    return id;
+    return this.acquired(id, 'create');
+  }
+
+  /** Acquire paths, for instrumentation (`instrumentProvider`) and the host. */
+  onEvent(listener: SandboxProviderEventListener): () => void {
+    return this.events.onEvent(listener);
+  }
+
+  private acquired(sandboxId: string, path: AcquirePath): string {
+    this.events.emit({ type: 'acquire', sandboxId, path });
+    return sandboxId;
   }
 
   override get(sandboxId: string): LocalSandbox | undefined {

@@ -156,7 +156,7 @@ export class OpenSandboxProvider
     this.assertOpen();
     if (options.threadId === undefined) {
       const id = randomUUID().slice(0, 8);
-      return this.#create(sdk, id, undefined);
+      return this.acquired(await this.#create(sdk, id, undefined), 'create');
     }
     const spec = checkSandboxSpec(
       options.spec,
@@ -265,11 +265,11 @@ export class OpenSandboxProvider
     const active = this.registry.active.get(id);
     if (active !== undefined) {
       assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
-      if (await this.#renewActive(active)) return id;
+      if (await this.#renewActive(active)) return this.acquired(id, 'reuse');
     }
-    if (await this.#reclaimWarm(id, identity)) return id;
+    if (await this.#reclaimWarm(id, identity)) return this.acquired(id, 'reclaim');
     throwIfAborted(signal);
-    return this.#create(sdk, id, identity);
+    return this.acquired(await this.#create(sdk, id, identity), 'create');
   }
 
   /**

@@ -160,7 +160,7 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
       const id = `anon-${randomBytes(6).toString('hex')}`;
       await this.#create(client, id);
       this.#anonymous.add(id);
-      return id;
+      return this.acquired(id, 'create');
     }
     const spec = checkSandboxSpec(
       options.spec,
@@ -212,11 +212,11 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
     spec: SandboxSpec | undefined,
   ): Promise<string> {
     this.assertOpen();
-    if (this.registry.active.has(id)) return id;
-    if (await this.#reclaimWarm(id)) return id;
+    if (this.registry.active.has(id)) return this.acquired(id, 'reuse');
+    if (await this.#reclaimWarm(id)) return this.acquired(id, 'reclaim');
     throwIfAborted(signal);
     await this.#create(client, id, spec);
-    return id;
+    return this.acquired(id, 'create');
   }
 
   async #reclaimWarm(id: string): Promise<boolean> {

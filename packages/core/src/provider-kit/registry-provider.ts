@@ -5,6 +5,12 @@ import { SandboxProvider } from '../contract/sandbox-provider.js';
 import { ProviderClosedError } from '../errors/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';
+import { SandboxProviderEventEmitter } from '../observability/observability-events.js';
+import type {
+  AcquirePath,
+  SandboxProviderEventListener,
+  SandboxProviderEvents,
+} from '../observability/observability-events.js';
 import { ResettableAcquireSerializer } from '../serializer/resettable-acquire-serializer.js';
 import type { WarmEntry, WarmPoolDestroyReason } from '../warm-pool/warm-pool.js';
 import { WarmPoolRegistry } from '../warm-pool/warm-pool-registry.js';
@@ -40,11 +46,16 @@ export interface RegistryProviderOptions {
  * A subclass supplies `sandboxOf` (its active entry's sandbox), the warm-pool destroy hook,
  * `handOver` (give a sandbox up without stopping it) and `teardownAll` for shutdown.
  */
-export abstract class RegistrySandboxProvider<TActive, TWarm> extends SandboxProvider {
+export abstract class RegistrySandboxProvider<TActive, TWarm>
+  extends SandboxProvider
+  implements SandboxProviderEvents
+{
   protected readonly registry: WarmPoolRegistry<TActive, TWarm>;
   protected readonly locks: ResettableAcquireSerializer;
   protected readonly logger: Logger;
   protected readonly clock: Clock;
+  /** Acquire paths and adoptions, for instrumentation (`instrumentProvider`) and the host. */
+  protected readonly events: SandboxProviderEventEmitter;
   readonly #closedMessage: string;
   #closed = false;
   #retired = false;
@@ -55,6 +66,7 @@ export abstract class RegistrySandboxProvider<TActive, TWarm> extends SandboxPro
     this.logger = options.logger ?? silentLogger;
     this.clock = options.clock ?? systemClock;
     this.#closedMessage = options.closedMessage;
+    this.events = new SandboxProviderEventEmitter({ logger: this.logger });
     this.locks = new ResettableAcquireSerializer({
       name: `${options.name}-acquire`,
       logger: this.logger,
@@ -111,6 +123,16 @@ export abstract class RegistrySandboxProvider<TActive, TWarm> extends SandboxPro
   /** One idle pass now (what the idle checker runs every `warm_pool.idle_check_interval_seconds`). */
   runIdleCheck(): Promise<void> {
     return this.registry.runIdleCheck();
+  }
+
+  onEvent(listener: SandboxProviderEventListener): () => void {
+    return this.events.onEvent(listener);
+  }
+
+  /** Reports the path an acquire took and returns the id (call it as the acquire resolves). */
+  protected acquired(sandboxId: string, path: AcquirePath): string {
+    this.events.emit({ type: 'acquire', sandboxId, path });
+    return sandboxId;
   }
 
   /** A pure in-memory lookup. */

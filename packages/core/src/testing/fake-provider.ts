@@ -1,4 +1,9 @@
-import { SandboxFileNotFoundError } from '../errors/errors.js';
+import { ProviderClosedError, SandboxFileNotFoundError } from '../errors/errors.js';
+import { SandboxProviderEventEmitter } from '../observability/observability-events.js';
+import type {
+  SandboxProviderEventListener,
+  SandboxProviderEvents,
+} from '../observability/observability-events.js';
 import type {
   ExecuteCommandOptions,
   GlobOptions,
@@ -200,7 +205,7 @@ export interface FakeSandboxProviderOptions {
  * recording every lifecycle call. `acquire`, `release`, `reset`, `shutdown` and `syncAgentSkills`
  * go through `gate`, so a test can pause them; `failNext` makes the next call of a method fail.
  */
-export class FakeSandboxProvider extends SandboxProvider {
+export class FakeSandboxProvider extends SandboxProvider implements SandboxProviderEvents {
   readonly gate = new CallGate<FakeProviderMethod>();
   /** Every sandbox ever created, by id (acquiring a parked id again revives the same object). */
   readonly sandboxes = new Map<string, FakeSandbox>();
@@ -215,6 +220,9 @@ export class FakeSandboxProvider extends SandboxProvider {
   readonly #failures = new Map<FakeProviderMethod | 'admit', Error[]>();
   readonly #options: FakeSandboxProviderOptions;
   #anonymous = 0;
+  /** Set by `reset()` (the reset contract): every later acquire is refused. */
+  #retired = false;
+  readonly #events = new SandboxProviderEventEmitter();
 
   constructor(options: FakeSandboxProviderOptions = {}) {
     super();
@@ -267,15 +275,18 @@ export class FakeSandboxProvider extends SandboxProvider {
     return this.gate.invoke('acquire', [options], async () => {
       await this.#options.intercept?.({ method: 'acquire', args: [options] });
       this.#throwIfFailing('acquire');
+      if (this.#retired) throw new ProviderClosedError('FakeSandboxProvider has been reset');
       // The fake honours no spec: refused as every provider refuses what it cannot honour.
       checkSandboxSpec(options.spec, this.specSupport, DEFAULT_SPEC_POLICY, 'FakeSandboxProvider');
       const id =
         options.threadId === undefined
           ? `${this.#options.idPrefix ?? 'fake'}:anon:${(this.#anonymous += 1)}`
           : this.idFor({ userId: options.userId, threadId: options.threadId });
+      const path = this.#active.has(id) ? 'reuse' : this.sandboxes.has(id) ? 'reclaim' : 'create';
       if (!this.sandboxes.has(id)) this.sandboxes.set(id, new FakeSandbox(id));
       this.#active.add(id);
       this.acquired.push(id);
+      this.#events.emit({ type: 'acquire', sandboxId: id, path });
       return id;
     });
   }
@@ -298,7 +309,13 @@ export class FakeSandboxProvider extends SandboxProvider {
     return this.gate.invoke('reset', [], async () => {
       await this.#options.intercept?.({ method: 'reset', args: [] });
       this.#throwIfFailing('reset');
+      this.#retired = true;
+      this.#active.clear();
     });
+  }
+
+  onEvent(listener: SandboxProviderEventListener): () => void {
+    return this.#events.onEvent(listener);
   }
 
   override shutdown(): Promise<void> {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProviderClosedError, isSbxError } from '../errors/errors.js';
+import { hasProviderEvents } from '../observability/observability-events.js';
+import type { SandboxProviderEvent } from '../observability/observability-events.js';
 import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import type { SandboxResourceName, SandboxSpec } from '../contract/sandbox-spec.js';
 
@@ -204,6 +206,25 @@ export function describeProviderContract(
         spec: { labels: { 'sbx.dev/tenant': 'contract' } },
       });
       expect(labelled).toBe(plain);
+    });
+
+    it('reports every acquire path through SandboxProviderEvents (reuse for the second turn)', async () => {
+      expect(hasProviderEvents(provider)).toBe(true);
+      if (!hasProviderEvents(provider)) return;
+      const events: SandboxProviderEvent[] = [];
+      const off = provider.onEvent((e) => events.push(e));
+      try {
+        const t = thread('events');
+        const id = await provider.acquire({ userId: 'u1', threadId: t });
+        await provider.acquire({ userId: 'u1', threadId: t });
+        const paths = events
+          .filter((e) => e.type === 'acquire' && e.sandboxId === id)
+          .map((e) => (e.type === 'acquire' ? e.path : undefined));
+        expect(paths).toHaveLength(2);
+        expect(paths[1]).toBe('reuse');
+      } finally {
+        off();
+      }
     });
 
     // Last: it retires the provider (the reset contract of docs/architecture.md).
