@@ -4,6 +4,8 @@ export default defineConfig([
   {
     entry: { index: 'src/index.ts' },
     format: ['esm', 'cjs'],
+    // `import.meta.url` in the CommonJS build (lru-cache is required relative to this package).
+    shims: true,
     dts: true,
     clean: true,
     sourcemap: true,
