@@ -11,8 +11,11 @@ import {
   loadProviderClass,
   parseSandboxConfig,
 } from '@sbx/core';
-import { MemoryLeaseTable, deriveSandboxScopeToken } from '@sbx/core/provider-kit';
-import { TEARDOWN_JOIN_TIMEOUT_MS } from '@sbx/core/internal';
+import {
+  MemoryLeaseTable,
+  TEARDOWN_JOIN_TIMEOUT_MS,
+  deriveSandboxScopeToken,
+} from '@sbx/core/provider-kit';
 import { settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AioSandboxProvider, createAioProvider } from './aio-sandbox-provider.js';

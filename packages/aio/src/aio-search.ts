@@ -18,10 +18,10 @@ import {
   MAX_GREP_LINE_LENGTH,
   compileGrepPattern,
   globNameFilter,
-  remoteOutputLimit,
   shouldIgnorePath,
   truncateLine,
 } from '@sbx/core/internal';
+import { remoteOutputLimit } from '@sbx/core/provider-kit';
 import type { AioApi } from './aio-api.js';
 import { isHttpStatus } from './aio-http-error.js';
 

@@ -40,7 +40,6 @@ export {
   assertLeaseOwnerId,
 } from './ownership/ownership-store.js';
 export { OWNERSHIP_REDIS_PACKAGE } from './ownership/ownership-store-factory.js';
-export { TEARDOWN_JOIN_TIMEOUT_MS } from './ownership/teardown-lease.js';
 export {
   CAPACITY_SANDBOX_PREFIX,
   assertCapacityHardLimit,
@@ -58,7 +57,6 @@ export {
 export { MAX_GLOB_PATTERN_LENGTH, globNameFilter } from './search/glob-match.js';
 export { truncateLine } from './search/grep-line-summary.js';
 export { compileGrepPattern } from './search/grep-pattern.js';
-export { remoteOutputLimit } from './search/search-remote.js';
 export {
   VIRTUAL_PATH_PREFIX,
   VIRTUAL_WORKSPACE_PATH,

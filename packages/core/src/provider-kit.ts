@@ -46,7 +46,7 @@ export {
 } from './warm-pool/warm-pool.js';
 export { LeaseValue, createOwnerId, leaseTtlSeconds } from './ownership/ownership-store.js';
 export { MemoryLeaseTable } from './ownership/memory-ownership-store.js';
-export { withHeldTeardownLease } from './ownership/teardown-lease.js';
+export { TEARDOWN_JOIN_TIMEOUT_MS, withHeldTeardownLease } from './ownership/teardown-lease.js';
 export { requiredLiteral } from './search/grep-literal.js';
 export { translatePythonRegex } from './search/grep-pattern.js';
 export { regexToPosixEre } from './search/grep-ere.js';
@@ -60,6 +60,7 @@ export {
   planRemoteGlob,
   planRemoteGrep,
   planRemoteListDir,
+  remoteOutputLimit,
 } from './search/search-remote.js';
 export { boundedHealthCheck } from './contract/bounded-health-check.js';
 export {
