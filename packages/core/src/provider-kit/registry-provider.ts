@@ -33,8 +33,8 @@ export interface RegistryProviderOptions {
 /**
  * The base of a registry-style provider (BoxLite, Tenki, OpenSandbox): one sandbox per id, active
  * or warm, in one process, with no ownership store. What every such provider had written itself
- * lives here once: the registry and its warm pool, the resettable per-id acquire locks, the
- * accessors, the idempotent `shutdown()` and the park-on-`reset()` loop.
+ * lives here once: the registry and its warm pool, the per-id acquire locks, the accessors, the
+ * acquire-path events, `reset()` and the idempotent `shutdown()`.
  *
  * `reset()` follows the one contract of `docs/architecture.md`: stop background work, release what
  * this instance holds, refuse further use. A provider whose sandboxes a replacement finds again
