@@ -138,7 +138,7 @@ export type {
   LeaseBindingSnapshot,
   LeaseManagerSnapshot,
   IdleTeardownReservation,
-} from './execution-leases/lease-manager.js';
+} from './execution-leases/lease-types.js';
 export {
   SERVER_OWNED_CONTEXT_KEYS,
   scrubServerOwnedContext,

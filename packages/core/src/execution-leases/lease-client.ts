@@ -1,6 +1,6 @@
 import { AbortedError, SandboxNotFoundError } from '../errors/errors.js';
 import { createLeaseOwnerId } from './lease-context.js';
-import type { LeaseProvider } from './lease-manager.js';
+import type { LeaseProvider } from './lease-types.js';
 import { getSandboxLeaseManager } from './lease-manager.js';
 import type { Logger } from '../observability/logger.js';
 import { silentLogger } from '../observability/logger.js';

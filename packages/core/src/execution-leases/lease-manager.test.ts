@@ -18,7 +18,7 @@ import {
   sandboxLeaseOwner,
   scrubServerOwnedContext,
 } from './lease-context.js';
-import type { LeaseProvider } from './lease-manager.js';
+import type { LeaseProvider } from './lease-types.js';
 import {
   SandboxLeaseManager,
   discardSandboxLeaseManager,

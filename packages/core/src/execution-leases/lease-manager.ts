@@ -10,18 +10,6 @@ import { silentLogger } from '../observability/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { AcquireOptions } from '../contract/sandbox-provider.js';
 
-export type {
-  IdleTeardownReservation,
-  LeaseAcquireOptions,
-  LeaseBindingSnapshot,
-  LeaseIdentity,
-  LeaseManagerSnapshot,
-  LeaseProvider,
-  LeaseReleaseOptions,
-  LeaseRetainOptions,
-  LeaseReuseOptions,
-  SandboxLeaseManagerOptions,
-} from './lease-types.js';
 import type {
   IdleTeardownReservation,
   LeaseAcquireOptions,
