@@ -168,6 +168,12 @@ export class WorkerInstance {
   private constructor(child: ChildProcess) {
     this.child = child;
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    // A write to a worker killed a moment ago (its exit not seen yet) fails with EPIPE on the
+    // stream, not on the write call. That call is rejected with WORKER_EXITED by the exit handler
+    // below; without a listener the EPIPE would surface as an uncaught error of the whole run.
+    child.stdin?.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+    });
     const lines = createInterface({ input: child.stdout! });
     lines.on('line', (line) => {
       const msg = JSON.parse(line) as {
