@@ -32,6 +32,17 @@ export interface BashExecResult {
   exitCode: number | null;
 }
 
+/** One `bash/output` answer: the new output and the command's state. */
+export interface BashOutput {
+  stdout: string;
+  stderr: string;
+  offset: number;
+  stderrOffset: number;
+  /** `running`, `completed`, `timed_out`, `killed` (`pending` before it starts). */
+  status: string | undefined;
+  exitCode: number | null;
+}
+
 export interface ListedFile {
   path: string;
   isDirectory: boolean;
@@ -229,6 +240,103 @@ export class AioApi {
       stderr: nullableStr(data.stderr),
       exitCode: int(data.exit_code),
     };
+  }
+
+  /** `POST /v1/bash/exec` with `async_mode`: starts the command in a fresh session, at once. */
+  async bashStart(
+    request: {
+      command: string;
+      env?: Readonly<Record<string, string>> | undefined;
+      execDir?: string | undefined;
+    },
+    options: AioRequestOptions = {},
+  ): Promise<{ sessionId: string; commandId: string | undefined }> {
+    const env = await this.call(
+      'POST',
+      '/v1/bash/exec',
+      {
+        command: request.command,
+        async_mode: true,
+        ...(request.env ? { env: request.env } : {}),
+        ...(request.execDir ? { exec_dir: request.execDir } : {}),
+      },
+      options,
+    );
+    const data = asObject(env.data) ?? {};
+    const sessionId = str(data.session_id);
+    if (sessionId === undefined) {
+      throw new AioHttpError('POST /v1/bash/exec answered no session_id', {
+        method: 'POST',
+        url: this.http.baseUrl + '/v1/bash/exec',
+      });
+    }
+    return { sessionId, commandId: str(data.command_id) };
+  }
+
+  /** `POST /v1/bash/output`: output after the byte offsets; `waitSeconds` long-polls for more. */
+  async bashOutput(
+    request: {
+      sessionId: string;
+      commandId?: string | undefined;
+      offset: number;
+      stderrOffset: number;
+      waitSeconds: number;
+    },
+    options: AioRequestOptions = {},
+  ): Promise<BashOutput> {
+    const env = await this.call(
+      'POST',
+      '/v1/bash/output',
+      {
+        session_id: request.sessionId,
+        ...(request.commandId ? { command_id: request.commandId } : {}),
+        offset: request.offset,
+        stderr_offset: request.stderrOffset,
+        wait: request.waitSeconds > 0,
+        wait_timeout: request.waitSeconds,
+      },
+      options,
+    );
+    const data = asObject(env.data) ?? {};
+    const command = asObject(data.command) ?? {};
+    return {
+      stdout: str(data.stdout) ?? '',
+      stderr: str(data.stderr) ?? '',
+      offset: int(data.offset) ?? request.offset,
+      stderrOffset: int(data.stderr_offset) ?? request.stderrOffset,
+      status: str(command.status),
+      exitCode: int(command.exit_code),
+    };
+  }
+
+  /** `POST /v1/bash/write`: text to the running command's standard input. */
+  async bashWrite(
+    request: { sessionId: string; commandId?: string | undefined; input: string },
+    options: AioRequestOptions = {},
+  ): Promise<void> {
+    await this.call(
+      'POST',
+      '/v1/bash/write',
+      {
+        session_id: request.sessionId,
+        ...(request.commandId ? { command_id: request.commandId } : {}),
+        input: request.input,
+      },
+      options,
+    );
+  }
+
+  /** `POST /v1/bash/kill`: signals the session's running command. */
+  async bashKill(
+    request: { sessionId: string; signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT' },
+    options: AioRequestOptions = {},
+  ): Promise<void> {
+    await this.call(
+      'POST',
+      '/v1/bash/kill',
+      { session_id: request.sessionId, signal: request.signal },
+      options,
+    );
   }
 
   /** `start`: 0-based first line; `end`: exclusive. */

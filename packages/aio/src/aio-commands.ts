@@ -218,7 +218,21 @@ export class AioCommandRunner {
     env: Record<string, string>,
     options: ExecuteCommandOptions,
   ): Promise<string> {
-    if (this.bashExecUnsupported) return BASH_EXEC_UNSUPPORTED_MESSAGE;
+    const outcome = await this.runWithEnvOutcome(command, env, options);
+    if (outcome === undefined) return BASH_EXEC_UNSUPPORTED_MESSAGE;
+    return redactSecrets(assembleOutput(outcome), env);
+  }
+
+  /**
+   * A command with per-call env through `bash/exec` (secrets never ride a persistent session).
+   * `undefined` when the image has no `bash/exec`. Output is not yet redacted.
+   */
+  async runWithEnvOutcome(
+    command: string,
+    env: Record<string, string>,
+    options: ExecuteCommandOptions,
+  ): Promise<CommandOutcome | undefined> {
+    if (this.bashExecUnsupported) return undefined;
     const hardTimeout =
       options.timeoutMs === undefined
         ? this.deps.envCommandTimeoutSeconds
@@ -238,12 +252,12 @@ export class AioCommandRunner {
           'AIO sandbox image has no POST /v1/bash/exec: commands with per-call environment cannot run; upgrade the image',
           { sandbox_id: this.deps.sandboxId },
         );
-        return BASH_EXEC_UNSUPPORTED_MESSAGE;
+        return undefined;
       }
       throw err;
     }
     await this.closeBashSession(first.sessionId);
-    let text = assembleOutput(await this.withOomNote(bashOutcome(first, hardTimeout)));
+    let outcome = await this.withOomNote(bashOutcome(first, hardTimeout));
     if (hasErrorObservation(first.stdout) || hasErrorObservation(first.stderr)) {
       this.deps.logger.warn('AIO bash/exec answered ErrorObservation; retrying once', {
         sandbox_id: this.deps.sandboxId,
@@ -255,7 +269,7 @@ export class AioCommandRunner {
           (retry.stdout || retry.stderr) &&
           !hasErrorObservation(retry.stdout) &&
           !hasErrorObservation(retry.stderr);
-        if (clean) text = assembleOutput(await this.withOomNote(bashOutcome(retry, hardTimeout)));
+        if (clean) outcome = await this.withOomNote(bashOutcome(retry, hardTimeout));
       } catch (err) {
         if (err instanceof AbortedError) throw err;
         this.deps.logger.warn('AIO bash/exec retry failed; returning the first answer', {
@@ -264,7 +278,7 @@ export class AioCommandRunner {
         });
       }
     }
-    return redactSecrets(text, env);
+    return outcome;
   }
 
   /**

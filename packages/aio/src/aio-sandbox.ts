@@ -6,12 +6,23 @@ import {
   SandboxFileError,
   SandboxFileNotFoundError,
   SandboxRuntimeError,
+  redactSecrets,
   silentLogger,
+  sleep,
   validateExtraEnv,
 } from '@sbx/core';
-import { planRemoteListDir } from '@sbx/core/provider-kit';
+import {
+  ProcessTable,
+  assertCommandText,
+  assertExecSupported,
+  assertSandboxFilePath,
+  planRemoteListDir,
+} from '@sbx/core/provider-kit';
 import type {
+  ExecOptions,
+  ExecResult,
   ExecuteCommandOptions,
+  SandboxCapabilities,
   GlobOptions,
   GlobResult,
   GrepOptions,
@@ -26,12 +37,25 @@ import { Mutex } from 'async-mutex';
 import { withLock } from './abortable-lock.js';
 import { AioApi } from './aio-api.js';
 import { AioHttpClient, DEFAULT_REQUEST_TIMEOUT_MS, aioRequestHeaders } from './aio-http.js';
-import { assembleOutput } from './command-output.js';
+import { assembleOutput, outcomeResult } from './command-output.js';
+import { AioBashLauncher, execInBashProcess } from './aio-bash-processes.js';
+import { BASH_EXEC_UNSUPPORTED_MESSAGE } from './bash-exec-unsupported.js';
 import { CommandScopeRegistry } from './command-scopes.js';
 import { MAX_DOWNLOAD_BYTES, checkDownloadPath } from './download-path.js';
 import { ShellSessionManager } from './shell-sessions.js';
 import { AioSearch } from './aio-search.js';
 import { AioCommandRunner } from './aio-commands.js';
+
+/**
+ * Output streams (async bash commands, long-polled) and background processes run on the bash
+ * API. The image has no way to close a command's input: `exec({ stdin })` feeds the command from
+ * a file, and a background process takes `write` but not `closeStdin`.
+ */
+const AIO_CAPABILITIES: SandboxCapabilities = Object.freeze({
+  streaming: true,
+  stdin: true,
+  backgroundProcesses: true,
+});
 
 /** `no_change_timeout` of shell commands: seconds without new output before the API answers. */
 export const DEFAULT_NO_CHANGE_TIMEOUT_SECONDS = 600;
@@ -115,6 +139,8 @@ export class AioSandbox extends Sandbox {
   private readonly noChangeTimeoutSeconds: number;
   private readonly envCommandTimeoutSeconds: number;
   private readonly commands: AioCommandRunner;
+  private readonly launcher: AioBashLauncher;
+  private readonly processTable: ProcessTable;
   private homeDirValue: string | undefined;
   private homeDirPending: Promise<string> | undefined;
   private closing: Promise<void> | undefined;
@@ -160,6 +186,20 @@ export class AioSandbox extends Sandbox {
       noChangeTimeoutSeconds: this.noChangeTimeoutSeconds,
       envCommandTimeoutSeconds: this.envCommandTimeoutSeconds,
       httpClosed: () => this.http.closed,
+    });
+    this.launcher = new AioBashLauncher({
+      api: this.api,
+      logger: this.logger,
+      sandboxId: id,
+      execDir: async (cwd) => cwd,
+      closed: () => this.http.closed,
+      pause: (ms) => sleep(ms),
+    });
+    this.processTable = new ProcessTable({
+      launcher: this.launcher,
+      stdin: true,
+      logger: this.logger,
+      sandboxId: id,
     });
   }
 
@@ -228,6 +268,60 @@ export class AioSandbox extends Sandbox {
       this.commands.runOnDefaultSession(command, options.timeoutMs, options.signal),
     );
     return assembleOutput(outcome);
+  }
+
+  override get capabilities(): SandboxCapabilities {
+    return AIO_CAPABILITIES;
+  }
+
+  override get processes(): ProcessTable {
+    return this.processTable;
+  }
+
+  /**
+   * A plain command (no env, cwd or listeners) runs where `executeCommand` runs it: the scope's
+   * session, else the default session, so `cd` and `export` persist as they do there. A command
+   * with env runs through `bash/exec` (secrets never ride a persistent session); one with a cwd
+   * or listeners runs as an async bash command whose output is long-polled, so it streams.
+   */
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    validateExtraEnv(options.env);
+    checkTimeout(options.timeoutMs);
+    assertCommandText(command);
+    assertExecSupported(this.capabilities, options);
+    if (options.cwd !== undefined) assertSandboxFilePath(options.cwd);
+    this.assertOpen();
+    const started = performance.now();
+    const streamed = options.onStdout !== undefined || options.onStderr !== undefined;
+    if (streamed || options.cwd !== undefined || options.stdin !== undefined) {
+      return execInBashProcess(this.launcher, this.api, command, options, {
+        timeoutMs: options.timeoutMs ?? this.envCommandTimeoutSeconds * 1000,
+        logger: this.logger,
+        sandboxId: this.id,
+      });
+    }
+    if (hasEnv(options.env)) {
+      const env = options.env;
+      const outcome = await this.commands.runWithEnvOutcome(command, env, options);
+      if (outcome === undefined) {
+        throw new SandboxRuntimeError(BASH_EXEC_UNSUPPORTED_MESSAGE.replace(/^Error: /, ''));
+      }
+      const result = outcomeResult(outcome, started);
+      return {
+        ...result,
+        stdout: redactSecrets(result.stdout, env),
+        stderr: redactSecrets(result.stderr, env),
+      };
+    }
+    const scopeId = options.scopeId;
+    const outcome = scopeId
+      ? await this.scopes.run(scopeId, options.signal, (scope) =>
+          this.commands.runInScope(scope, command, options.timeoutMs, options.signal),
+        )
+      : await withLock(this.lock, options.signal, () =>
+          this.commands.runOnDefaultSession(command, options.timeoutMs, options.signal),
+        );
+    return outcomeResult(outcome, started);
   }
 
   /** The id of this client's default shell session, once created (tests, observability). */
@@ -377,6 +471,8 @@ export class AioSandbox extends Sandbox {
       this.closed = true;
       this.closing = (async () => {
         try {
+          // Background processes end with the client that started them (see SandboxProcesses).
+          await this.processTable.close();
           await this.scopes.closeAll((scope) => this.commands.dropScopeSession(scope));
           await this.lock.runExclusive(() => this.http.close());
         } catch (err) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { shellQuote } from '@sbx/core';
+import type { ExecResult } from '@sbx/core';
 import type { BashExecResult, ShellCommandResult } from './aio-api.js';
 
 /**
@@ -168,4 +169,35 @@ export function bashOutcome(result: BashExecResult, hardTimeoutSeconds: number):
     return { ...base, abnormalStatus: result.status };
   }
   return base;
+}
+
+/**
+ * The structured result of an outcome. Its text form (`execResultText`) is exactly
+ * `assembleOutput(outcome)`: the image's own endings (a limit on silence that left the command
+ * running, a status such as `terminated`) travel as the result's notice.
+ */
+export function outcomeResult(outcome: CommandOutcome, startedAt: number): ExecResult {
+  const base = {
+    stdout: outcome.stdout,
+    stderr: outcome.stderr,
+    durationMs: performance.now() - startedAt,
+    truncated: false,
+  };
+  if (outcome.timeout) {
+    return {
+      ...base,
+      exitCode: null,
+      timedOut: true,
+      timeoutMs: outcome.timeout.seconds * 1000,
+      notice: timeoutNotice(outcome.timeout.seconds, outcome.timeout.kind),
+    };
+  }
+  const abnormal =
+    outcome.abnormalStatus !== undefined && (outcome.exitCode === null || outcome.exitCode === 0);
+  return {
+    ...base,
+    exitCode: abnormal ? null : outcome.exitCode,
+    timedOut: false,
+    ...(abnormal ? { notice: `Command ended with status ${outcome.abnormalStatus}.` } : {}),
+  };
 }

@@ -1,6 +1,13 @@
 // Test helpers shared by this package's tests. Not exported from the package.
 import { Sandbox, SandboxFileNotFoundError, SandboxProvider } from '@sbx/core';
-import type { AcquireOptions, GlobResult, GrepResult, Logger, WriteFileOptions } from '@sbx/core';
+import type {
+  AcquireOptions,
+  ExecResult,
+  GlobResult,
+  GrepResult,
+  Logger,
+  WriteFileOptions,
+} from '@sbx/core';
 import type { AuthorizationConfig } from './authorization-config.js';
 import type {
   AuthorizationDecision,
@@ -119,9 +126,16 @@ export class MemorySandbox extends Sandbox {
   /** Every sandbox operation, in order (`read:/path`, `write:/path`, `exec:cmd`, ...). */
   readonly operations: string[] = [];
 
-  async executeCommand(command: string): Promise<string> {
+  async exec(command: string): Promise<ExecResult> {
     this.operations.push(`exec:${command}`);
-    return `ran: ${command}`;
+    return {
+      exitCode: 0,
+      stdout: `ran: ${command}`,
+      stderr: '',
+      durationMs: 0,
+      truncated: false,
+      timedOut: false,
+    };
   }
   async readFile(path: string): Promise<string> {
     this.operations.push(`read:${path}`);

@@ -1,7 +1,9 @@
 import {
   RemoteShellSandbox,
-  assembleCommandOutput,
+  assertCommandText,
   assertDownloadablePath,
+  assertExecSupported,
+  oneShotExecResult,
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
@@ -20,7 +22,8 @@ import {
 } from '@sbx/core';
 import type {
   Clock,
-  ExecuteCommandOptions,
+  ExecOptions,
+  ExecResult,
   Logger,
   ReadFileOptions,
   WriteFileOptions,
@@ -158,26 +161,35 @@ export class BoxliteSandbox extends RemoteShellSandbox {
     );
   }
 
-  override async executeCommand(
-    command: string,
-    options: ExecuteCommandOptions = {},
-  ): Promise<string> {
+  /**
+   * BoxLite's exec returns a command's output when it has ended: listeners are called once, at
+   * the end (`capabilities.streaming` is false), and there is no standard input or background
+   * process API to map onto.
+   */
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    assertCommandText(command);
+    assertExecSupported(this.capabilities, options);
     validateExtraEnv(options.env);
     this.#assertOpen();
+    const started = performance.now();
     const env = { ...this.#environment, ...(options.env ?? {}) };
     const timeoutSeconds =
       options.timeoutMs !== undefined ? options.timeoutMs / 1000 : this.#commandTimeoutSeconds;
-    const outcome = await this.#exec(['-lc', command], env, timeoutSeconds, options.signal);
-    if (outcome.timedOut) {
-      return assembleCommandOutput({
-        stdout: '',
-        stderr: '',
-        exitCode: 0,
-        timedOut: true,
-        timeoutSeconds,
-      });
-    }
-    return assembleCommandOutput(outcome.result);
+    const script = this.commandInCwd(command, options.cwd);
+    const outcome = await this.#exec(['-lc', script], env, timeoutSeconds, options.signal);
+    const timeoutMs = timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000;
+    return oneShotExecResult(
+      outcome.timedOut
+        ? { stdout: '', stderr: '', exitCode: null, timedOut: true, timeoutMs }
+        : { ...outcome.result, timedOut: false, timeoutMs },
+      options,
+      started,
+      (error) =>
+        this.#logger.warn('a command output listener threw', {
+          sandboxId: this.id,
+          error: errorMessage(error),
+        }),
+    );
   }
 
   override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {

@@ -2,12 +2,33 @@
 
 // --- errors
 export * from './errors/errors.js';
+export * from './errors/process-errors.js';
 
 // --- optional dependencies
 export { loadOptionalDependency } from './provider-kit/optional-dependency.js';
 
 // --- contract
 export { Sandbox } from './contract/sandbox.js';
+export { FULL_PROCESS_CAPABILITIES, ONE_SHOT_CAPABILITIES } from './contract/sandbox-exec.js';
+export type {
+  ExecOptions,
+  ExecResult,
+  OutputListener,
+  ProcessInput,
+  SandboxCapabilities,
+} from './contract/sandbox-exec.js';
+export { PROCESS_SIGNALS } from './contract/sandbox-processes.js';
+export type {
+  ProcessExit,
+  ProcessHandle,
+  ProcessInfo,
+  ProcessOutput,
+  ProcessOutputOptions,
+  ProcessSignal,
+  ProcessStartOptions,
+  ProcessStatus,
+  SandboxProcesses,
+} from './contract/sandbox-processes.js';
 export type {
   ExecuteCommandOptions,
   ScopedExecuteCommandOptions,

@@ -85,3 +85,15 @@ export { maskHostPaths, guardFileToolPath } from './tools/local-sandbox-guard.js
 export { DEFAULT_SPEC_POLICY, NO_SPEC_SUPPORT, checkSandboxSpec } from './contract/sandbox-spec.js';
 export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';
 export { SandboxProviderEventEmitter } from './observability/observability-events.js';
+export { ProcessTable } from './process/process-table.js';
+export type { ProcessTableOptions } from './process/process-table.js';
+export type {
+  LaunchOptions,
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from './process/process-launcher.js';
+export { Utf8Listener } from './process/utf8-listener.js';
+export { execResultText } from './command/exec-result-text.js';
+export { assertCommandText, assertExecSupported } from './process/process-limits.js';

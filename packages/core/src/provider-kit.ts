@@ -71,3 +71,40 @@ export {
 export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';
 export { SandboxProviderEventEmitter } from './observability/observability-events.js';
 export { specIdentityScope } from './contract/sandbox-spec.js';
+
+// Commands as processes: the table behind `sandbox.processes`, the launcher hook a provider
+// implements for it, and the pieces every provider's `exec` shares.
+export {
+  DEFAULT_KEPT_ENDED_PROCESSES,
+  DEFAULT_MAX_RUNNING_PROCESSES,
+  MAX_PROCESS_WRITE_BYTES,
+  ProcessTable,
+} from './process/process-table.js';
+export type { ProcessTableOptions } from './process/process-table.js';
+export type {
+  LaunchOptions,
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from './process/process-launcher.js';
+export {
+  DEFAULT_PROCESS_OUTPUT_BYTES,
+  MAX_PROCESS_OUTPUT_READ_BYTES,
+  OutputRing,
+} from './process/output-ring.js';
+export type { OutputStream } from './process/output-ring.js';
+export { Utf8Listener } from './process/utf8-listener.js';
+export { execResultText } from './command/exec-result-text.js';
+export {
+  MAX_COMMAND_BYTES,
+  MAX_EXEC_STDIN_BYTES,
+  assertCommandText,
+  assertExecSupported,
+  assertProcessTimeout,
+} from './process/process-limits.js';
+export { oneShotExecResult } from './process/one-shot-exec.js';
+export type { OneShotOutcome } from './process/one-shot-exec.js';
+export { guardedListener } from './process/guarded-listener.js';
+export { DEFAULT_EXEC_CAPTURE_BYTES, execViaLauncher } from './process/launcher-exec.js';
+export type { LauncherExecOptions } from './process/launcher-exec.js';

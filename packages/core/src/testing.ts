@@ -37,6 +37,11 @@ export type {
 } from './testing/fake-provider.js';
 
 // @section sandbox-contract
+export { describeProcessContract } from './testing/process-contract.js';
+export type {
+  ProcessContractOptions,
+  ProcessSandboxUnderTest,
+} from './testing/process-contract.js';
 export { sandboxFromProvider } from './testing/sandbox-from-provider.js';
 export type { SandboxFromProviderOptions } from './testing/sandbox-from-provider.js';
 export { describeSandboxContract } from './testing/sandbox-contract.js';

@@ -78,9 +78,25 @@ export interface E2BCommandOptions {
   signal?: AbortSignal;
 }
 
+/** `CommandHandle` subset: a command started with `background: true`. */
+export interface E2BCommandHandle {
+  readonly pid: number;
+  /** Rejects with a `CommandExitError` on a non-zero exit, like `run`. */
+  wait(): Promise<E2BCommandResult>;
+}
+
 export interface E2BCommands {
   /** Rejects with a `CommandExitError` on a non-zero exit, like the SDK. */
-  run(cmd: string, opts?: E2BCommandOptions): Promise<E2BCommandResult>;
+  run(cmd: string, opts?: E2BCommandOptions & { background?: false }): Promise<E2BCommandResult>;
+  /** Starts the command and resolves at once; `stdin: true` keeps its input open. */
+  run(
+    cmd: string,
+    opts: E2BCommandOptions & { background: true; stdin?: boolean },
+  ): Promise<E2BCommandHandle>;
+  sendStdin(pid: number, data: string | Uint8Array): Promise<void>;
+  closeStdin(pid: number): Promise<void>;
+  /** SIGKILL (the only signal the SDK sends); `false` when no such process. */
+  kill(pid: number): Promise<boolean>;
 }
 
 export type E2BFileType = 'file' | 'dir' | 'symlink';

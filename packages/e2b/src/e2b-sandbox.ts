@@ -1,4 +1,11 @@
-import { RemoteShellSandbox, assembleCommandOutput } from '@sbx/core/provider-kit';
+import {
+  ProcessTable,
+  RemoteShellSandbox,
+  assertCommandText,
+  assertExecSupported,
+  execResultText,
+  guardedListener,
+} from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
   InvalidArgumentError,
@@ -16,7 +23,18 @@ import {
   VIRTUAL_PATH_PREFIX,
   hasTraversalSegment,
 } from '@sbx/core/internal';
-import type { ExecuteCommandOptions, Logger, ReadFileOptions, WriteFileOptions } from '@sbx/core';
+import type {
+  ExecOptions,
+  ExecResult,
+  ExecuteCommandOptions,
+  Logger,
+  ReadFileOptions,
+  SandboxCapabilities,
+  SandboxProcesses,
+  WriteFileOptions,
+} from '@sbx/core';
+import { AbortedError, FULL_PROCESS_CAPABILITIES } from '@sbx/core';
+import { E2BProcessLauncher, runWithStdin } from './e2b-processes.js';
 import type { E2BCommandOptions, E2BCommandResult, E2BRemoteSandbox } from './e2b-client.js';
 import { SDK_DEFAULT_COMMAND_TIMEOUT_MS } from './e2b-client.js';
 import {
@@ -60,6 +78,7 @@ export class E2BSandbox extends RemoteShellSandbox {
   readonly #defaultTimeoutMs: number | undefined;
   #client: E2BRemoteSandbox | undefined;
   #dead = false;
+  readonly #processes: ProcessTable;
 
   constructor(id: string, client: E2BRemoteSandbox, options: E2BSandboxOptions = {}) {
     super(id);
@@ -67,6 +86,15 @@ export class E2BSandbox extends RemoteShellSandbox {
     this.homeDir = (options.homeDir ?? DEFAULT_E2B_HOME_DIR).replace(/\/+$/, '') || '/';
     this.#logger = options.logger ?? silentLogger;
     this.#defaultTimeoutMs = options.defaultCommandTimeoutMs;
+    this.#processes = new ProcessTable({
+      launcher: new E2BProcessLauncher({
+        client: () => this.#usable(),
+        resolvePath: (path) => this.resolvePath(path),
+      }),
+      stdin: true,
+      logger: this.#logger,
+      sandboxId: id,
+    });
   }
 
   /** The id the control plane knows (falls back to the sbx id when the client reports none). */
@@ -116,46 +144,102 @@ export class E2BSandbox extends RemoteShellSandbox {
       : physical;
   }
 
-  async executeCommand(command: string, options: ExecuteCommandOptions = {}): Promise<string> {
+  override get capabilities(): SandboxCapabilities {
+    return FULL_PROCESS_CAPABILITIES;
+  }
+
+  override get processes(): SandboxProcesses {
+    return this.#processes;
+  }
+
+  /**
+   * The reference text. A closed client, a reaped VM and an SDK failure read as `Error: ...`
+   * texts here (the reference's convention for this provider), where `exec` throws them typed.
+   */
+  override async executeCommand(
+    command: string,
+    options: ExecuteCommandOptions = {},
+  ): Promise<string> {
+    const outcome = await this.#run(command, options);
+    return 'text' in outcome ? outcome.text : execResultText(outcome.result);
+  }
+
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    assertCommandText(command);
+    assertExecSupported(this.capabilities, options);
+    const outcome = await this.#run(command, options);
+    if ('text' in outcome) {
+      throw new SandboxRuntimeError(outcome.text.replace(/^Error: /, ''), {
+        details: { sandbox_id: this.id },
+      });
+    }
+    return outcome.result;
+  }
+
+  async #run(
+    command: string,
+    options: ExecOptions,
+  ): Promise<{ result: ExecResult } | { text: string }> {
     // Validated before anything reaches the VM: a key can smuggle shell syntax into hosts that
     // splice env into a command line, and the contract is the same for every provider.
     validateExtraEnv(options.env);
     const client = this.#client;
-    if (client === undefined) return CLOSED_MESSAGE;
-    if (this.#dead) return REAPED_MESSAGE;
+    if (client === undefined) return { text: CLOSED_MESSAGE };
+    if (this.#dead) return { text: REAPED_MESSAGE };
     const timeoutMs = options.timeoutMs ?? this.#defaultTimeoutMs;
+    const limit = timeoutMs ?? SDK_DEFAULT_COMMAND_TIMEOUT_MS;
+    const started = performance.now();
     let stdout = '';
     let stderr = '';
-    const runOptions: E2BCommandOptions = {
-      onStdout: (d) => {
-        stdout += d;
-      },
-      onStderr: (d) => {
-        stderr += d;
-      },
-    };
+    const runOptions: E2BCommandOptions = {};
     // Only what the caller asked for: per-call env as `envs` (never spliced into the command
     // text, where it would be logged and visible in `ps`), and a limit only when one is set.
     if (options.env !== undefined) runOptions.envs = { ...options.env };
+    if (options.cwd !== undefined) runOptions.cwd = this.resolvePath(options.cwd);
     if (timeoutMs !== undefined) runOptions.timeoutMs = timeoutMs;
     if (options.signal !== undefined) runOptions.signal = options.signal;
+    const done = (parts: { stdout: string; stderr: string; exitCode: number | null }) => ({
+      result: {
+        ...parts,
+        durationMs: performance.now() - started,
+        truncated: false,
+        timedOut: false,
+        timeoutMs: limit,
+      },
+    });
+    const toStdout = guardedListener(options.onStdout, this.#logger, this.id);
+    const toStderr = guardedListener(options.onStderr, this.#logger, this.id);
+    runOptions.onStdout = (d) => {
+      stdout += d;
+      toStdout?.(d);
+    };
+    runOptions.onStderr = (d) => {
+      stderr += d;
+      toStderr?.(d);
+    };
     try {
-      const result = await client.commands.run(command, runOptions);
-      return assembleCommandOutput(result);
+      const result =
+        options.stdin === undefined
+          ? await client.commands.run(command, runOptions)
+          : await runWithStdin(client, command, runOptions, options.stdin);
+      return done(result);
     } catch (error) {
+      if (options.signal?.aborted) throw new AbortedError(undefined, { cause: error });
       const exited = commandExitResult(error);
-      if (exited) return assembleCommandOutput(exited);
+      if (exited) return done(exited);
       if (isCommandTimeoutError(error)) {
-        const limit = timeoutMs ?? SDK_DEFAULT_COMMAND_TIMEOUT_MS;
-        return assembleCommandOutput({
-          stdout,
-          stderr,
-          exitCode: 0,
-          timedOut: true,
-          timeoutSeconds: limit / 1000,
-        });
+        return {
+          result: {
+            stdout,
+            stderr,
+            exitCode: null,
+            durationMs: performance.now() - started,
+            truncated: false,
+            timedOut: true,
+            timeoutMs: limit,
+          },
+        };
       }
-      if (options.signal?.aborted) throw error;
       if (isSandboxGoneError(error)) {
         this.#dead = true;
         this.#logger.warn('e2b sandbox is gone; marking it dead', {
@@ -163,7 +247,7 @@ export class E2BSandbox extends RemoteShellSandbox {
           error: errorMessage(error),
         });
       }
-      return `Error: ${errorMessage(error)}`;
+      return { text: `Error: ${errorMessage(error)}` };
     }
   }
 
@@ -270,6 +354,8 @@ export class E2BSandbox extends RemoteShellSandbox {
 
   /** Idempotent. Gives the VM handle up; never destroys the VM. */
   override async close(): Promise<void> {
+    // Background processes end with the client that started them (see `SandboxProcesses`).
+    if (this.#client !== undefined) await this.#processes.close();
     const client = this.#client;
     this.#client = undefined;
     if (client === undefined) return;

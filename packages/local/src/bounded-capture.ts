@@ -30,6 +30,11 @@ export class BoundedCapture {
     return this.total;
   }
 
+  /** Bytes were dropped past the limit. */
+  get truncated(): boolean {
+    return this.total > this.kept;
+  }
+
   seal(): void {
     this.sealed = true;
   }

@@ -2,7 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { silentLogger } from '@sbx/core';
-import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import {
+  describeProcessContract,
+  describeProviderContract,
+  describeSandboxContract,
+} from '@sbx/core/testing';
 import { LocalSandboxProvider } from './local-sandbox-provider.js';
 
 async function makeProvider() {
@@ -20,3 +24,16 @@ describeSandboxContract('LocalSandbox', async () => {
 });
 
 describeProviderContract('LocalSandboxProvider', makeProvider);
+
+let processThreads = 0;
+describeProcessContract(
+  'LocalSandbox',
+  async () => {
+    const { provider, cleanup } = await makeProvider();
+    const sandbox = provider.get(
+      await provider.acquire({ userId: 'contract', threadId: `process-${++processThreads}` }),
+    )!;
+    return { sandbox, workdir: '/mnt/user-data/workspace', cleanup };
+  },
+  { captureLimitBytes: 10 * 1024 * 1024 },
+);

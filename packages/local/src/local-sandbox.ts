@@ -21,7 +21,8 @@ import {
   translateContainerPaths,
   validateExtraEnv,
 } from '@sbx/core';
-import { assembleCommandOutput } from '@sbx/core/internal';
+import { ProcessTable, assertCommandText, assertExecSupported } from '@sbx/core/internal';
+import { FULL_PROCESS_CAPABILITIES } from '@sbx/core';
 import {
   DEFAULT_SEARCH_TIMEOUT_MS,
   MAX_TIMER_SECONDS,
@@ -30,7 +31,9 @@ import {
 } from '@sbx/core/internal';
 import type {
   EnvPolicyMode,
-  ExecuteCommandOptions,
+  ExecOptions,
+  ExecResult,
+  SandboxCapabilities,
   GlobOptions,
   GlobResult,
   GrepOptions,
@@ -46,6 +49,8 @@ import type {
 import { toFileError } from './file-errors.js';
 import { mountsBelow, openSandboxFile, type FileAccess } from './sandbox-file-open.js';
 import { runPosixCommand, type PosixRunOptions, type PosixRunResult } from './posix-runner.js';
+import { runHostExec, type PreparedHostCommand } from './local-exec.js';
+import { LocalProcessLauncher } from './local-process-launcher.js';
 import { findShell } from './shell.js';
 import {
   PROVIDER_PROCESS_MARKER,
@@ -142,6 +147,7 @@ export class LocalSandbox extends Sandbox {
   private maskerPromise: Promise<HostPathMasker> | undefined;
   /** Read by the tool layer (`LocalToolEnvironmentSource`). */
   readonly localToolEnvironment: LocalToolEnvironment | undefined;
+  private readonly processTable: ProcessTable;
 
   constructor(id: string, options: LocalSandboxOptions = {}) {
     super(id);
@@ -187,6 +193,17 @@ export class LocalSandbox extends Sandbox {
     this.logger = options.logger ?? silentLogger;
     this.runner = options.runner ?? runPosixCommand;
     this.localToolEnvironment = options.toolEnvironment;
+    this.processTable = new ProcessTable({
+      launcher: new LocalProcessLauncher({
+        prepare: (command, launch) => this.prepareCommand(command, launch),
+        rewrite: (env) => this.outputRewrite(env),
+        logger: this.logger,
+        sandboxId: id,
+      }),
+      stdin: true,
+      logger: this.logger,
+      sandboxId: id,
+    });
   }
 
   get mappings(): readonly PathMapping[] {
@@ -249,18 +266,46 @@ export class LocalSandbox extends Sandbox {
     return this.maskerPromise;
   }
 
-  override async executeCommand(
-    command: string,
-    options: ExecuteCommandOptions = {},
-  ): Promise<string> {
-    if (!this.allowHostBash) throw new HostBashDisabledError(LOCAL_HOST_BASH_DISABLED_MESSAGE);
-    validateExtraEnv(options.env);
+  override get capabilities(): SandboxCapabilities {
+    return FULL_PROCESS_CAPABILITIES;
+  }
+
+  override get processes(): ProcessTable {
+    return this.processTable;
+  }
+
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     const timeoutMs = options.timeoutMs ?? this.timeoutSeconds * 1000;
     if (!(Number.isFinite(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMER_SECONDS * 1000)) {
       throw new InvalidArgumentError(
         `timeoutMs must be a positive number up to ${MAX_TIMER_SECONDS * 1000}, got ${timeoutMs}`,
       );
     }
+    assertExecSupported(this.capabilities, options);
+    const prepared = await this.prepareCommand(command, options);
+    return runHostExec(
+      this.runner,
+      prepared,
+      { ...options, timeoutMs, maxCaptureBytes: this.maxCaptureBytes },
+      await this.outputRewrite(options.env),
+      this.logger,
+      this.id,
+    );
+  }
+
+  /**
+   * Everything a host command needs before it is spawned: host bash allowed, env checked, virtual
+   * paths in the command translated, the env built under the policy and tagged, cwd resolved
+   * through the mount table (so it is confined like every other path).
+   */
+  private async prepareCommand(
+    command: string,
+    options: { env?: Readonly<Record<string, string>> | undefined; cwd?: string | undefined },
+  ): Promise<PreparedHostCommand> {
+    if (!this.allowHostBash) throw new HostBashDisabledError(LOCAL_HOST_BASH_DISABLED_MESSAGE);
+    assertCommandText(command);
+    validateExtraEnv(options.env);
+    const cwd = options.cwd === undefined ? undefined : await this.resolveCwd(options.cwd);
     const translated = await translateContainerPaths(command, this.table, 'command');
     const shell = this.shell ?? (await sharedDefaultShell());
     const env = buildSandboxEnv(options.env, { mode: this.envPolicy, allow: this.envAllow });
@@ -270,22 +315,38 @@ export class LocalSandbox extends Sandbox {
       env[SANDBOX_PROCESS_MARKER] = this.processTags.sandbox;
       if (this.processTags.provider) env[PROVIDER_PROCESS_MARKER] = this.processTags.provider;
     }
-    const result = await this.runner({
-      shell,
-      command: translated,
-      env,
-      timeoutMs,
-      signal: options.signal,
-      maxCaptureBytes: this.maxCaptureBytes,
+    return { shell, command: translated, env, ...(cwd !== undefined ? { cwd } : {}) };
+  }
+
+  private async resolveCwd(cwd: string): Promise<string> {
+    if (typeof cwd !== 'string' || cwd === '') {
+      throw new InvalidArgumentError('cwd must be a non-empty path');
+    }
+    const { hostPath } = await this.table.resolve(cwd, 'read');
+    const info = await stat(hostPath).catch((error: unknown) => {
+      throw toFileError(error, cwd, 'cwd');
     });
-    const output = assembleCommandOutput({
-      stdout: result.stdout,
-      stderr: result.stderr,
-      exitCode: result.exitCode,
-      timedOut: result.timedOut,
-      timeoutSeconds: timeoutMs / 1000,
-    });
-    return redactSecrets(await this.maskHostPaths(output), options.env);
+    if (!info.isDirectory()) {
+      throw new SandboxFileError(`cwd is not a directory: ${cwd}`, {
+        path: cwd,
+        operation: 'cwd',
+        kind: 'ENOTDIR',
+      });
+    }
+    return hostPath;
+  }
+
+  /** Host paths shown as virtual paths, then the call's injected secrets redacted. */
+  private async outputRewrite(
+    env: Readonly<Record<string, string>> | undefined,
+  ): Promise<(text: string) => string> {
+    const masker = await this.masker();
+    return (text) => redactSecrets(masker.mask(text), env);
+  }
+
+  /** Kills the background processes this client started. Idempotent. */
+  override async close(): Promise<void> {
+    await this.processTable.close();
   }
 
   override async readFile(filePath: string, options: ReadFileOptions = {}): Promise<string> {

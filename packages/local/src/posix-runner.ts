@@ -16,6 +16,11 @@ export interface PosixRunOptions {
   maxCaptureBytes?: number;
   /** Upper bound for collecting the remaining output once the process group is gone. */
   closeWaitMs?: number;
+  /** Written to the shell's standard input, which is then closed; without it stdin is null. */
+  stdin?: string | Uint8Array;
+  /** Raw output as it arrives, before any capture limit. */
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
 }
 
 export interface PosixRunResult {
@@ -26,6 +31,10 @@ export interface PosixRunResult {
   timedOut: boolean;
   /** Pid of the shell, which is also the id of the command's process group. */
   pid: number;
+  /** Some output went past the capture limit and was dropped. */
+  truncated?: boolean;
+  /** The signal that ended the shell, if one did. */
+  signal?: string;
 }
 
 /** After the shell exits, how long to keep reading what is already in the pipes. */
@@ -71,7 +80,8 @@ function delay(ms: number): Promise<void> {
  *
  * - The shell leads its own process group (`detached`), so a timeout or an abort can kill every
  *   process it started (`SIGKILL` to `-pgid`), grandchildren included.
- * - stdin is the null device: a command that reads input sees EOF instead of hanging the turn.
+ * - stdin is the null device (or the given input, then EOF): a command that reads input sees EOF
+ *   instead of hanging the turn.
  * - Completion is the shell's `exit`, not EOF on its pipes: `server &` leaves a background process
  *   holding the pipes open, and waiting for EOF would block the turn for the server's lifetime.
  *   When the group is still alive after the exit, only what is already buffered is read (a few
@@ -89,15 +99,28 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
 
   const child = spawn(options.shell, ['-c', options.command], {
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     env: options.env,
     cwd: options.cwd,
     windowsHide: true,
   });
   const stdout = child.stdout as Readable;
   const stderr = child.stderr as Readable;
-  stdout.on('data', (chunk: Buffer) => stdoutCapture.append(chunk));
-  stderr.on('data', (chunk: Buffer) => stderrCapture.append(chunk));
+  const { onStdout, onStderr } = options;
+  stdout.on('data', (chunk: Buffer) => {
+    stdoutCapture.append(chunk);
+    onStdout?.(chunk);
+  });
+  stderr.on('data', (chunk: Buffer) => {
+    stderrCapture.append(chunk);
+    onStderr?.(chunk);
+  });
+  if (options.stdin !== undefined && child.stdin) {
+    // A command that exits without reading its input closes the pipe under us: EPIPE is its
+    // choice, not a failure of the call.
+    child.stdin.on('error', () => {});
+    child.stdin.end(options.stdin);
+  }
 
   let timedOut = false;
   let aborted = false;
@@ -161,6 +184,8 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
     exitCode: exitCodeOf(status),
     timedOut,
     pid: pid ?? -1,
+    truncated: stdoutCapture.truncated || stderrCapture.truncated,
+    ...(status.signal ? { signal: status.signal } : {}),
   };
 }
 

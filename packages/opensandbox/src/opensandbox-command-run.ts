@@ -2,7 +2,11 @@ import { AbortedError } from '@sbx/core';
 import type { Clock, Logger } from '@sbx/core';
 import { COMMAND_TTL_GRACE_SECONDS } from './opensandbox-config.js';
 import { exitCodeOf } from './command-output.js';
-import type { OpenSandboxExecution, OpenSandboxRemote } from './opensandbox-sdk.js';
+import type {
+  OpenSandboxExecution,
+  OpenSandboxHandlers,
+  OpenSandboxRemote,
+} from './opensandbox-sdk.js';
 
 export interface RunOutcome {
   readonly execution: OpenSandboxExecution;
@@ -34,6 +38,10 @@ export interface RemoteCommandRun {
   readonly timeoutSeconds: number;
   readonly envs: Readonly<Record<string, string>>;
   readonly signal?: AbortSignal | undefined;
+  /** Working directory inside the sandbox. */
+  readonly cwd?: string | undefined;
+  /** Line events as execd streams them. */
+  readonly handlers?: OpenSandboxHandlers | undefined;
 }
 
 /**
@@ -44,7 +52,7 @@ export interface RemoteCommandRun {
  */
 export async function runRemoteCommand(
   on: RemoteCommandTarget,
-  { command, timeoutSeconds, envs, signal }: RemoteCommandRun,
+  { command, timeoutSeconds, envs, signal, cwd, handlers }: RemoteCommandRun,
 ): Promise<RunOutcome> {
   if (signal?.aborted) throw abortError(signal);
   const controller = new AbortController();
@@ -62,8 +70,12 @@ export async function runRemoteCommand(
   try {
     const execution = await on.remote.commands.run(
       command,
-      { timeoutSeconds, envs: { ...envs } },
-      undefined,
+      {
+        timeoutSeconds,
+        envs: { ...envs },
+        ...(cwd !== undefined ? { workingDirectory: cwd } : {}),
+      },
+      handlers,
       controller.signal,
     );
     const exitCode = exitCodeOf(execution);

@@ -1,7 +1,9 @@
 import {
   RemoteShellSandbox,
-  assembleCommandOutput,
+  assertCommandText,
   assertDownloadablePath,
+  assertExecSupported,
+  guardedListener,
   decodeFileText,
 } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
@@ -18,8 +20,10 @@ import {
 } from '@sbx/core';
 import type {
   Clock,
-  ExecuteCommandOptions,
+  ExecOptions,
+  ExecResult,
   Logger,
+  SandboxCapabilities,
   ReadFileOptions,
   WriteFileOptions,
 } from '@sbx/core';
@@ -34,7 +38,7 @@ import { KeyedLock } from './keyed-lock.js';
 import { checkRemotePath } from './remote-path.js';
 import type { RemoteOperation } from './terminal-errors.js';
 import { abortError, runRemoteCommand } from './opensandbox-command-run.js';
-import type { RunOutcome } from './opensandbox-command-run.js';
+import type { RemoteCommandRun, RunOutcome } from './opensandbox-command-run.js';
 import { describeRemoteError, isTerminalRemoteError } from './terminal-errors.js';
 
 import {
@@ -79,6 +83,13 @@ function concatBytes(chunks: readonly Uint8Array[], total: number): Uint8Array {
  *   tells the provider, which evicts and deletes the remote; the next acquire creates a new one.
  *   A missing file (404 from the file API) is only a missing file.
  */
+/** execd streams output; it has no standard input, and background commands are not mapped. */
+const STREAMING_ONLY: SandboxCapabilities = Object.freeze({
+  streaming: true,
+  stdin: false,
+  backgroundProcesses: false,
+});
+
 export class OpenSandboxSandbox extends RemoteShellSandbox {
   readonly remote: OpenSandboxRemote;
   readonly #environment: Readonly<Record<string, string>>;
@@ -181,38 +192,53 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     };
   }
 
-  override async executeCommand(
-    command: string,
-    options: ExecuteCommandOptions = {},
-  ): Promise<string> {
+  override get capabilities(): SandboxCapabilities {
+    return STREAMING_ONLY;
+  }
+
+  /**
+   * execd streams a command's output over SSE, one event per line: each line reaches the
+   * listeners as execd sends it (with its line end). execd has no standard input.
+   */
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     validateExtraEnv(options.env);
     const timeoutSeconds = this.#commandTimeout(options.timeoutMs);
-    if (typeof command !== 'string' || command.trim() === '') {
-      throw new InvalidArgumentError('command must be a non-empty string');
-    }
+    assertCommandText(command);
+    assertExecSupported(this.capabilities, options);
+    if (options.cwd !== undefined) checkRemotePath(options.cwd);
     if (options.signal?.aborted) throw abortError(options.signal);
     this.#assertOpen();
+    const started = performance.now();
     await this.#renewForCommand(timeoutSeconds);
     const envs = { ...this.#environment, ...(options.env ?? {}) };
-    const { execution, timedOut } = await this.#run(command, timeoutSeconds, envs, options.signal);
+    const toLine = (message: { text: string }) =>
+      message.text.endsWith('\n') ? message.text : `${message.text}\n`;
+    const out = guardedListener(options.onStdout, this.#logger, this.id);
+    const err = guardedListener(options.onStderr, this.#logger, this.id);
+    const { execution, timedOut } = await this.#run(command, timeoutSeconds, envs, options.signal, {
+      cwd: options.cwd,
+      handlers: {
+        ...(out ? { onStdout: (m: { text: string }) => out(toLine(m)) } : {}),
+        ...(err ? { onStderr: (m: { text: string }) => err(toLine(m)) } : {}),
+      },
+    });
     const stdout = stdoutOf(execution);
     const stderr = joinOutputLines(execution.logs.stderr);
-    if (timedOut) {
-      return assembleCommandOutput({
-        stdout,
-        stderr,
-        exitCode: 0,
-        timedOut: true,
-        timeoutSeconds,
-      });
-    }
+    const base = {
+      stdout,
+      stderr,
+      durationMs: performance.now() - started,
+      truncated: false,
+      timeoutMs: timeoutSeconds * 1000,
+    };
+    if (timedOut) return { ...base, exitCode: null, timedOut: true };
     const exitCode = exitCodeOf(execution);
     if (exitCode === null) {
       throw new SandboxRuntimeError(
         `OpenSandbox command completed without an exit code: ${missingExitDetail(execution)}`,
       );
     }
-    return assembleCommandOutput({ stdout, stderr, exitCode });
+    return { ...base, exitCode, timedOut: false };
   }
 
   override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
@@ -359,6 +385,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     timeoutSeconds: number,
     envs: Readonly<Record<string, string>>,
     signal?: AbortSignal,
+    extra: Pick<RemoteCommandRun, 'cwd' | 'handlers'> = {},
   ): Promise<RunOutcome> {
     return runRemoteCommand(
       {
@@ -368,7 +395,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
         ids: { sandboxId: this.id, remoteId: this.remoteId },
         failure: (error) => this.#failure(error, 'command', 'run the command'),
       },
-      { command, timeoutSeconds, envs, signal },
+      { command, timeoutSeconds, envs, signal, ...extra },
     );
   }
 

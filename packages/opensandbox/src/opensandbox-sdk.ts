@@ -62,11 +62,17 @@ export interface OpenSandboxRunOptions {
   workingDirectory?: string;
 }
 
+/** `ExecutionHandlers` of the SDK (the fields used here): one call per execd line event. */
+export interface OpenSandboxHandlers {
+  onStdout?: (message: OpenSandboxOutputMessage) => void | Promise<void>;
+  onStderr?: (message: OpenSandboxOutputMessage) => void | Promise<void>;
+}
+
 export interface OpenSandboxCommands {
   run(
     command: string,
     options?: OpenSandboxRunOptions,
-    handlers?: undefined,
+    handlers?: OpenSandboxHandlers,
     signal?: AbortSignal,
   ): Promise<OpenSandboxExecution>;
 }

@@ -1,8 +1,10 @@
 import {
   AcquireSerializer,
   RemoteShellSandbox,
-  assembleCommandOutput,
+  assertCommandText,
   assertDownloadablePath,
+  assertExecSupported,
+  oneShotExecResult,
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
@@ -24,7 +26,8 @@ import {
 import { VIRTUAL_PATH_PREFIX, isUnderVirtualPrefix } from '@sbx/core/internal';
 import type {
   Clock,
-  ExecuteCommandOptions,
+  ExecOptions,
+  ExecResult,
   Logger,
   ReadFileOptions,
   WriteFileOptions,
@@ -184,30 +187,41 @@ export class TenkiSandbox extends RemoteShellSandbox {
     );
   }
 
-  override async executeCommand(
-    command: string,
-    options: ExecuteCommandOptions = {},
-  ): Promise<string> {
+  /**
+   * Tenki's exec returns a command's output when it has ended: listeners are called once, at the
+   * end (`capabilities.streaming` is false), and there is no standard input or background process
+   * API to map onto.
+   */
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    assertCommandText(command);
+    assertExecSupported(this.capabilities, options);
     validateExtraEnv(options.env);
     this.#assertOpen();
+    const started = performance.now();
     const env = { ...this.#environment, ...(options.env ?? {}) };
     const timeoutSeconds =
       options.timeoutMs !== undefined ? options.timeoutMs / 1000 : this.#commandTimeoutSeconds;
-    const result = await this.#exec(['sh', '-lc', command], env, timeoutSeconds, options.signal);
-    if (result === undefined) {
-      return assembleCommandOutput({
-        stdout: '',
-        stderr: '',
-        exitCode: 0,
-        timedOut: true,
-        timeoutSeconds,
-      });
-    }
-    return assembleCommandOutput({
-      stdout: lenientDecoder.decode(result.stdout),
-      stderr: lenientDecoder.decode(result.stderr),
-      exitCode: result.exitCode ?? 0,
-    });
+    const script = this.commandInCwd(command, options.cwd);
+    const result = await this.#exec(['sh', '-lc', script], env, timeoutSeconds, options.signal);
+    const timeoutMs = timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000;
+    return oneShotExecResult(
+      result === undefined
+        ? { stdout: '', stderr: '', exitCode: null, timedOut: true, timeoutMs }
+        : {
+            stdout: lenientDecoder.decode(result.stdout),
+            stderr: lenientDecoder.decode(result.stderr),
+            exitCode: result.exitCode ?? 0,
+            timedOut: false,
+            timeoutMs,
+          },
+      options,
+      started,
+      (error) =>
+        this.#logger.warn('a command output listener threw', {
+          sandboxId: this.id,
+          error: errorMessage(error),
+        }),
+    );
   }
 
   override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {

@@ -28,6 +28,7 @@ import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import { pathToFileURL } from 'node:url';
+import { BashCommands } from './bash-commands.mjs';
 import { createFileApi } from './file-api.mjs';
 import { notFound, ok, readBody, send, unprocessable } from './http-util.mjs';
 import { SessionLimitError, SessionTable } from './session-table.mjs';
@@ -107,6 +108,7 @@ export function createAioStandin(options = {}) {
   const files = createFileApi({ shellPromise });
   /** bash/exec sessions still open (the image keeps them until closed or idle for an hour). */
   const bashSessions = new Set();
+  const bashCommands = new BashCommands({ shellPromise, homeDir, baseEnv });
   const requests = [];
   let closed = false;
 
@@ -166,6 +168,32 @@ export function createAioStandin(options = {}) {
     if (typeof body.command !== 'string') return unprocessable(res, 'command is required');
     const env = { ...baseEnv };
     for (const [k, v] of Object.entries(body.env ?? {})) env[k] = String(v);
+    if (body.async_mode === true) {
+      const sessionId = body.session_id || randomUUID();
+      bashSessions.add(sessionId);
+      let record;
+      try {
+        record = await bashCommands.start(sessionId, {
+          command: body.command,
+          env: body.env ?? {},
+          execDir: typeof body.exec_dir === 'string' ? body.exec_dir : undefined,
+          hardTimeout: Number(body.hard_timeout) || 0,
+        });
+      } catch (err) {
+        return send(res, 400, { detail: String(err.message) });
+      }
+      return ok(res, {
+        session_id: sessionId,
+        command_id: record.commandId,
+        command: body.command,
+        status: 'running',
+        stdout: '',
+        stderr: '',
+        exit_code: null,
+        offset: 0,
+        stderr_offset: 0,
+      });
+    }
     const sessionId = randomUUID();
     bashSessions.add(sessionId);
     const commandId = randomUUID();
@@ -185,7 +213,7 @@ export function createAioStandin(options = {}) {
     const shell = await shellPromise;
     const args = shell.shArg ? [shell.shArg, '-c', body.command] : ['-c', body.command];
     const child = spawn(shell.commandShell, args, {
-      cwd: homeDir,
+      cwd: typeof body.exec_dir === 'string' && body.exec_dir ? body.exec_dir : homeDir,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
@@ -275,12 +303,39 @@ export function createAioStandin(options = {}) {
       return ok(res, null, { message: `Session ${id} cleaned up` });
     }
     if (method === 'POST' && p === '/v1/bash/exec') return bashExec(res, body);
+    if (method === 'POST' && p === '/v1/bash/output') {
+      const data = await bashCommands.output(String(body.session_id ?? ''), {
+        offset: Number(body.offset) || 0,
+        stderrOffset: Number(body.stderr_offset) || 0,
+        wait: body.wait === true,
+        waitTimeout: body.wait_timeout ?? 30,
+      });
+      if (!data) return notFound(res, `Session not found: ${body.session_id}`);
+      return ok(res, data);
+    }
+    if (method === 'POST' && p === '/v1/bash/write') {
+      if (typeof body.input !== 'string') return unprocessable(res, 'input is required');
+      if (!bashCommands.write(String(body.session_id ?? ''), body.input)) {
+        return send(res, 400, { detail: `No running command in session ${body.session_id}` });
+      }
+      return ok(res, null);
+    }
+    if (method === 'POST' && p === '/v1/bash/kill') {
+      const signal = ['SIGTERM', 'SIGKILL', 'SIGINT'].includes(body.signal)
+        ? body.signal
+        : 'SIGTERM';
+      if (!bashCommands.kill(String(body.session_id ?? ''), signal)) {
+        return send(res, 400, { detail: `No running command in session ${body.session_id}` });
+      }
+      return ok(res, null);
+    }
     const bashClose = /^\/v1\/bash\/sessions\/([^/]+)\/close$/.exec(p);
     if (method === 'POST' && bashClose) {
       const id = decodeURIComponent(bashClose[1]);
       if (!bashSessions.delete(id)) {
         return send(res, 200, { success: false, message: `Session not found: ${id}`, data: null });
       }
+      bashCommands.close(id);
       return ok(res, null, { message: `Session ${id} closed` });
     }
     if (method === 'POST' && p === '/v1/file/glob' && !globApi) return notFound(res);
@@ -313,6 +368,7 @@ export function createAioStandin(options = {}) {
     openBashSessionIds: () => [...bashSessions],
     async close() {
       closed = true;
+      bashCommands.closeAll();
       await table.closeAll();
     },
   };

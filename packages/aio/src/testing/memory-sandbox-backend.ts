@@ -1,6 +1,8 @@
 import { Sandbox, SandboxRuntimeError } from '@sbx/core';
 import { MemorySandbox } from '@sbx/core/testing';
 import type {
+  ExecOptions,
+  ExecResult,
   ExecuteCommandOptions,
   GlobOptions,
   GlobResult,
@@ -187,7 +189,10 @@ export class FakeContainerClient extends Sandbox {
     return this.#state;
   }
 
-  executeCommand(command: string, options?: ExecuteCommandOptions): Promise<string> {
+  exec(command: string, options?: ExecOptions): Promise<ExecResult> {
+    return this.#use().exec(command, options);
+  }
+  override executeCommand(command: string, options?: ExecuteCommandOptions): Promise<string> {
     return this.#use().executeCommand(command, options);
   }
   override executeCommandInScope(

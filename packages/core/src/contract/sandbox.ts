@@ -1,12 +1,22 @@
 import { createHash } from 'node:crypto';
+import { execResultText } from '../command/exec-result-text.js';
+import { CapabilityNotSupportedError } from '../errors/process-errors.js';
+import {
+  ONE_SHOT_CAPABILITIES,
+  type ExecOptions,
+  type ExecResult,
+  type SandboxCapabilities,
+} from './sandbox-exec.js';
+import type { ProcessHandle, ProcessInfo, SandboxProcesses } from './sandbox-processes.js';
 /**
  * The sandbox contract every provider implements. All methods are async: a sandbox may live on the
  * host, in a container or in a remote VM, and no call on a request path may block the event loop.
  *
  * Error convention (the same for every implementation, unlike the Python reference whose remote
  * sandboxes return `"Error: ..."` strings): file operations throw typed `SbxError` subclasses
- * (`SandboxFileNotFoundError`, `SandboxPermissionError`, ...); `executeCommand` returns the merged
- * output text and reports a non-zero exit status in that text, never as an exception.
+ * (`SandboxFileNotFoundError`, `SandboxPermissionError`, ...); `exec` resolves with the command's
+ * status and output as data, and `executeCommand` returns them as one text with a non-zero exit
+ * status written into it; neither throws for a command that failed.
  */
 export interface ExecuteCommandOptions {
   /** Per-call environment overlay (request-scoped secrets). Applies to this call only. */
@@ -71,6 +81,24 @@ export interface GrepResult {
   truncated: boolean;
 }
 
+/** What a sandbox without background processes answers on `sandbox.processes`. */
+const NO_BACKGROUND_PROCESSES: SandboxProcesses = Object.freeze({
+  start(): Promise<ProcessHandle> {
+    return Promise.reject(
+      new CapabilityNotSupportedError(
+        'backgroundProcesses',
+        'This sandbox cannot run background processes (sandbox.capabilities.backgroundProcesses is false)',
+      ),
+    );
+  },
+  list(): Promise<ProcessInfo[]> {
+    return Promise.resolve([]);
+  },
+  get(): Promise<ProcessHandle | undefined> {
+    return Promise.resolve(undefined);
+  },
+});
+
 export abstract class Sandbox {
   readonly id: string;
 
@@ -78,8 +106,27 @@ export abstract class Sandbox {
     this.id = id;
   }
 
+  /**
+   * Runs a shell command to completion: exit status, stdout and stderr apart, with listeners for
+   * output as it is produced. A failing command resolves (non-zero `exitCode`); only a refused
+   * call (bad input, a closed sandbox, an abort) rejects.
+   */
+  abstract exec(command: string, options?: ExecOptions): Promise<ExecResult>;
+
   /** Runs a shell command; returns stdout, stderr, exit-code and timeout notices as one text. */
-  abstract executeCommand(command: string, options?: ExecuteCommandOptions): Promise<string>;
+  async executeCommand(command: string, options: ExecuteCommandOptions = {}): Promise<string> {
+    return execResultText(await this.exec(command, options));
+  }
+
+  /** What this sandbox can do beyond running a command to completion. */
+  get capabilities(): SandboxCapabilities {
+    return ONE_SHOT_CAPABILITIES;
+  }
+
+  /** Background processes; see `SandboxProcesses` for their lifetime. */
+  get processes(): SandboxProcesses {
+    return NO_BACKGROUND_PROCESSES;
+  }
 
   /**
    * Runs a command inside a command scope. The default passes through to `executeCommand`, so

@@ -1,3 +1,4 @@
+import type { ExecResult } from '../contract/sandbox-exec.js';
 import { context, metrics, SpanStatusCode, trace } from '@opentelemetry/api';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
@@ -136,7 +137,10 @@ describe('instrumentProvider with an explicit tracer and meter', () => {
     // No executeCommandInScope of its own: the contract's default delegates to executeCommand.
     class SelfCalling extends Sandbox {
       readonly ran: string[] = [];
-      async executeCommand(command: string): Promise<string> {
+      async exec(): Promise<ExecResult> {
+        throw new Error('not used: executeCommand is its own');
+      }
+      override async executeCommand(command: string): Promise<string> {
         this.ran.push(command);
         return 'ok';
       }

@@ -378,6 +378,13 @@ class ProviderInstrumentation<P extends SandboxProvider> {
     const path = (args: unknown[]) => ({ 'sbx.file.path': args[0] as string });
     // Command text is never recorded: it may carry secrets inline. Paths are virtual paths.
     const wrappers: Record<string, (original: AnyMethod) => AnyMethod> = {
+      exec: op(SPAN_NAMES.execute, (args) => {
+        const options = args[1] as ScopedExecuteCommandOptions | undefined;
+        return {
+          'sbx.command.scope_id': options?.scopeId,
+          'sbx.command.timeout_ms': options?.timeoutMs,
+        };
+      }),
       executeCommand: op(SPAN_NAMES.execute, (args) => ({
         'sbx.command.timeout_ms': (args[1] as ExecuteCommandOptions | undefined)?.timeoutMs,
       })),

@@ -1,3 +1,4 @@
+import type { ExecResult } from '../contract/sandbox-exec.js';
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -32,7 +33,10 @@ class HostShellSandbox extends RemoteShellSandbox {
     const [head, ...rest] = stdout.split('\n');
     return [head, ...rest, ...rest].join('\n');
   }
-  executeCommand(): Promise<string> {
+  exec(): Promise<ExecResult> {
+    throw new Error('not used');
+  }
+  override executeCommand(): Promise<string> {
     throw new Error('not used');
   }
   readFile(): Promise<string> {

@@ -9,6 +9,7 @@ import type {
 } from '../contract/sandbox.js';
 import { assertSandboxFilePath } from '../contract/sandbox-file-checks.js';
 import { InvalidArgumentError } from '../errors/errors.js';
+import { shellQuote } from '../host/shell-quote.js';
 import { planRemoteGlob, planRemoteGrep, planRemoteListDir } from '../search/search-remote.js';
 
 /**
@@ -34,6 +35,20 @@ export abstract class RemoteShellSandbox extends Sandbox {
   /** How a path the sandbox printed is shown to the caller who asked about `asked`. */
   protected callerPath(remote: string, _asked: string): string {
     return remote;
+  }
+
+  /**
+   * `command` run from `cwd`, a caller's path checked and mapped like every other. The `cd` is a
+   * line of its own with `|| exit`, so a failing `cd` stops the whole command (a `cd x && a; b`
+   * would still run `b` in the wrong directory).
+   */
+  protected commandInCwd(command: string, cwd: string | undefined): string {
+    if (cwd === undefined) return command;
+    if (typeof cwd !== 'string' || cwd === '') {
+      throw new InvalidArgumentError('cwd must be a non-empty path');
+    }
+    this.checkPath(cwd);
+    return `cd -- ${shellQuote(this.remotePath(cwd))} || exit 1\n${command}`;
   }
 
   /** Checks a caller's path before anything runs. Default: core's sandbox path rules. */

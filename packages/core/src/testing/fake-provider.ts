@@ -16,6 +16,7 @@ import type {
   WriteFileOptions,
 } from '../contract/sandbox.js';
 import { Sandbox } from '../contract/sandbox.js';
+import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
 import type { AcquireOptions, SyncAgentSkillsOptions } from '../contract/sandbox-provider.js';
 import { SandboxProvider } from '../contract/sandbox-provider.js';
 import { CallGate } from './pausable.js';
@@ -69,7 +70,14 @@ export class FakeSandbox extends Sandbox {
   failScopeRelease: Error | undefined;
   closed = false;
 
-  executeCommand(command: string, options: ExecuteCommandOptions = {}): Promise<string> {
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const text = await this.#run(command, options.scopeId, options);
+    const stdout = text === '(no output)' ? '' : text;
+    if (stdout) options.onStdout?.(stdout);
+    return { exitCode: 0, stdout, stderr: '', durationMs: 0, truncated: false, timedOut: false };
+  }
+
+  override executeCommand(command: string, options: ExecuteCommandOptions = {}): Promise<string> {
     return this.#run(command, undefined, options);
   }
 

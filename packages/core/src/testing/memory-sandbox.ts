@@ -22,6 +22,8 @@ import type {
   WriteFileOptions,
 } from '../contract/sandbox.js';
 import { Sandbox } from '../contract/sandbox.js';
+import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
+import { execResultText } from '../command/exec-result-text.js';
 import { shouldIgnoreName } from '../search/search-ignore.js';
 import {
   BINARY_SNIFF_BYTES,
@@ -58,12 +60,19 @@ export interface MemoryCommandRecord {
   readonly scopeId: string | undefined;
 }
 
+/**
+ * What a scripted command produced: a text (what `executeCommand` returns as is, and `exec`
+ * reports as stdout with status 0), or the parts of a structured result.
+ */
+export type MemoryCommandOutput =
+  string | { stdout?: string; stderr?: string; exitCode?: number | null; timedOut?: boolean };
+
 /** Produces the output of a command; the sandbox has no shell of its own. */
 export type MemoryCommandHandler = (
   command: string,
   options: ExecuteCommandOptions & { scopeId?: string },
   sandbox: MemorySandbox,
-) => string | Promise<string>;
+) => MemoryCommandOutput | Promise<MemoryCommandOutput>;
 
 export interface MemorySandboxOptions {
   /** Initial files, by absolute path. Parent directories exist implicitly. */
@@ -153,16 +162,55 @@ export class MemorySandbox extends Sandbox {
     return false;
   }
 
-  executeCommand(command: string, options: ExecuteCommandOptions = {}): Promise<string> {
-    return this.#run(command, options, undefined);
+  override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const started = Date.now();
+    const { scopeId, onStdout, onStderr, ...rest } = options;
+    const output = await this.#run(command, rest, scopeId);
+    const parts = typeof output === 'string' ? { stdout: output } : output;
+    const stdout = parts.stdout ?? '';
+    const stderr = parts.stderr ?? '';
+    // No shell, no streaming: listeners get everything once, as the capabilities say.
+    if (stdout) onStdout?.(stdout);
+    if (stderr) onStderr?.(stderr);
+    const timedOut = parts.timedOut ?? false;
+    return {
+      exitCode: timedOut ? null : (parts.exitCode ?? 0),
+      stdout,
+      stderr,
+      durationMs: Date.now() - started,
+      truncated: false,
+      timedOut,
+      ...(timedOut ? { timeoutMs: options.timeoutMs ?? 0 } : {}),
+    };
   }
 
-  override executeCommandInScope(
+  override async executeCommand(
+    command: string,
+    options: ExecuteCommandOptions = {},
+  ): Promise<string> {
+    return this.#text(await this.#run(command, options, undefined));
+  }
+
+  override async executeCommandInScope(
     command: string,
     options: ScopedExecuteCommandOptions,
   ): Promise<string> {
     const { scopeId, ...rest } = options;
-    return this.#run(command, rest, scopeId);
+    return this.#text(await this.#run(command, rest, scopeId));
+  }
+
+  #text(output: MemoryCommandOutput): string {
+    if (typeof output === 'string') return output;
+    const timedOut = output.timedOut ?? false;
+    return execResultText({
+      exitCode: output.exitCode ?? 0,
+      stdout: output.stdout ?? '',
+      stderr: output.stderr ?? '',
+      durationMs: 0,
+      truncated: false,
+      timedOut,
+      ...(timedOut ? { timeoutMs: 0 } : {}),
+    });
   }
 
   async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
@@ -270,13 +318,13 @@ export class MemorySandbox extends Sandbox {
     command: string,
     options: ExecuteCommandOptions,
     scopeId: string | undefined,
-  ): Promise<string> {
+  ): Promise<MemoryCommandOutput> {
     validateExtraEnv(options.env);
     this.calls.push({ operation: 'executeCommand', target: command });
     await this.#options.intercept?.({ operation: 'executeCommand', target: command });
     this.commands.push({ command, env: options.env, timeoutMs: options.timeoutMs, scopeId });
     const handler = this.#options.onCommand;
-    if (!handler) return '(no output)';
+    if (!handler) return {};
     return handler(command, scopeId === undefined ? options : { ...options, scopeId }, this);
   }
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { CallGate } from '@sbx/core/testing';
 import type {
   E2BClient,
+  E2BCommandHandle,
   E2BCommandOptions,
   E2BCommandResult,
   E2BConnectOptions,
@@ -15,7 +16,7 @@ import type {
   E2BSandboxInfo,
   E2BWriteData,
 } from '../e2b-client.js';
-import { LocalVm } from './local-vm.js';
+import { LocalVm, type LocalVmProcessControl } from './local-vm.js';
 
 /** Every operation the fake routes through its `gate` (pause / inspect) and `fail` rules. */
 export type FakeE2BOp =
@@ -30,7 +31,10 @@ export type FakeE2BOp =
   | 'getInfo'
   | 'setTimeout'
   | 'kill'
-  | 'close';
+  | 'close'
+  | 'sendStdin'
+  | 'closeStdin'
+  | 'killProcess';
 
 /** An error shaped like the SDK's (the `name` is what callers classify by). */
 export function sdkError(name: string, message: string, extra: object = {}): Error {
@@ -353,25 +357,7 @@ export class FakeE2BClient implements E2BClient {
     };
     return {
       sandboxId: id,
-      commands: {
-        run: (cmd: string, opts: E2BCommandOptions = {}) =>
-          this.#op('run', id, { cmd, ...opts }, async (): Promise<E2BCommandResult> => {
-            ensureAlive(fakeErrors.notRunning);
-            const result = await vm.run(cmd, {
-              ...opts,
-              timeoutMs: opts.timeoutMs ?? 60_000,
-            });
-            if (result.timedOut) throw fakeErrors.commandTimeout();
-            if (result.exitCode !== 0) {
-              throw sdkError('CommandExitError', `exit status ${result.exitCode}`, {
-                exitCode: result.exitCode,
-                stdout: result.stdout,
-                stderr: result.stderr,
-              });
-            }
-            return { exitCode: 0, stdout: result.stdout, stderr: result.stderr };
-          }),
-      },
+      commands: this.#commands(id, vm, ensureAlive),
       files,
       setTimeout: (timeoutMs: number) =>
         this.#op('setTimeout', id, timeoutMs, async () => {
@@ -385,6 +371,77 @@ export class FakeE2BClient implements E2BClient {
           return wasAlive;
         }),
       close: () => this.#op('close', id, undefined, async () => undefined),
+    };
+  }
+
+  /** `commands` of one VM: foreground runs, background handles and their stdin and kill. */
+  #commands(
+    id: string,
+    vm: LocalVm,
+    ensureAlive: (error: () => Error) => void,
+  ): E2BRemoteSandbox['commands'] {
+    const controls = new Map<number, LocalVmProcessControl>();
+    const start = (cmd: string, opts: E2BCommandOptions & { stdin?: boolean }) => {
+      let started!: (control: LocalVmProcessControl) => void;
+      const ready = new Promise<LocalVmProcessControl>((resolve) => (started = resolve));
+      const finished = vm
+        .run(cmd, {
+          ...opts,
+          timeoutMs: opts.timeoutMs ?? 60_000,
+          onStart: (control) => {
+            controls.set(control.pid, control);
+            started(control);
+          },
+        })
+        .then((result): E2BCommandResult => {
+          if (result.timedOut) throw fakeErrors.commandTimeout();
+          if (result.exitCode !== 0) {
+            throw sdkError('CommandExitError', `exit status ${result.exitCode}`, {
+              exitCode: result.exitCode,
+              stdout: result.stdout,
+              stderr: result.stderr,
+            });
+          }
+          return { exitCode: 0, stdout: result.stdout, stderr: result.stderr };
+        });
+      return { ready, finished };
+    };
+    const control = (pid: number): LocalVmProcessControl => {
+      const found = controls.get(pid);
+      if (!found) throw sdkError('NotFoundError', `process with pid ${pid} not found`);
+      return found;
+    };
+    const run = ((
+      cmd: string,
+      opts: E2BCommandOptions & { background?: boolean; stdin?: boolean } = {},
+    ) =>
+      this.#op('run', id, { cmd, ...opts }, async () => {
+        ensureAlive(fakeErrors.notRunning);
+        const { background, ...rest } = opts;
+        const { ready, finished } = start(cmd, rest);
+        if (!background) return finished;
+        finished.catch(() => {});
+        const { pid } = await ready;
+        const handle: E2BCommandHandle = { pid, wait: () => finished };
+        return handle;
+      })) as E2BRemoteSandbox['commands']['run'];
+    return {
+      run,
+      sendStdin: (pid, data) =>
+        this.#op('sendStdin', id, { pid }, async () => {
+          control(pid).write(data);
+        }),
+      closeStdin: (pid) =>
+        this.#op('closeStdin', id, { pid }, async () => {
+          control(pid).closeStdin();
+        }),
+      kill: (pid) =>
+        this.#op('killProcess', id, { pid }, async () => {
+          const found = controls.get(pid);
+          if (!found) return false;
+          found.kill('SIGKILL');
+          return true;
+        }),
     };
   }
 }

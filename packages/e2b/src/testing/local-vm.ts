@@ -18,6 +18,17 @@ export interface LocalVmRunOptions {
   onStdout?: (data: string) => void;
   onStderr?: (data: string) => void;
   signal?: AbortSignal;
+  /** Keep stdin open as a pipe (else it is the null device). */
+  stdin?: boolean;
+  /** Called once the process runs, with its controls. */
+  onStart?: (control: LocalVmProcessControl) => void;
+}
+
+export interface LocalVmProcessControl {
+  readonly pid: number;
+  write(data: Uint8Array | string): void;
+  closeStdin(): void;
+  kill(signal: NodeJS.Signals): void;
 }
 
 export interface LocalVmRunResult {
@@ -152,19 +163,35 @@ export class LocalVm {
       const child = spawn('bash', ['-c', script], {
         cwd,
         env,
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
         detached: true,
       });
+      child.stdin?.on('error', () => {});
+      if (child.pid !== undefined) {
+        const pid = child.pid;
+        options.onStart?.({
+          pid,
+          write: (data) => child.stdin?.write(data),
+          closeStdin: () => child.stdin?.end(),
+          kill: (signal) => {
+            try {
+              process.kill(-pid, signal);
+            } catch {
+              // already gone
+            }
+          },
+        });
+      }
       let stdout = '';
       let stderr = '';
       let timedOut = false;
-      child.stdout.setEncoding('utf8');
-      child.stderr.setEncoding('utf8');
-      child.stdout.on('data', (d: string) => {
+      child.stdout!.setEncoding('utf8');
+      child.stderr!.setEncoding('utf8');
+      child.stdout!.on('data', (d: string) => {
         stdout += d;
         options.onStdout?.(this.#unrewrite(d));
       });
-      child.stderr.on('data', (d: string) => {
+      child.stderr!.on('data', (d: string) => {
         stderr += d;
         options.onStderr?.(this.#unrewrite(d));
       });

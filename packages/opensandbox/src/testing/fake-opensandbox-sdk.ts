@@ -17,7 +17,7 @@ import type {
   OpenSandboxSdk,
   OpenSandboxWriteEntry,
 } from '../opensandbox-sdk.js';
-import { commandEvents, executionFromEvents } from './execd-output.js';
+import { ExecdLineSplitter, commandEvents, executionFromEvents } from './execd-output.js';
 import { HostShellMachine, MachineFileError } from './host-shell-machine.js';
 
 /**
@@ -365,7 +365,7 @@ export class FakeOpenSandbox {
       if (!state.alive) throw notFound(id);
     };
     const commands: OpenSandboxCommands = {
-      run: (command, options, _handlers, signal) =>
+      run: (command, options, handlers, signal) =>
         abortable(
           signal,
           this.#call('run', id, [command, options], async () => {
@@ -378,6 +378,8 @@ export class FakeOpenSandbox {
               if (scripted !== undefined) return scripted;
             }
             if (signal?.aborted) throw signal.reason;
+            const outLines = new ExecdLineSplitter();
+            const errLines = new ExecdLineSplitter();
             const result = await machine.run(command, {
               envs: options?.envs ?? {},
               timeoutMs:
@@ -386,7 +388,16 @@ export class FakeOpenSandbox {
                   : Math.round(options.timeoutSeconds * 1000),
               ...(options?.workingDirectory === undefined ? {} : { cwd: options.workingDirectory }),
               ...(signal === undefined ? {} : { signal }),
+              // The SDK hands each execd line event to the handlers as it arrives.
+              onStdout: (text) => {
+                for (const line of outLines.push(text)) void handlers?.onStdout?.({ text: line });
+              },
+              onStderr: (text) => {
+                for (const line of errLines.push(text)) void handlers?.onStderr?.({ text: line });
+              },
             });
+            for (const line of outLines.flush()) void handlers?.onStdout?.({ text: line });
+            for (const line of errLines.flush()) void handlers?.onStderr?.({ text: line });
             if (signal?.aborted) throw signal.reason;
             return executionFromEvents(
               commandEvents(

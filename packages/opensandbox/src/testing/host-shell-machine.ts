@@ -33,6 +33,9 @@ export interface MachineRunOptions {
   cwd?: string;
   /** Aborting kills the command's process group (execd does so when the client goes away). */
   signal?: AbortSignal;
+  /** Output as the command prints it (sandbox paths already shown as the sandbox's). */
+  onStdout?: (text: string) => void;
+  onStderr?: (text: string) => void;
 }
 
 export interface MachineRunResult {
@@ -156,8 +159,16 @@ export class HostShellMachine {
       });
       const stdout: Buffer[] = [];
       const stderr: Buffer[] = [];
-      child.stdout.on('data', (d: Buffer) => stdout.push(d));
-      child.stderr.on('data', (d: Buffer) => stderr.push(d));
+      const outText = new TextDecoder();
+      const errText = new TextDecoder();
+      child.stdout.on('data', (d: Buffer) => {
+        stdout.push(d);
+        options.onStdout?.(this.toSandboxText(outText.decode(d, { stream: true })));
+      });
+      child.stderr.on('data', (d: Buffer) => {
+        stderr.push(d);
+        options.onStderr?.(this.toSandboxText(errText.decode(d, { stream: true })));
+      });
       const killGroup = (): void => {
         try {
           if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');

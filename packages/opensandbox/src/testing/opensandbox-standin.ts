@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { ExecdEvent } from './execd-output.js';
-import { commandEvents } from './execd-output.js';
+import { ExecdLineSplitter, finalEvent } from './execd-output.js';
 import { HostShellMachine, MachineFileError } from './host-shell-machine.js';
 import { close, error, headerOf, json, listen, readBody, readJson } from './standin-http.js';
 
@@ -371,18 +371,28 @@ export class OpenSandboxStandin {
     });
     send({ type: 'init', text: commandId, timestamp: Date.now() });
     send({ type: 'ping', text: 'pong', timestamp: Date.now() });
+    // execd tails the output as the command writes it: one event per completed line, at once.
+    const outLines = new ExecdLineSplitter();
+    const errLines = new ExecdLineSplitter();
+    const emit = (type: 'stdout' | 'stderr', lines: string[]): void => {
+      for (const text of lines) send({ type, text, timestamp: Date.now() });
+    };
     const result = await sandbox.machine.run(body.command, {
       envs: body.envs ?? {},
       timeoutMs: typeof body.timeout === 'number' ? body.timeout : 0,
       ...(body.cwd ? { cwd: body.cwd } : {}),
       signal: gone.signal,
+      onStdout: (text) => emit('stdout', outLines.push(text)),
+      onStderr: (text) => emit('stderr', errLines.push(text)),
     });
-    const events = commandEvents(
-      result,
-      { exitCode: result.exitCode, waitError: result.waitError, elapsedMs: result.elapsedMs },
-      commandId,
+    emit('stdout', outLines.flush());
+    emit('stderr', errLines.flush());
+    send(
+      finalEvent(
+        { exitCode: result.exitCode, waitError: result.waitError, elapsedMs: result.elapsedMs },
+        Date.now(),
+      ),
     );
-    for (const event of events.slice(1)) send(event);
     res.end();
   }
 

@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import {
+  CapabilityNotSupportedError,
+  InvalidArgumentError,
+  errorMessage,
+  type Logger,
+  type ProcessInput,
+} from '@sbx/core';
+import { execViaLauncher } from '@sbx/core/provider-kit';
+import type { ExecOptions, ExecResult } from '@sbx/core';
+import type {
+  LauncherExecOptions,
+  LaunchOptions,
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from '@sbx/core/provider-kit';
+import type { AioApi, BashOutput } from './aio-api.js';
+
+/** How long one `bash/output` long-poll may wait for new output before it is asked again. */
+const POLL_WAIT_SECONDS = 10;
+/** Extra wall clock over the long-poll for its answer to arrive. */
+const POLL_ANSWER_MARGIN_MS = 30_000;
+/** Consecutive failed polls after which the process is given up as lost. */
+const MAX_POLL_FAILURES = 5;
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+export interface AioLaunchHooks {
+  readonly api: AioApi;
+  readonly logger: Logger;
+  readonly sandboxId: string;
+  /** Where a caller's cwd lives in the container (virtual paths mapped to the home dir). */
+  execDir(cwd: string): Promise<string>;
+  /** The client was closed: stop polling. */
+  closed(): boolean;
+  /** Waits between failed polls (injected so tests need not sleep). */
+  pause(ms: number): Promise<void>;
+}
+
+/**
+ * Processes on the image's async bash API: each one starts in a bash session of its own
+ * (`bash/exec` with `async_mode`), its output is long-polled by byte offset (`bash/output` with
+ * `wait`), so a line reaches the sink as soon as the image has it, and `bash/write` / `bash/kill`
+ * feed and signal it. The session is closed once the command has ended, as the image would keep
+ * it for an hour. The image has no way to close a command's input, and knows SIGTERM, SIGKILL and
+ * SIGINT only.
+ */
+export class AioBashLauncher implements ProcessLauncher {
+  constructor(private readonly hooks: AioLaunchHooks) {}
+
+  async launch(
+    command: string,
+    options: LaunchOptions,
+    sink: ProcessSink,
+  ): Promise<LaunchedProcess> {
+    const { api } = this.hooks;
+    const execDir = options.cwd === undefined ? undefined : await this.hooks.execDir(options.cwd);
+    const { sessionId, commandId } = await api.bashStart({
+      command,
+      ...(options.env ? { env: options.env } : {}),
+      ...(execDir !== undefined ? { execDir } : {}),
+    });
+    return {
+      exited: this.#follow(sessionId, commandId, sink),
+      kill: async (signal) => {
+        if (signal === 'SIGHUP') {
+          throw new CapabilityNotSupportedError(
+            'signal',
+            'The AIO image sends SIGTERM, SIGKILL and SIGINT only',
+          );
+        }
+        await api.bashKill({ sessionId, signal }, { timeoutMs: 10_000 });
+      },
+      write: async (input: ProcessInput) => {
+        let text: string;
+        try {
+          text = typeof input === 'string' ? input : strictUtf8.decode(input);
+        } catch {
+          throw new InvalidArgumentError('the AIO image takes process input as UTF-8 text only');
+        }
+        await api.bashWrite({ sessionId, commandId, input: text }, { timeoutMs: 10_000 });
+      },
+    };
+  }
+
+  /** Polls until the command has ended; never rejects (a lost command ends with no status). */
+  async #follow(
+    sessionId: string,
+    commandId: string | undefined,
+    sink: ProcessSink,
+  ): Promise<LaunchedExit> {
+    let offset = 0;
+    let stderrOffset = 0;
+    let failures = 0;
+    let exit: LaunchedExit = { exitCode: null };
+    for (;;) {
+      let answer: BashOutput;
+      try {
+        answer = await this.hooks.api.bashOutput(
+          { sessionId, commandId, offset, stderrOffset, waitSeconds: POLL_WAIT_SECONDS },
+          { timeoutMs: POLL_WAIT_SECONDS * 1000 + POLL_ANSWER_MARGIN_MS },
+        );
+      } catch (error) {
+        failures += 1;
+        if (this.hooks.closed() || failures >= MAX_POLL_FAILURES) {
+          this.hooks.logger.warn('lost track of an AIO background command', {
+            sandbox_id: this.hooks.sandboxId,
+            session_id: sessionId,
+            error: errorMessage(error),
+          });
+          break;
+        }
+        await this.hooks.pause(250 * 2 ** failures);
+        continue;
+      }
+      failures = 0;
+      if (answer.stdout) sink.stdout(answer.stdout);
+      if (answer.stderr) sink.stderr(answer.stderr);
+      offset = answer.offset;
+      stderrOffset = answer.stderrOffset;
+      if (answer.status !== 'running' && answer.status !== 'pending') {
+        exit =
+          answer.status === 'completed'
+            ? { exitCode: answer.exitCode }
+            : { exitCode: null, signal: answer.status === 'timed_out' ? 'SIGKILL' : 'killed' };
+        break;
+      }
+    }
+    if (!this.hooks.closed()) {
+      await this.hooks.api
+        .closeBashSession(sessionId, { timeoutMs: 10_000 })
+        .catch((error: unknown) =>
+          this.hooks.logger.debug('Could not close an AIO bash session', {
+            sandbox_id: this.hooks.sandboxId,
+            session_id: sessionId,
+            error: errorMessage(error),
+          }),
+        );
+    }
+    return exit;
+  }
+}
+
+/**
+ * `exec` as an async bash command (streamed, with a cwd or input). The image cannot close a
+ * command's input, so input is written to a file first and the command reads it from there (the
+ * file is removed as soon as the command has it open).
+ */
+export async function execInBashProcess(
+  launcher: AioBashLauncher,
+  api: AioApi,
+  command: string,
+  options: ExecOptions,
+  limits: LauncherExecOptions,
+): Promise<ExecResult> {
+  if (options.stdin === undefined) return execViaLauncher(launcher, command, options, limits);
+  const file = `/tmp/.sbx-stdin-${randomUUID()}`;
+  const bytes =
+    typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin;
+  await api.writeFile(file, Buffer.from(bytes).toString('base64'), 'base64');
+  const { stdin: _stdin, ...rest } = options;
+  return execViaLauncher(launcher, `{ rm -f '${file}'; ${command}\n} < '${file}'`, rest, limits);
+}

@@ -1,0 +1,345 @@
+import { systemClock, type Clock, type ClockTimer } from '../async/clock.js';
+import { validateExtraEnv } from '../config/env-policy.js';
+import type { ProcessInput } from '../contract/sandbox-exec.js';
+import {
+  PROCESS_SIGNALS,
+  type ProcessExit,
+  type ProcessHandle,
+  type ProcessInfo,
+  type ProcessOutput,
+  type ProcessOutputOptions,
+  type ProcessSignal,
+  type ProcessStartOptions,
+  type SandboxProcesses,
+} from '../contract/sandbox-processes.js';
+import { InvalidArgumentError } from '../errors/errors.js';
+import {
+  CapabilityNotSupportedError,
+  ProcessNotFoundError,
+  ProcessStateError,
+} from '../errors/process-errors.js';
+import { silentLogger, type Logger } from '../observability/logger.js';
+import { DEFAULT_PROCESS_OUTPUT_BYTES, OutputRing } from './output-ring.js';
+import type { LaunchedExit, LaunchedProcess, ProcessLauncher } from './process-launcher.js';
+import { assertCommandText, assertProcessTimeout } from './process-limits.js';
+import { Utf8Listener } from './utf8-listener.js';
+
+/** Largest single `write()` to a process's standard input. */
+export const MAX_PROCESS_WRITE_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_RUNNING_PROCESSES = 16;
+export const DEFAULT_KEPT_ENDED_PROCESSES = 32;
+/** How long `close()` waits for killed processes to report their end. */
+const CLOSE_WAIT_MS = 5_000;
+
+export interface ProcessTableOptions {
+  readonly launcher: ProcessLauncher;
+  /** Bytes of output each process keeps for `output()`. Default 1 MiB. */
+  readonly outputBytes?: number;
+  /** Processes running at once per sandbox; a start beyond it is refused. Default 16. */
+  readonly maxRunning?: number;
+  /** Ended processes `list()` / `get()` still know. Default 32 (oldest forgotten first). */
+  readonly keepEnded?: number;
+  /** Whether the launcher's processes take standard input. */
+  readonly stdin: boolean;
+  readonly clock?: Clock;
+  readonly logger?: Logger;
+  /** Names the sandbox in log lines. */
+  readonly sandboxId?: string;
+}
+
+interface ProcessRecord {
+  readonly id: string;
+  readonly command: string;
+  readonly startedAt: number;
+  readonly ring: OutputRing;
+  readonly launched: LaunchedProcess;
+  readonly ended: Promise<ProcessExit>;
+  exit: ProcessExit | undefined;
+  endedAt: number | undefined;
+  stdinClosed: boolean;
+  timer: ClockTimer | undefined;
+  timedOut: boolean;
+}
+
+/**
+ * `SandboxProcesses` over a provider's `ProcessLauncher`: ids, the bounded output buffer of each
+ * process, its optional time limit, the running-process limit, and cleanup when the sandbox
+ * client closes. One implementation, so every provider bounds and reports the same way.
+ */
+export class ProcessTable implements SandboxProcesses {
+  readonly #options: ProcessTableOptions;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #records = new Map<string, ProcessRecord>();
+  readonly #ended: string[] = [];
+  #next = 0;
+  #closed = false;
+
+  constructor(options: ProcessTableOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  async start(command: string, options: ProcessStartOptions = {}): Promise<ProcessHandle> {
+    assertCommandText(command);
+    validateExtraEnv(options.env);
+    if (options.timeoutMs !== undefined) assertProcessTimeout(options.timeoutMs);
+    if (this.#closed) throw new ProcessStateError('The sandbox client is closed');
+    const running = [...this.#records.values()].filter((r) => r.exit === undefined).length;
+    const limit = this.#options.maxRunning ?? DEFAULT_MAX_RUNNING_PROCESSES;
+    if (running >= limit) {
+      throw new ProcessStateError(
+        `${running} background processes are running in this sandbox (the limit is ${limit}); kill one first`,
+      );
+    }
+    const id = `p${++this.#next}`;
+    const ring = new OutputRing(this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES);
+    const report = (error: unknown): void =>
+      this.#logger.warn('a process output listener threw; it gets no more output', {
+        sandboxId: this.#options.sandboxId,
+        processId: id,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    const out = new Utf8Listener(options.onStdout, report);
+    const err = new Utf8Listener(options.onStderr, report);
+    const launched = await this.#options.launcher.launch(
+      command,
+      { ...(options.env ? { env: options.env } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) },
+      {
+        stdout: (chunk) => {
+          ring.append('stdout', toBuffer(chunk));
+          out.write(chunk);
+        },
+        stderr: (chunk) => {
+          ring.append('stderr', toBuffer(chunk));
+          err.write(chunk);
+        },
+      },
+    );
+    const record: ProcessRecord = {
+      id,
+      command,
+      startedAt: this.#clock.now(),
+      ring,
+      launched,
+      ended: undefined as unknown as Promise<ProcessExit>,
+      exit: undefined,
+      endedAt: undefined,
+      stdinClosed: false,
+      timer: undefined,
+      timedOut: false,
+    };
+    (record as { ended: Promise<ProcessExit> }).ended = launched.exited.then(
+      (exit) => this.#finish(record, exit, out, err),
+      (error: unknown) => {
+        // The launcher contract says it never rejects; a bug there must not strand the waiters.
+        this.#logger.error('a process launcher rejected its exit promise', {
+          sandboxId: this.#options.sandboxId,
+          processId: id,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return this.#finish(record, { exitCode: null }, out, err);
+      },
+    );
+    this.#records.set(id, record);
+    if (options.timeoutMs !== undefined) {
+      record.timer = this.#clock.setTimeout(() => {
+        record.timedOut = true;
+        return this.#kill(record, 'SIGKILL');
+      }, options.timeoutMs);
+    }
+    if (this.#closed) {
+      // close() ran while the launch was in flight: nobody is left to stop this process.
+      await this.#kill(record, 'SIGKILL');
+    }
+    return this.#handle(record);
+  }
+
+  async list(): Promise<ProcessInfo[]> {
+    return [...this.#records.values()].map((r) => infoOf(r));
+  }
+
+  async get(id: string): Promise<ProcessHandle | undefined> {
+    if (typeof id !== 'string') return undefined;
+    const record = this.#records.get(id);
+    return record ? this.#handle(record) : undefined;
+  }
+
+  /** The process of `id`, or `ProcessNotFoundError`. */
+  async require(id: string): Promise<ProcessHandle> {
+    const handle = await this.get(id);
+    if (!handle) throw new ProcessNotFoundError(String(id).slice(0, 64));
+    return handle;
+  }
+
+  /**
+   * Kills every running process (`SIGKILL`) and refuses new ones; waits a bounded time for their
+   * ends to be reported. Idempotent.
+   */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const running = [...this.#records.values()].filter((r) => r.exit === undefined);
+    await Promise.all(running.map((r) => this.#kill(r, 'SIGKILL')));
+    if (running.length === 0) return;
+    let timer: ClockTimer | undefined;
+    const gaveUp = new Promise<'timeout'>((resolve) => {
+      timer = this.#clock.setTimeout(() => resolve('timeout'), CLOSE_WAIT_MS);
+    });
+    const all = Promise.all(running.map((r) => r.ended)).then(() => 'ended' as const);
+    const outcome = await Promise.race([all, gaveUp]);
+    if (timer) this.#clock.clearTimeout(timer);
+    if (outcome === 'timeout') {
+      this.#logger.warn('background processes did not report their end after a kill', {
+        sandboxId: this.#options.sandboxId,
+        processIds: running.filter((r) => r.exit === undefined).map((r) => r.id),
+      });
+    }
+  }
+
+  #finish(record: ProcessRecord, exit: LaunchedExit, out: Utf8Listener, err: Utf8Listener) {
+    if (record.timer) this.#clock.clearTimeout(record.timer);
+    out.end();
+    err.end();
+    const result: ProcessExit = {
+      exitCode: exit.exitCode,
+      ...(exit.signal !== undefined ? { signal: exit.signal } : {}),
+      timedOut: record.timedOut,
+    };
+    record.exit = result;
+    record.endedAt = this.#clock.now();
+    this.#ended.push(record.id);
+    const keep = this.#options.keepEnded ?? DEFAULT_KEPT_ENDED_PROCESSES;
+    while (this.#ended.length > keep) {
+      this.#records.delete(this.#ended.shift() as string);
+    }
+    return result;
+  }
+
+  async #kill(record: ProcessRecord, signal: ProcessSignal): Promise<void> {
+    if (record.exit !== undefined) return;
+    try {
+      await record.launched.kill(signal);
+    } catch (error) {
+      // The process may have ended between the check and the kill; anything else is logged, and
+      // the caller learns the outcome from wait()/info(), not from a throw here.
+      this.#logger.warn('killing a background process failed', {
+        sandboxId: this.#options.sandboxId,
+        processId: record.id,
+        signal,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+
+  #handle(record: ProcessRecord): ProcessHandle {
+    const table = this;
+    return {
+      id: record.id,
+      command: record.command,
+      info: () => infoOf(record),
+      wait: (options = {}) => waitFor(record, options, table.#clock),
+      kill: async (signal: ProcessSignal = 'SIGTERM') => {
+        if (!PROCESS_SIGNALS.includes(signal)) {
+          throw new InvalidArgumentError(
+            `signal must be one of ${PROCESS_SIGNALS.join(', ')}, got ${String(signal).slice(0, 32)}`,
+          );
+        }
+        await table.#kill(record, signal);
+      },
+      write: (input: ProcessInput) => table.#write(record, input),
+      closeStdin: async () => {
+        const close = record.launched.closeStdin;
+        if (!table.#options.stdin || close === undefined) {
+          throw new CapabilityNotSupportedError(
+            'closeStdin',
+            'This sandbox cannot close a process input',
+          );
+        }
+        if (record.stdinClosed || record.exit !== undefined) return;
+        record.stdinClosed = true;
+        await close.call(record.launched);
+      },
+      output: async (options: ProcessOutputOptions = {}): Promise<ProcessOutput> => ({
+        ...record.ring.read(options),
+        status: record.exit === undefined ? 'running' : 'exited',
+        exitCode: record.exit?.exitCode ?? null,
+      }),
+    };
+  }
+
+  async #write(record: ProcessRecord, input: ProcessInput): Promise<void> {
+    const write = record.launched.write;
+    if (!this.#options.stdin || write === undefined) {
+      throw new CapabilityNotSupportedError('stdin', 'This sandbox cannot write to a process input');
+    }
+    if (!(typeof input === 'string' || input instanceof Uint8Array)) {
+      throw new InvalidArgumentError('process input must be a string or bytes');
+    }
+    const size = typeof input === 'string' ? Buffer.byteLength(input, 'utf8') : input.length;
+    if (size > MAX_PROCESS_WRITE_BYTES) {
+      throw new InvalidArgumentError(
+        `process input is ${size} bytes; one write takes at most ${MAX_PROCESS_WRITE_BYTES}`,
+      );
+    }
+    if (record.exit !== undefined) {
+      throw new ProcessStateError(`Process ${record.id} has exited; its input is closed`);
+    }
+    if (record.stdinClosed) {
+      throw new ProcessStateError(`The input of process ${record.id} was closed`);
+    }
+    await write.call(record.launched, input);
+  }
+}
+
+function toBuffer(chunk: Uint8Array | string): Buffer {
+  return typeof chunk === 'string'
+    ? Buffer.from(chunk, 'utf8')
+    : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+function infoOf(record: ProcessRecord): ProcessInfo {
+  const exit = record.exit;
+  return {
+    id: record.id,
+    command: record.command,
+    status: exit === undefined ? 'running' : 'exited',
+    startedAt: record.startedAt,
+    ...(record.endedAt !== undefined ? { endedAt: record.endedAt } : {}),
+    exitCode: exit?.exitCode ?? null,
+    ...(exit?.signal !== undefined ? { signal: exit.signal } : {}),
+    timedOut: record.timedOut,
+  };
+}
+
+async function waitFor(
+  record: ProcessRecord,
+  options: { timeoutMs?: number; signal?: AbortSignal },
+  clock: Clock,
+): Promise<ProcessExit | undefined> {
+  if (record.exit !== undefined) return record.exit;
+  if (options.timeoutMs === undefined && options.signal === undefined) return record.ended;
+  if (options.timeoutMs !== undefined) assertProcessTimeout(options.timeoutMs, 'wait timeoutMs');
+  let timer: ClockTimer | undefined;
+  let onAbort: (() => void) | undefined;
+  const stop = new Promise<undefined>((resolve) => {
+    if (options.timeoutMs !== undefined) {
+      timer = clock.setTimeout(() => resolve(undefined), options.timeoutMs);
+    }
+    if (options.signal) {
+      onAbort = () => resolve(undefined);
+      if (options.signal.aborted) resolve(undefined);
+      else options.signal.addEventListener('abort', onAbort, { once: true });
+    }
+  });
+  try {
+    return await Promise.race([record.ended, stop]);
+  } finally {
+    if (timer) clock.clearTimeout(timer);
+    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
+  }
+}

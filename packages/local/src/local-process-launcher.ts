@@ -1,0 +1,110 @@
+import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import type {
+  LaunchOptions,
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from '@sbx/core/internal';
+import { SandboxRuntimeError, type Logger } from '@sbx/core';
+import { rewritingListener, type PreparedHostCommand } from './local-exec.js';
+
+/** After the shell exits, how long output still in the pipes may take to arrive. */
+const DRAIN_AFTER_EXIT_MS = 250;
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch (err) {
+    // ESRCH: the group is gone already, which is what a kill wants.
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
+}
+
+function closed(stream: Readable): Promise<void> {
+  if (stream.closed || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => stream.once('close', () => resolve()));
+}
+
+export interface LocalLaunchHooks {
+  prepare(command: string, options: LaunchOptions): Promise<PreparedHostCommand>;
+  rewrite(env: Readonly<Record<string, string>> | undefined): Promise<(text: string) => string>;
+  readonly logger: Logger;
+  readonly sandboxId: string;
+}
+
+/**
+ * Background processes on the host: the shell leads its own process group (`detached`), so a kill
+ * reaches everything it started; stdin is a pipe the caller writes to; output goes through the
+ * same masking and redaction as `exec`, a line at a time, before anything keeps it.
+ */
+export class LocalProcessLauncher implements ProcessLauncher {
+  constructor(private readonly hooks: LocalLaunchHooks) {}
+
+  async launch(
+    command: string,
+    options: LaunchOptions,
+    sink: ProcessSink,
+  ): Promise<LaunchedProcess> {
+    const prepared = await this.hooks.prepare(command, options);
+    const rewrite = await this.hooks.rewrite(options.env);
+    const child = spawn(prepared.shell, ['-c', prepared.command], {
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: prepared.env,
+      ...(prepared.cwd !== undefined ? { cwd: prepared.cwd } : {}),
+      windowsHide: true,
+    });
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', () => resolve());
+      child.once('error', (error) =>
+        reject(
+          new SandboxRuntimeError(`Failed to start shell ${prepared.shell}: ${error.message}`),
+        ),
+      );
+    });
+    const pid = child.pid as number;
+    const { logger, sandboxId } = this.hooks;
+    const out = rewritingListener((t) => sink.stdout(t), rewrite, logger, sandboxId);
+    const err = rewritingListener((t) => sink.stderr(t), rewrite, logger, sandboxId);
+    const stdout = child.stdout as Readable;
+    const stderr = child.stderr as Readable;
+    stdout.on('data', (chunk: Buffer) => out?.write(chunk));
+    stderr.on('data', (chunk: Buffer) => err?.write(chunk));
+    const stdin = child.stdin;
+    stdin?.on('error', () => {});
+
+    const exited = new Promise<LaunchedExit>((resolve) => {
+      child.once('exit', (code, signal) => {
+        const drained = Promise.all([closed(stdout), closed(stderr)]);
+        const bound = new Promise<void>((r) => setTimeout(r, DRAIN_AFTER_EXIT_MS).unref());
+        void Promise.race([drained, bound]).then(() => {
+          out?.end();
+          err?.end();
+          // What the group left behind may keep the pipes open; it must not keep Node alive.
+          (stdout as Readable & { unref?: () => void }).unref?.();
+          (stderr as Readable & { unref?: () => void }).unref?.();
+          child.unref();
+          resolve({ exitCode: code, ...(signal ? { signal } : {}) });
+        });
+      });
+    });
+
+    return {
+      exited,
+      kill: async (signal) => signalGroup(pid, signal),
+      write: (input) =>
+        new Promise<void>((resolve, reject) => {
+          if (!stdin || stdin.destroyed || stdin.writableEnded) {
+            reject(new SandboxRuntimeError('the process input is closed'));
+            return;
+          }
+          stdin.write(input, (error) => (error ? reject(error) : resolve()));
+        }),
+      closeStdin: async () => {
+        stdin?.end();
+      },
+    };
+  }
+}
