@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isSbxError } from '@sbx/core';
-import { describeSandboxContract } from '@sbx/core/testing';
+import { describeProcessContract, describeSandboxContract } from '@sbx/core/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AioSandbox } from './aio-sandbox.js';
 import { BASH_EXEC_UNSUPPORTED_MESSAGE } from './bash-exec-unsupported.js';
@@ -19,6 +19,24 @@ if (ready) {
   describeSandboxContract('AioSandbox (stand-in container)', async () => {
     const backend = backendWith();
     const info = await backend.create({ sandboxId: `c${randomBytes(4).toString('hex')}` });
+    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+    const workdir = `/mnt/user-data/workspace/${randomBytes(4).toString('hex')}`;
+    await sandbox.executeCommand(`mkdir -p ${workdir}`);
+    return {
+      sandbox,
+      workdir,
+      cleanup: async () => {
+        await sandbox.close();
+        await backend.destroy(info);
+      },
+    };
+  });
+}
+
+if (ready) {
+  describeProcessContract('AioSandbox (stand-in container)', async () => {
+    const backend = backendWith();
+    const info = await backend.create({ sandboxId: `p${randomBytes(4).toString('hex')}` });
     const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
     const workdir = `/mnt/user-data/workspace/${randomBytes(4).toString('hex')}`;
     await sandbox.executeCommand(`mkdir -p ${workdir}`);

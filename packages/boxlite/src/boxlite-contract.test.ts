@@ -1,6 +1,7 @@
 import { loadProviderClass } from '@sbx/core';
 import {
   describeProviderContract,
+  describeProcessContract,
   describeSandboxContract,
   sandboxFromProvider,
 } from '@sbx/core/testing';
@@ -35,6 +36,16 @@ for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[
     },
   );
 }
+
+let boxliteProcessCase = 0;
+describeProcessContract('BoxliteSandbox on FakeBoxliteRuntime', async () => {
+  const runtime = new FakeBoxliteRuntime();
+  const provider = new BoxliteProvider({ config: boxliteConfig(), runtime });
+  return sandboxFromProvider(provider, {
+    threadId: `process-${++boxliteProcessCase}`,
+    cleanup: () => runtime.dispose(),
+  });
+});
 
 describe('provider loading', () => {
   it('`use: "@sbx/boxlite"` resolves to BoxliteProvider through the core loader', async () => {

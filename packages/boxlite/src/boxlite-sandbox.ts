@@ -3,6 +3,7 @@ import {
   assertCommandText,
   assertDownloadablePath,
   assertExecSupported,
+  killedAtLimit,
   oneShotExecResult,
   assertSandboxFilePath,
   boundedHealthCheck,
@@ -178,10 +179,13 @@ export class BoxliteSandbox extends RemoteShellSandbox {
     const script = this.commandInCwd(command, options.cwd);
     const outcome = await this.#exec(['-lc', script], env, timeoutSeconds, options.signal);
     const timeoutMs = timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000;
+    const atLimit =
+      !outcome.timedOut &&
+      killedAtLimit(outcome.result.exitCode, performance.now() - started, timeoutMs);
     return oneShotExecResult(
       outcome.timedOut
         ? { stdout: '', stderr: '', exitCode: null, timedOut: true, timeoutMs }
-        : { ...outcome.result, timedOut: false, timeoutMs },
+        : { ...outcome.result, timedOut: atLimit, timeoutMs },
       options,
       started,
       (error) =>

@@ -103,7 +103,7 @@ export {
   assertExecSupported,
   assertProcessTimeout,
 } from './process/process-limits.js';
-export { oneShotExecResult } from './process/one-shot-exec.js';
+export { killedAtLimit, oneShotExecResult } from './process/one-shot-exec.js';
 export type { OneShotOutcome } from './process/one-shot-exec.js';
 export { guardedListener } from './process/guarded-listener.js';
 export { DEFAULT_EXEC_CAPTURE_BYTES, execViaLauncher } from './process/launcher-exec.js';

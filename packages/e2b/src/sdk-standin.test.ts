@@ -2,7 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { MemoryOwnershipStore, SandboxRuntimeError, parseSandboxConfig } from '@sbx/core';
-import { describeProviderContract, describeSandboxContract } from '@sbx/core/testing';
+import {
+  describeProcessContract,
+  describeProviderContract,
+  describeSandboxContract,
+} from '@sbx/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
 import { E2BSandbox } from './e2b-sandbox.js';
@@ -130,6 +134,22 @@ describe('real e2b SDK against the stand-in', () => {
 });
 
 describeSandboxContract('E2BSandbox over the real SDK and the stand-in', async () => {
+  const standin = await new E2BStandinServer().start();
+  const sdk = new SdkE2BClient({
+    apiKey: standin.apiKey,
+    apiUrl: standin.url,
+    sandboxUrl: standin.url,
+  });
+  const remote = await sdk.create({ template: 'base', metadata: {} });
+  await remote.commands.run('mkdir -p /home/user/workspace');
+  return {
+    sandbox: new E2BSandbox(remote.sandboxId, remote),
+    workdir: '/mnt/user-data/workspace',
+    cleanup: () => standin.stop(),
+  };
+});
+
+describeProcessContract('E2BSandbox over the real SDK and the stand-in', async () => {
   const standin = await new E2BStandinServer().start();
   const sdk = new SdkE2BClient({
     apiKey: standin.apiKey,

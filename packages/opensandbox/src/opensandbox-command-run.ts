@@ -63,21 +63,50 @@ export async function runRemoteCommand(
     () => {
       deadlinePassed = true;
       controller.abort(new Error('sbx stopped waiting for the command'));
+      stopWaiting?.();
     },
     (timeoutSeconds + COMMAND_TTL_GRACE_SECONDS) * 1000,
   );
   const startedAt = on.clock.now();
+  let commandId: string | undefined;
+  let stopWaiting: (() => void) | undefined;
+  // The SDK honours an abort only until the answer's headers arrive; after that the SSE body is
+  // read to its end. So the wait stops here on abort, and execd is asked to kill the command.
+  const aborted = new Promise<never>((_resolve, reject) => {
+    stopWaiting = () => {
+      if (commandId !== undefined && on.remote.commands.interrupt) {
+        on.remote.commands.interrupt(commandId).catch((error: unknown) =>
+          on.logger.warn('could not interrupt an aborted OpenSandbox command', {
+            ...on.ids,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
+      }
+      reject(signal?.aborted ? abortError(signal) : new Error('sbx stopped waiting'));
+    };
+  });
+  aborted.catch(() => {});
+  const onStop = (): void => stopWaiting?.();
+  signal?.addEventListener('abort', onStop, { once: true });
   try {
-    const execution = await on.remote.commands.run(
+    const running = on.remote.commands.run(
       command,
       {
         timeoutSeconds,
         envs: { ...envs },
         ...(cwd !== undefined ? { workingDirectory: cwd } : {}),
       },
-      handlers,
+      {
+        ...handlers,
+        onInit: (init) => {
+          commandId = init.id;
+          return handlers?.onInit?.(init);
+        },
+      },
       controller.signal,
     );
+    running.catch(() => {});
+    const execution = await Promise.race([running, aborted]);
     const exitCode = exitCodeOf(execution);
     const killedAtLimit =
       exitCode !== null && exitCode < 0 && on.clock.now() - startedAt >= timeoutSeconds * 1000;
@@ -95,5 +124,6 @@ export async function runRemoteCommand(
   } finally {
     on.clock.clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
+    signal?.removeEventListener('abort', onStop);
   }
 }

@@ -1,6 +1,7 @@
 import { silentLogger } from '@sbx/core';
 import {
   describeProviderContract,
+  describeProcessContract,
   describeSandboxContract,
   sandboxFromProvider,
 } from '@sbx/core/testing';
@@ -30,3 +31,13 @@ for (const userland of ['host', 'busybox'] as const) {
     });
   });
 }
+
+let openSandboxProcessCase = 0;
+describeProcessContract('OpenSandboxSandbox (fake SDK)', async () => {
+  const fake = new FakeOpenSandbox();
+  const provider = new OpenSandboxProvider({ config, sdk: fake.sdk, logger: silentLogger });
+  return sandboxFromProvider(provider, {
+    threadId: `process-${++openSandboxProcessCase}`,
+    cleanup: () => fake.dispose(),
+  });
+});

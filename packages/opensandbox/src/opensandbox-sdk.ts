@@ -64,6 +64,8 @@ export interface OpenSandboxRunOptions {
 
 /** `ExecutionHandlers` of the SDK (the fields used here): one call per execd line event. */
 export interface OpenSandboxHandlers {
+  /** The command's execd id, first of all events. */
+  onInit?: (init: { id: string }) => void | Promise<void>;
   onStdout?: (message: OpenSandboxOutputMessage) => void | Promise<void>;
   onStderr?: (message: OpenSandboxOutputMessage) => void | Promise<void>;
 }
@@ -75,6 +77,8 @@ export interface OpenSandboxCommands {
     handlers?: OpenSandboxHandlers,
     signal?: AbortSignal,
   ): Promise<OpenSandboxExecution>;
+  /** Kills a running command by its execd id (`DELETE /command?id=`). */
+  interrupt?(commandId: string): Promise<void>;
 }
 
 /** `WriteEntry` of the SDK: `mode` is written as octal digits in decimal (644 = rw-r--r--). */

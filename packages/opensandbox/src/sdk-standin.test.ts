@@ -8,6 +8,7 @@ import type { ConnectionConfigOptions } from '@alibaba-group/opensandbox';
 import { SandboxRuntimeError, silentLogger } from '@sbx/core';
 import {
   describeProviderContract,
+  describeProcessContract,
   describeSandboxContract,
   rejectionOf,
   sandboxFromProvider,
@@ -353,3 +354,16 @@ for (const useServerProxy of [false, true]) {
     });
   });
 }
+
+let processCase = 0;
+describeProcessContract('OpenSandboxSandbox (real SDK, stand-in server)', async () => {
+  const standin = await OpenSandboxStandin.start({ apiKey: API_KEY });
+  const provider = new OpenSandboxProvider({
+    config: { opensandbox: { domain: standin.domain, api_key: API_KEY, disable_metrics: true } },
+    logger: silentLogger,
+  });
+  return sandboxFromProvider(provider, {
+    threadId: `sdk-process-${++processCase}`,
+    cleanup: () => standin.stop(),
+  });
+});

@@ -1,6 +1,7 @@
 import { loadProviderClass } from '@sbx/core';
 import {
   describeProviderContract,
+  describeProcessContract,
   describeSandboxContract,
   sandboxFromProvider,
 } from '@sbx/core/testing';
@@ -32,6 +33,16 @@ for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[
     });
   });
 }
+
+let tenkiProcessCase = 0;
+describeProcessContract('TenkiSandbox on FakeTenkiClient', async () => {
+  const client = new FakeTenkiClient();
+  const provider = new TenkiSandboxProvider({ config: tenkiConfig(), client });
+  return sandboxFromProvider(provider, {
+    threadId: `process-${++tenkiProcessCase}`,
+    cleanup: () => client.dispose(),
+  });
+});
 
 describe('provider loading', () => {
   it('`use: "@sbx/tenki"` resolves to TenkiSandboxProvider through the core loader', async () => {

@@ -44,3 +44,23 @@ export function oneShotExecResult(
     ...(outcome.signal !== undefined ? { signal: outcome.signal } : {}),
   };
 }
+
+/**
+ * Whether a one-shot backend's result is its own time limit at work: backends that kill a
+ * command in the VM at its limit report an ordinary end (SIGKILL's 137, `timeout`'s 124, a
+ * negative or missing status), so a status like that after the full limit is a timeout.
+ */
+export function killedAtLimit(
+  exitCode: number | null | undefined,
+  elapsedMs: number,
+  timeoutMs: number | undefined,
+): boolean {
+  if (timeoutMs === undefined || elapsedMs < timeoutMs) return false;
+  return (
+    exitCode === null ||
+    exitCode === undefined ||
+    exitCode === 137 ||
+    exitCode === 124 ||
+    exitCode < 0
+  );
+}

@@ -109,9 +109,9 @@ export function describeProcessContract(
 
       it('runs in the given cwd', { timeout }, async () => {
         const target = fresh();
-        await sb.writeFile(`${target}/marker.txt`, 'here');
+        await sb.writeFile(`${target}/marker.txt`, 'here\n');
         const r = await sb.exec('cat marker.txt', { cwd: target });
-        expect(r).toMatchObject({ exitCode: 0, stdout: 'here' });
+        expect(r).toMatchObject({ exitCode: 0, stdout: 'here\n' });
       });
 
       it('kills a command at its time limit', { timeout }, async () => {

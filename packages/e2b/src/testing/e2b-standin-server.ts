@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalVm } from './local-vm.js';
+import { LocalVm, type LocalVmProcessControl } from './local-vm.js';
 
 /**
  * A local stand-in for E2B's two HTTP surfaces, enough for the real `e2b` SDK (2.51) to run a
@@ -108,6 +108,8 @@ export class E2BStandinServer {
   #root: string | undefined;
   #url: string | undefined;
   #pid = 100;
+  /** Running commands by the pid the stand-in gave them. */
+  readonly #processes = new Map<number, LocalVmProcessControl>();
   #killHold: { arrived(id: string): void; released: Promise<void>; release(): void } | undefined;
 
   constructor(options: E2BStandinServerOptions = {}) {
@@ -376,6 +378,7 @@ export class E2BStandinServer {
     if (url.pathname.startsWith('/filesystem.Filesystem/'))
       return this.#filesystemRpc(req, res, url, vm);
     if (url.pathname === '/process.Process/Start') return this.#processStart(req, res, vm, record);
+    if (url.pathname.startsWith('/process.Process/')) return this.#processRpc(req, res, url);
     json(res, 404, { code: 404, message: `no envd route ${method} ${url.pathname}` });
   }
 
@@ -428,6 +431,42 @@ export class E2BStandinServer {
     }
   }
 
+  /**
+   * The unary process RPCs of a running command, by the stand-in's pid: `SendInput` (stdin bytes,
+   * base64 in JSON), `CloseStdin`, and `SendSignal` (the SDK's kill sends `SIGNAL_SIGKILL`).
+   */
+  async #processRpc(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
+    const rpc = url.pathname.split('/').pop();
+    const body = JSON.parse((await readBody(req)).toString('utf8') || '{}') as {
+      process?: { pid?: number };
+      input?: { stdin?: string };
+      signal?: string;
+    };
+    const pid = Number(body.process?.pid);
+    const control = this.#processes.get(pid);
+    if (!control) {
+      return json(res, 404, { code: 'not_found', message: `process with pid ${pid} not found` });
+    }
+    switch (rpc) {
+      case 'SendInput':
+        control.write(Buffer.from(body.input?.stdin ?? '', 'base64'));
+        return json(res, 200, {});
+      case 'CloseStdin':
+        control.closeStdin();
+        return json(res, 200, {});
+      case 'SendSignal': {
+        const signal = body.signal === 'SIGNAL_SIGTERM' ? 'SIGTERM' : 'SIGKILL';
+        control.kill(signal);
+        return json(res, 200, {});
+      }
+      default:
+        return json(res, 501, {
+          code: 'unimplemented',
+          message: `${rpc} is not part of the stand-in`,
+        });
+    }
+  }
+
   async #processStart(
     req: http.IncomingMessage,
     res: http.ServerResponse,
@@ -438,24 +477,32 @@ export class E2BStandinServer {
     const length = raw.readUInt32BE(1);
     const request = JSON.parse(raw.subarray(5, 5 + length).toString('utf8')) as {
       process: { cmd: string; args?: string[]; envs?: Record<string, string>; cwd?: string };
+      stdin?: boolean;
     };
     const args = request.process.args ?? [];
     // The SDK always starts `/bin/bash -l -c <cmd>`; the stand-in runs the command itself.
     const command = args[args.length - 1] ?? '';
     const timeoutHeader = Number(req.headers['connect-timeout-ms'] ?? 0);
     res.writeHead(200, { 'content-type': 'application/connect+json' });
-    const pid = (this.#pid += 1);
-    res.write(envelope(0, { event: { start: { pid } } }));
+    // The pid reported is the command's real one, so a `kill` run in the VM reaches it, as in E2B.
+    let pid = (this.#pid += 1);
     const deadline = timeoutHeader > 0 ? timeoutHeader : undefined;
     const result = await vm.run(command, {
       ...(request.process.envs ? { envs: request.process.envs } : {}),
       ...(request.process.cwd ? { cwd: request.process.cwd } : {}),
       ...(deadline ? { timeoutMs: deadline } : {}),
+      stdin: request.stdin === true,
+      onStart: (control) => {
+        pid = control.pid;
+        this.#processes.set(pid, control);
+        res.write(envelope(0, { event: { start: { pid } } }));
+      },
       onStdout: (d) =>
         res.write(envelope(0, { event: { data: { stdout: Buffer.from(d).toString('base64') } } })),
       onStderr: (d) =>
         res.write(envelope(0, { event: { data: { stderr: Buffer.from(d).toString('base64') } } })),
     });
+    this.#processes.delete(pid);
     if (!record.alive) {
       res.destroy();
       return;

@@ -74,6 +74,8 @@ export class OpenSandboxStandin {
   readonly #deleted: StandinSandbox[] = [];
   readonly #metricsWaiters: ((event: unknown) => void)[] = [];
   readonly #options: OpenSandboxStandinOptions;
+  /** Running commands by execd id, for `DELETE /command?id=` (interrupt). */
+  readonly #running = new Map<string, AbortController>();
   readonly #server: Server;
   #port = 0;
 
@@ -322,6 +324,17 @@ export class OpenSandboxStandin {
       return;
     }
     if (path === '/command' && req.method === 'POST') return this.#command(sandbox, req, res);
+    if (path === '/command' && req.method === 'DELETE') {
+      // execd's interrupt: kills the running command of that id.
+      const running = this.#running.get(query.get('id') ?? '');
+      if (running === undefined) {
+        error(res, 404, 'NOT_FOUND', `no running command ${query.get('id') ?? ''}`);
+        return;
+      }
+      running.abort();
+      res.writeHead(200).end();
+      return;
+    }
     if (path === '/files/download' && req.method === 'GET') {
       const target = query.get('path');
       if (!target) {
@@ -369,6 +382,8 @@ export class OpenSandboxStandin {
     res.on('close', () => {
       if (!res.writableFinished) gone.abort();
     });
+    this.#running.set(commandId, gone);
+    res.on('close', () => this.#running.delete(commandId));
     send({ type: 'init', text: commandId, timestamp: Date.now() });
     send({ type: 'ping', text: 'pong', timestamp: Date.now() });
     // execd tails the output as the command writes it: one event per completed line, at once.
