@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commandLineOf } from './exec-command.js';
@@ -45,13 +45,67 @@ describe('sbx exec on the local provider', () => {
   it('reports output and status as JSON with --json', async () => {
     const run = await sbx(['exec', '--json', '--', 'echo out; exit 3'], { env: env() });
     expect(run.code).toBe(3);
-    expect(JSON.parse(run.stdout)).toEqual({
+    expect(JSON.parse(run.stdout)).toMatchObject({
       ok: true,
       sandboxId: 'local:default:cli',
       exitCode: 3,
       timedOut: false,
       output: 'out\n',
+      stdout: 'out\n',
+      stderr: '',
+      truncated: false,
     });
+  });
+
+  it('sends stderr to stderr and stdout to stdout', async () => {
+    const run = await sbx(['exec', '--', 'echo out; echo err >&2'], { env: env() });
+    expect(run).toMatchObject({ code: 0, stdout: 'out\n', stderr: 'err\n' });
+  });
+
+  it('"Error:" with status 0 exits 0; `false` exits 1', async () => {
+    expect(await sbx(['exec', '--', 'echo "Error: x"'], { env: env() })).toMatchObject({
+      code: 0,
+      stdout: 'Error: x\n',
+    });
+    expect((await sbx(['exec', '--', 'false'], { env: env() })).code).toBe(1);
+  });
+
+  it('streams output as it is printed (the command waits for the test to see it)', async () => {
+    const gate = path.join(home.dir, 'users/default/threads/cli/user-data/workspace/go');
+    let opened = false;
+    const run = await sbx(
+      [
+        'exec',
+        '--',
+        'echo first; i=0; while [ ! -e go ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo second',
+      ],
+      {
+        env: env(),
+        onStdout: (soFar) => {
+          if (!opened && soFar.includes('first')) {
+            opened = true;
+            void writeFile(gate, '');
+          }
+        },
+      },
+    );
+    expect(run).toMatchObject({ code: 0, stdout: 'first\nsecond\n' });
+    expect(opened).toBe(true);
+  });
+
+  it('Ctrl-C kills the command in the sandbox and exits 130', async () => {
+    const controller = new AbortController();
+    const pidFile = path.join(home.dir, 'users/default/threads/cli/user-data/workspace/pid');
+    const run = await sbx(['exec', '--', 'echo $$ > pid; echo started; sleep 30'], {
+      env: env(),
+      signal: controller.signal,
+      onStdout: (soFar) => {
+        if (soFar.includes('started')) controller.abort();
+      },
+    });
+    expect(run.code).toBe(ExitCode.INTERRUPTED);
+    const pid = Number(await readFile(pidFile, 'utf8'));
+    expect(() => process.kill(pid, 0)).toThrow(/ESRCH/);
   });
 
   it('exits 124 when the command runs into --timeout', async () => {
@@ -98,7 +152,7 @@ describe('sbx exec on a remote-style provider', () => {
   it('addresses the workspace by its virtual path and releases the sandbox afterwards', async () => {
     const fake = memoryProviderClass({
       idPrefix: 'remote',
-      sandboxOptions: { onCommand: (command) => `ran: ${command}\nExit Code: 5` },
+      sandboxOptions: { onCommand: (command) => ({ stdout: `ran: ${command}\n`, exitCode: 5 }) },
     });
     const run = await sbx(['exec', '--provider', '@fake/remote', '--', 'make test'], {
       importer: importerWith({ '@fake/remote': { default: fake.Provider } }),

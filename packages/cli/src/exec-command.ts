@@ -2,13 +2,13 @@ import {
   InvalidArgumentError,
   ensureSandboxInitialized,
   shellQuote,
+  type ExecResult,
   type SandboxProvider,
 } from '@sbx/core';
-import { withWorkspaceCwd } from '@sbx/core/internal';
+import { timeoutNotice, withWorkspaceCwd } from '@sbx/core/internal';
 import { loadCliConfig } from './cli-config.js';
 import { writeLine } from './cli-io.js';
 import { stderrLogger } from './cli-logger.js';
-import { parseCommandOutput } from './command-outcome.js';
 import { isUsageError, printJson, reportFailure } from './command-result.js';
 import { identityOf, type CommandRuntime, type ThreadCommandOptions } from './command-runtime.js';
 import { ExitCode } from './exit-codes.js';
@@ -31,9 +31,17 @@ export function commandLineOf(words: readonly string[]): string {
   return words.length === 1 ? (words[0] as string) : words.map((w) => shellQuote(w)).join(' ');
 }
 
+/** The process status `sbx exec` exits with: the command's own, 124 at its limit, 1 when unknown. */
+export function exitStatusOf(result: ExecResult): number {
+  if (result.timedOut) return ExitCode.EXEC_TIMEOUT;
+  const code = result.exitCode;
+  if (code === null) return ExitCode.FAILURE;
+  return Number.isInteger(code) && code >= 0 && code <= 255 ? code : ExitCode.FAILURE;
+}
+
 /**
- * `sbx exec`: runs a command in the thread's sandbox, starting in its workspace, prints what it
- * printed and exits with its status.
+ * `sbx exec`: runs a command in the thread's sandbox, starting in its workspace, streams what it
+ * prints (stderr to stderr) and exits with its status; Ctrl-C kills the command.
  *
  * Host bash is enabled for this command whatever `sandbox.allow_host_bash` says: the operator typed
  * the command, so the setting (which keeps *agents* off the host shell) protects nothing here.
@@ -72,28 +80,45 @@ export async function execCommand(
       () => ensureSandboxInitialized(context),
     );
     sandboxId = sandbox.id;
-    const text = await withProgress(progress, `running ${command}`, () =>
-      sandbox.executeCommand(withWorkspaceCwd(context, sandbox, command), {
-        ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}),
-        ...(signal ? { signal } : {}),
-      }),
-    );
-    const outcome = parseCommandOutput(text);
+    progress.stop();
+    // Output goes out as the command prints it: stdout to stdout, stderr to stderr. With --json
+    // nothing streams; the one JSON document carries both.
+    const stream = !options.json;
+    const result = await sandbox.exec(withWorkspaceCwd(context, sandbox, command), {
+      ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}),
+      // Ctrl-C aborts the call, which kills the command in the sandbox.
+      ...(signal ? { signal } : {}),
+      ...(stream
+        ? {
+            onStdout: (chunk: string) => io.stdout.write(chunk),
+            onStderr: (chunk: string) => io.stderr.write(chunk),
+          }
+        : {}),
+    });
+    const exitCode = exitStatusOf(result);
+    // The prompt that follows starts on a line of its own, as it did before output streamed.
+    if (stream && result.stdout !== '' && !result.stdout.endsWith('\n')) io.stdout.write('\n');
     if (options.json) {
       printJson(io, {
         ok: true,
         sandboxId,
-        exitCode: outcome.exitCode,
-        timedOut: outcome.timedOut,
-        output: outcome.output,
+        exitCode: result.timedOut ? exitCode : result.exitCode,
+        timedOut: result.timedOut,
+        output: result.stdout + result.stderr,
+        stdout: result.stdout,
+        stderr: result.stderr,
+        durationMs: Math.round(result.durationMs),
+        truncated: result.truncated,
+        ...(result.signal !== undefined ? { signal: result.signal } : {}),
       });
-    } else {
-      if (outcome.output !== '') {
-        io.stdout.write(outcome.output.endsWith('\n') ? outcome.output : `${outcome.output}\n`);
-      }
-      if (outcome.notice) writeLine(io.stderr, `sbx: ${outcome.notice}`);
+    } else if (result.timedOut) {
+      const notice =
+        result.notice ?? timeoutNotice((result.timeoutMs ?? (options.timeout ?? 0) * 1000) / 1000);
+      writeLine(io.stderr, `sbx: ${notice}`);
+    } else if (result.notice !== undefined) {
+      writeLine(io.stderr, `sbx: ${result.notice}`);
     }
-    return signal?.aborted ? ExitCode.INTERRUPTED : outcome.exitCode;
+    return signal?.aborted ? ExitCode.INTERRUPTED : exitCode;
   } catch (err) {
     progress.stop();
     if (signal?.aborted) {

@@ -136,6 +136,43 @@ describe('sbx MCP server (in-memory transport, official SDK client)', () => {
     expect(text(read)).toBe('Error: data\n');
   });
 
+  it('bash decides by the exit status: "Error:" with 0 succeeds, `false` is an isError result', async () => {
+    const { client } = await connect();
+    const printed = await client.callTool({
+      name: 'bash',
+      arguments: { command: 'echo "Error: just text"' },
+    });
+    expect(printed.isError).toBe(false);
+    expect(text(printed)).toBe('Error: just text\n');
+    const failed = await client.callTool({ name: 'bash', arguments: { command: 'false' } });
+    expect(failed.isError).toBe(true);
+    expect(text(failed)).toBe('\nExit Code: 1');
+  });
+
+  it('offers the yield mode and the process tools when sandbox.tools.process_tools is on', async () => {
+    const plain = await connect();
+    expect((await plain.client.listTools()).tools.map((t) => t.name)).not.toContain('process_list');
+    const withTools = parseSandboxConfig({
+      base_dir: home.dir,
+      allow_host_bash: true,
+      tools: { process_tools: true },
+    });
+    const { client } = await connect({ config: withTools });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['process_output', 'process_list']));
+    const started = await client.callTool({
+      name: 'bash',
+      arguments: { command: 'echo up; sleep 30', yield_time_ms: 1_000 },
+    });
+    const id = /process_id="(p\d+)"/.exec(text(started))?.[1];
+    expect(id).toBeDefined();
+    const killed = await client.callTool({
+      name: 'process_kill',
+      arguments: { process_id: id, signal: 'SIGKILL' },
+    });
+    expect(text(killed)).toMatch(/SIGKILL\]$/);
+  });
+
   it('gives every session its own thread unless one is named', async () => {
     const a = await connect();
     const b = await connect();

@@ -20,6 +20,7 @@ import {
   type ToolName,
 } from '@sbx/core';
 import { DEFAULT_USER_ID, TOOL_NAMES, isToolName } from '@sbx/core/internal';
+import { ALL_TOOL_NAMES } from '@sbx/core';
 import {
   buildPrincipal,
   createSandboxAuthorizer,
@@ -115,12 +116,15 @@ export async function createSbxMcpServer(options: SbxMcpServerOptions): Promise<
         : createSandboxAuthorizer<ToolContext>({ config: authorization, principal, logger }),
   });
 
-  const baseTools: readonly ToolName[] =
-    isHostDirectoryProvider(provider) && !allowHostBash
-      ? TOOL_NAMES.filter((name) => name !== 'bash')
-      : TOOL_NAMES;
+  // `sandbox.tools.process_tools` adds bash's yield mode and the process tools; without a shell
+  // (host bash off on a host provider) neither bash nor the process tools are offered.
+  const processTools = config.tools.processTools;
+  const shellless = isHostDirectoryProvider(provider) && !allowHostBash;
+  const baseTools: readonly ToolName[] = (processTools ? ALL_TOOL_NAMES : TOOL_NAMES).filter(
+    (name) => !(shellless && (name === 'bash' || name.startsWith('process_'))),
+  );
   const offeredTools = async (): Promise<ToolDefinition[]> => {
-    const all = getToolDefinitions({ tools: baseTools });
+    const all = getToolDefinitions({ tools: baseTools, processTools });
     if (authorization === undefined) return all;
     return filterToolsForPrincipal(principal, all, { config: authorization, logger });
   };

@@ -19,8 +19,12 @@ export interface CapturedRun {
 class Capture extends Writable {
   text = '';
   isTTY = false;
+  constructor(private readonly onWrite?: (text: string) => void) {
+    super();
+  }
   override _write(chunk: Buffer | string, _enc: BufferEncoding, done: () => void): void {
     this.text += chunk.toString();
+    this.onWrite?.(this.text);
     done();
   }
 }
@@ -32,6 +36,8 @@ export interface SbxRunOptions {
   signal?: AbortSignal;
   /** Default: an empty stream that never ends. */
   stdin?: NodeJS.ReadableStream & PassThrough;
+  /** Called after every write to stdout with everything written so far. */
+  onStdout?: (soFar: string) => void;
 }
 
 /**
@@ -42,7 +48,7 @@ export async function sbx(
   args: readonly string[],
   options: SbxRunOptions = {},
 ): Promise<CapturedRun> {
-  const stdout = new Capture();
+  const stdout = new Capture(options.onStdout);
   const stderr = new Capture();
   const code = await runCli(args, {
     io: {

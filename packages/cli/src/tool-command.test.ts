@@ -63,6 +63,19 @@ describe('sbx tool', () => {
     expect(allowed).toMatchObject({ code: 0, stdout: 'hi\n' });
   });
 
+  it('bash `false` exits 1 and "Error:" printed with status 0 exits 0', async () => {
+    const failed = await sbx(
+      ['tool', 'bash', JSON.stringify({ command: 'false' }), '--allow-host-bash'],
+      { env: env() },
+    );
+    expect(failed.code).toBe(ExitCode.FAILURE);
+    const printed = await sbx(
+      ['tool', 'bash', JSON.stringify({ command: 'echo "Error: fine"' }), '--allow-host-bash'],
+      { env: env() },
+    );
+    expect(printed).toMatchObject({ code: 0, stdout: 'Error: fine\n' });
+  });
+
   it('prints a JSON document with --json', async () => {
     const run = await sbx(
       ['tool', '--json', 'write_file', JSON.stringify({ path: NOTE, content: 'x' })],

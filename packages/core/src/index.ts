@@ -297,7 +297,13 @@ export type {
   JsonSchema,
 } from './tools/tool-definitions.js';
 
-export { TOOL_INPUT_SCHEMAS, MAX_COMMAND_BYTES } from './tools/tool-schemas.js';
+export {
+  ALL_TOOL_NAMES,
+  MAX_COMMAND_BYTES,
+  PROCESS_TOOL_NAMES,
+  TOOL_INPUT_SCHEMAS,
+  TOOL_NAMES,
+} from './tools/tool-schemas.js';
 export type {
   ToolName,
   ToolInputs,
@@ -309,6 +315,10 @@ export type {
   ReadFileInput,
   WriteFileInput,
   StrReplaceInput,
+  ProcessKillInput,
+  ProcessListInput,
+  ProcessOutputInput,
+  ProcessWriteInput,
 } from './tools/tool-schemas.js';
 export { runTool, runToolCall } from './tools/run-tool.js';
 export { ToolErrorCode, toolFailure } from './tools/tool-result.js';
@@ -326,6 +336,13 @@ export { grepTool } from './tools/grep-tool.js';
 export { readFileTool } from './tools/read-file-tool.js';
 export { writeFileTool } from './tools/write-file-tool.js';
 export { strReplaceTool } from './tools/str-replace-tool.js';
+export { CommandFailureCode } from './tools/bash-tool.js';
+export {
+  processKillTool,
+  processListTool,
+  processOutputTool,
+  processWriteTool,
+} from './tools/process-tools.js';
 export { createToolContext } from './tools/create-tool-context.js';
 export type { CreateToolContextOptions } from './tools/create-tool-context.js';
 export type {

@@ -73,7 +73,7 @@ describe('parseSandboxConfig defaults', () => {
         skills: { containerPath: '/mnt/skills', path: undefined },
         readBeforeWrite: { enabled: true },
         baseDir: '/srv/app/.sbx',
-        tools: { glob: { maxResults: 200 }, grep: { maxResults: 100 } },
+        tools: { glob: { maxResults: 200 }, grep: { maxResults: 100 }, processTools: false },
         authorization: undefined,
         local: undefined,
         aio: undefined,
@@ -403,7 +403,11 @@ describe('parseSandboxConfig reference layout compatibility', () => {
     expect(c.skills).toEqual({ containerPath: '/opt/skills', path: '/srv/skills' });
     expect(c.readBeforeWrite.enabled).toBe(false);
     expect(c.authorization).toEqual({ enabled: false });
-    expect(c.tools).toEqual({ glob: { maxResults: 50 }, grep: { maxResults: 100 } });
+    expect(c.tools).toEqual({
+      glob: { maxResults: 50 },
+      grep: { maxResults: 100 },
+      processTools: false,
+    });
   });
 
   it('reports lifted values at their top-level path, and conflicts with the sandbox section', () => {

@@ -330,9 +330,15 @@ function buildSectionInputSchema(z: Zod) {
       .strictObject({
         glob: toolLimitSchema('glob', 200, 'paths'),
         grep: toolLimitSchema('grep', 100, 'matches'),
+        process_tools: z
+          .boolean()
+          .default(false)
+          .describe(
+            "Offer bash's yield mode (yield_time_ms) and the process tools (process_output, process_write, process_kill, process_list). Off: bash runs every command to completion, as the reference does.",
+          ),
       })
-      .default({ glob: { max_results: 200 }, grep: { max_results: 100 } })
-      .describe('Limits of the search tools.'),
+      .default({ glob: { max_results: 200 }, grep: { max_results: 100 }, process_tools: false })
+      .describe('Limits of the search tools, and the opt-in process tools.'),
     authorization: openBlock('Authorization gate settings, validated by @sbx/authz.'),
     local: openBlock('Options of @sbx/local, validated by that package.'),
     aio: openBlock('Options of @sbx/aio, validated by that package.'),
@@ -421,6 +427,7 @@ function toConfig(s: Section, ctx: SandboxSchemaContext): SandboxConfig {
     tools: {
       glob: { maxResults: s.tools.glob.max_results },
       grep: { maxResults: s.tools.grep.max_results },
+      processTools: s.tools.process_tools,
     },
     authorization: open(s.authorization),
     local: open(s.local),

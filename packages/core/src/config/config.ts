@@ -65,6 +65,8 @@ export interface ToolLimitConfig {
 export interface ToolsConfig {
   readonly glob: ToolLimitConfig;
   readonly grep: ToolLimitConfig;
+  /** bash's yield mode and the process tools (`sandbox.tools.process_tools`). Default false. */
+  readonly processTools: boolean;
 }
 
 export interface WarmPoolConfig {

@@ -21,7 +21,9 @@ export function assertCommandText(command: unknown): asserts command is string {
 export function assertProcessTimeout(value: unknown, name = 'timeoutMs'): asserts value is number {
   const max = MAX_TIMER_SECONDS * 1000;
   if (!(typeof value === 'number' && Number.isFinite(value) && value > 0 && value <= max)) {
-    throw new InvalidArgumentError(`${name} must be a positive number up to ${max}, got ${String(value)}`);
+    throw new InvalidArgumentError(
+      `${name} must be a positive number up to ${max}, got ${String(value)}`,
+    );
   }
 }
 
@@ -41,7 +43,9 @@ export function assertExecSupported(
     throw new InvalidArgumentError('stdin must be a string or bytes');
   }
   const size =
-    typeof options.stdin === 'string' ? Buffer.byteLength(options.stdin, 'utf8') : options.stdin.length;
+    typeof options.stdin === 'string'
+      ? Buffer.byteLength(options.stdin, 'utf8')
+      : options.stdin.length;
   if (size > MAX_EXEC_STDIN_BYTES) {
     throw new InvalidArgumentError(
       `stdin is ${size} bytes; exec takes at most ${MAX_EXEC_STDIN_BYTES} (upload a file and redirect it instead)`,

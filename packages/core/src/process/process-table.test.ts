@@ -20,7 +20,14 @@ class ScriptedLauncher implements ProcessLauncher {
   async launch(command: string, _options: unknown, sink: ProcessSink) {
     let end!: (exit: LaunchedExit) => void;
     const exited = new Promise<LaunchedExit>((resolve) => (end = resolve));
-    const entry = { command, sink, end, kills: [] as string[], input: [] as string[], stdinClosed: false };
+    const entry = {
+      command,
+      sink,
+      end,
+      kills: [] as string[],
+      input: [] as string[],
+      stdinClosed: false,
+    };
     this.started.push(entry);
     return {
       exited,
@@ -136,7 +143,9 @@ describe('ProcessTable', () => {
       code: 'INVALID_ARGUMENT',
     });
     const h = await t.start('x');
-    expect(await rejectionOf(h.kill('SIGSTOP' as never))).toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await rejectionOf(h.kill('SIGSTOP' as never))).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 
   it('a throwing listener is logged once and cannot stop the output being kept', async () => {

@@ -109,7 +109,10 @@ export class ProcessTable implements SandboxProcesses {
     const err = new Utf8Listener(options.onStderr, report);
     const launched = await this.#options.launcher.launch(
       command,
-      { ...(options.env ? { env: options.env } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) },
+      {
+        ...(options.env ? { env: options.env } : {}),
+        ...(options.cwd ? { cwd: options.cwd } : {}),
+      },
       {
         stdout: (chunk) => {
           ring.append('stdout', toBuffer(chunk));
@@ -237,24 +240,23 @@ export class ProcessTable implements SandboxProcesses {
   }
 
   #handle(record: ProcessRecord): ProcessHandle {
-    const table = this;
     return {
       id: record.id,
       command: record.command,
       info: () => infoOf(record),
-      wait: (options = {}) => waitFor(record, options, table.#clock),
+      wait: (options = {}) => waitFor(record, options, this.#clock),
       kill: async (signal: ProcessSignal = 'SIGTERM') => {
         if (!PROCESS_SIGNALS.includes(signal)) {
           throw new InvalidArgumentError(
             `signal must be one of ${PROCESS_SIGNALS.join(', ')}, got ${String(signal).slice(0, 32)}`,
           );
         }
-        await table.#kill(record, signal);
+        await this.#kill(record, signal);
       },
-      write: (input: ProcessInput) => table.#write(record, input),
+      write: (input: ProcessInput) => this.#write(record, input),
       closeStdin: async () => {
         const close = record.launched.closeStdin;
-        if (!table.#options.stdin || close === undefined) {
+        if (!this.#options.stdin || close === undefined) {
           throw new CapabilityNotSupportedError(
             'closeStdin',
             'This sandbox cannot close a process input',
@@ -275,7 +277,10 @@ export class ProcessTable implements SandboxProcesses {
   async #write(record: ProcessRecord, input: ProcessInput): Promise<void> {
     const write = record.launched.write;
     if (!this.#options.stdin || write === undefined) {
-      throw new CapabilityNotSupportedError('stdin', 'This sandbox cannot write to a process input');
+      throw new CapabilityNotSupportedError(
+        'stdin',
+        'This sandbox cannot write to a process input',
+      );
     }
     if (!(typeof input === 'string' || input instanceof Uint8Array)) {
       throw new InvalidArgumentError('process input must be a string or bytes');

@@ -1,5 +1,8 @@
 import { HostBashDisabledError, isSbxError } from '../errors/errors.js';
-import type { ExecuteCommandOptions, Sandbox } from '../contract/sandbox.js';
+import type { Sandbox } from '../contract/sandbox.js';
+import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
+import { execResultText } from '../command/exec-result-text.js';
+import { runYielded } from './process-tools.js';
 import { VIRTUAL_WORKSPACE_PATH } from '../paths/virtual-paths.js';
 import { redactSecrets } from '../config/env-policy.js';
 import { LOCAL_HOST_BASH_DISABLED_MESSAGE } from '../host/host-bash.js';
@@ -39,17 +42,45 @@ async function requestEnv(context: ToolContext): Promise<Readonly<Record<string,
   return typeof source === 'function' ? await source() : source;
 }
 
+/** The failure codes of a command that ran but did not succeed. */
+export const CommandFailureCode = {
+  /** The command exited with a non-zero status (or none). */
+  COMMAND_FAILED: 'COMMAND_FAILED',
+  /** The command was killed, or given up on, at its time limit. */
+  COMMAND_TIMEOUT: 'COMMAND_TIMEOUT',
+} as const;
+
+/**
+ * Records a finished command's outcome for the structured result: a command that exited 0 is a
+ * success whatever it printed (`Error: ...` included), and `false` is a failure, decided by the
+ * status and never by the text.
+ */
+export function recordCommandOutcome(result: ExecResult, text: string): string {
+  if (result.timedOut) return toolFailure(CommandFailureCode.COMMAND_TIMEOUT, text);
+  if (result.exitCode !== 0) return toolFailure(CommandFailureCode.COMMAND_FAILED, text);
+  return text;
+}
+
 /**
  * `bash`: runs a shell command in the thread's sandbox. On a local sandbox host bash must be enabled
  * and the command passes the best-effort path guard first; output has host paths masked, request
- * secrets redacted, and is middle-truncated to `bashOutputMaxChars`.
+ * secrets redacted, and is middle-truncated to `bashOutputMaxChars`. With `yield_time_ms` (opt-in,
+ * `processTools`), a command still running after that time is left running as a background
+ * process and the call returns its output so far and its process id.
  */
 export function bashTool(context: ToolContext, input: BashInput): Promise<string> {
   return runToolInvocation(context, async () => {
     const parsed = parseToolInput('bash', input);
     if (!parsed.ok) return parsed.error;
     const { command } = parsed.value;
+    const yieldTimeMs = parsed.value.yield_time_ms ?? undefined;
     const config = resolveToolConfig(context.config);
+    if (yieldTimeMs !== undefined && !config.processTools) {
+      return toolFailure(
+        ToolErrorCode.INVALID_ARGUMENTS,
+        'Error: Invalid arguments for bash: yield_time_ms: the yield mode is not enabled here; run the command without it',
+      );
+    }
     const acquired = await sandboxForTool(context);
     if (!acquired.ok) return acquired.error;
     const sandbox = acquired.sandbox;
@@ -70,15 +101,18 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
       }
       env = await requestEnv(context);
       const prepared = prepareLocalBashCommand(context, sandbox, command);
-
-      const options: ExecuteCommandOptions = {};
-      if (Object.keys(env).length > 0) options.env = env;
-      if (local) options.timeoutMs = config.bashCommandTimeoutSeconds * 1000;
-      if (context.signal) options.signal = context.signal;
       const full = withWorkspaceCwd(context, sandbox, prepared);
-      result = context.commandScopeId
-        ? await sandbox.executeCommandInScope(full, { ...options, scopeId: context.commandScopeId })
-        : await sandbox.executeCommand(full, options);
+      if (yieldTimeMs !== undefined) {
+        result = await runYielded(context, sandbox, full, env, yieldTimeMs);
+      } else {
+        const options: ExecOptions = {};
+        if (Object.keys(env).length > 0) options.env = env;
+        if (local) options.timeoutMs = config.bashCommandTimeoutSeconds * 1000;
+        if (context.signal) options.signal = context.signal;
+        if (context.commandScopeId) options.scopeId = context.commandScopeId;
+        const outcome = await sandbox.exec(full, options);
+        result = recordCommandOutcome(outcome, execResultText(outcome));
+      }
     } catch (err) {
       result = isSbxError(err)
         ? toolFailure(err.code, `Error: ${err.message}`)

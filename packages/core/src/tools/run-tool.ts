@@ -11,6 +11,12 @@ import { runToolInvocationWithOutcome } from './tool-invocation.js';
 import { ToolErrorCode, toolCallResult, toolFailure, type ToolCallResult } from './tool-result.js';
 import { TOOL_NAMES, isToolName, type ToolInputs, type ToolName } from './tool-schemas.js';
 import { writeFileTool } from './write-file-tool.js';
+import {
+  processKillTool,
+  processListTool,
+  processOutputTool,
+  processWriteTool,
+} from './process-tools.js';
 
 type ToolFunction<K extends ToolName> = (
   context: ToolContext,
@@ -25,6 +31,10 @@ export const TOOL_FUNCTIONS: { readonly [K in ToolName]: ToolFunction<K> } = {
   read_file: readFileTool,
   write_file: writeFileTool,
   str_replace: strReplaceTool,
+  process_output: processOutputTool,
+  process_write: processWriteTool,
+  process_kill: processKillTool,
+  process_list: processListTool,
 };
 
 /**

@@ -14,6 +14,7 @@ describe('tool configuration', () => {
       globMaxResults: undefined,
       grepMaxResults: undefined,
       writeFileMaxBytes: undefined,
+      processTools: false,
     });
   });
 
@@ -43,6 +44,7 @@ describe('tool configuration', () => {
       globMaxResults: 50,
       grepMaxResults: 60,
       writeFileMaxBytes: undefined,
+      processTools: false,
     });
   });
 });

@@ -28,6 +28,12 @@ export interface ToolConfig {
    * variable `SBX_WRITE_FILE_MAX_BYTES` is read on every call (missing or malformed: 81920).
    */
   writeFileMaxBytes: number | undefined;
+  /**
+   * bash's yield mode and the process tools (`process_output`, `process_write`, `process_kill`,
+   * `process_list`). Default false: bash runs every command to completion, as the reference does,
+   * and the process tools refuse.
+   */
+  processTools: boolean;
 }
 
 export type ToolConfigInput = Partial<Omit<ToolConfig, 'readBeforeWrite'>> & {
@@ -53,6 +59,7 @@ export function resolveToolConfig(input: ToolConfigInput = {}): ToolConfig {
     globMaxResults: input.globMaxResults,
     grepMaxResults: input.grepMaxResults,
     writeFileMaxBytes: input.writeFileMaxBytes,
+    processTools: input.processTools ?? false,
   };
 }
 
@@ -125,5 +132,6 @@ export function toolConfigFromSandboxConfig(
     readBeforeWrite: { enabled: config.readBeforeWrite.enabled },
     globMaxResults: config.tools.glob.maxResults,
     grepMaxResults: config.tools.grep.maxResults,
+    processTools: config.tools.processTools,
   };
 }

@@ -1,6 +1,6 @@
 import { zod } from '../config/zod-runtime.js';
-import { TOOL_DESCRIPTIONS } from './tool-descriptions.js';
-import { TOOL_NAMES, toolInputSchemas, type ToolName } from './tool-schemas.js';
+import { BASH_YIELD_DESCRIPTION, TOOL_DESCRIPTIONS } from './tool-descriptions.js';
+import { ALL_TOOL_NAMES, TOOL_NAMES, toolInputSchemas, type ToolName } from './tool-schemas.js';
 
 /** JSON Schema (draft 2020-12) of a tool's input, as LLM function-calling APIs expect it. */
 export type JsonSchema = Record<string, unknown>;
@@ -24,6 +24,12 @@ export interface ToolDefinitionOptions {
    * Default false: the plain schema, where optional fields are simply not required.
    */
   strict?: boolean;
+  /**
+   * Offer bash's yield mode (`yield_time_ms`) and, unless `tools` says otherwise, the process tools
+   * (`process_output`, `process_write`, `process_kill`, `process_list`). Default false: bash is the
+   * reference's one-shot tool and its schema does not mention the yield mode.
+   */
+  processTools?: boolean;
 }
 
 /** Bounds the model is told; the tools clamp or refuse out-of-range values the same way. */
@@ -116,7 +122,7 @@ function strictBranch(branch: Json): Json {
  * for a zod one), and closed objects (`additionalProperties: false`) tell the model that unknown
  * fields are not part of the contract.
  */
-function inputSchemaOf(name: ToolName, strict: boolean): JsonSchema {
+function inputSchemaOf(name: ToolName, strict: boolean, processTools: boolean): JsonSchema {
   const rendered = JSON.parse(
     JSON.stringify(zod().toJSONSchema(toolInputSchemas()[name], { io: 'input' })),
   ) as JsonObject;
@@ -125,6 +131,8 @@ function inputSchemaOf(name: ToolName, strict: boolean): JsonSchema {
   const refined: JsonObject = {};
   for (const [field, schema] of Object.entries(properties)) {
     if (!isObject(schema)) continue;
+    // The yield mode is opt-in: without it, bash's schema is the reference's.
+    if (name === 'bash' && field === 'yield_time_ms' && !processTools) continue;
     const property = refineProperty(name, field, schema);
     refined[field] = strict ? strictProperty(property, required.includes(field)) : property;
   }
@@ -147,9 +155,13 @@ function inputSchemaOf(name: ToolName, strict: boolean): JsonSchema {
  */
 export function getToolDefinitions(options: ToolDefinitionOptions = {}): ToolDefinition[] {
   const strict = options.strict === true;
-  return (options.tools ?? TOOL_NAMES).map((name) => ({
+  const processTools = options.processTools === true;
+  return (options.tools ?? (processTools ? ALL_TOOL_NAMES : TOOL_NAMES)).map((name) => ({
     name,
-    description: TOOL_DESCRIPTIONS[name],
-    inputSchema: inputSchemaOf(name, strict),
+    description:
+      name === 'bash' && processTools
+        ? `${TOOL_DESCRIPTIONS.bash}\n\n${BASH_YIELD_DESCRIPTION}`
+        : TOOL_DESCRIPTIONS[name],
+    inputSchema: inputSchemaOf(name, strict, processTools),
   }));
 }

@@ -32,7 +32,27 @@ export const WRITE_FILE_TOOL_DESCRIPTION =
 export const STR_REPLACE_TOOL_DESCRIPTION =
   'Replace text in a file. `old_str` must match the file exactly (including whitespace) and occur exactly once, unless replace_all is true; include surrounding lines to make it unique. Read the file first: edits to a file you have not read in its current version are refused.';
 
+/** What bash's description adds when the yield mode and the process tools are offered. */
+export const BASH_YIELD_DESCRIPTION =
+  'With yield_time_ms, a command still running after that time returns its output so far and a process_id; it keeps running, and process_output, process_write and process_kill reach it (process_list lists them). Use it for servers, watchers and long builds instead of backgrounding by hand.';
+
+export const PROCESS_OUTPUT_TOOL_DESCRIPTION =
+  'Read what a process started by a yielded bash call printed since the last read, and whether it is still running (with its exit code once it ended). wait_ms waits for it to end first, up to that long.';
+
+export const PROCESS_WRITE_TOOL_DESCRIPTION =
+  'Send text to the standard input of a running process (from a yielded bash call), then return what it printed in answer. End the text with "\\n" to press Enter.';
+
+export const PROCESS_KILL_TOOL_DESCRIPTION =
+  'Stop a running process (from a yielded bash call) with a signal (default SIGTERM; use SIGKILL if it ignores it), and return its last output and how it ended.';
+
+export const PROCESS_LIST_TOOL_DESCRIPTION =
+  'List the processes started by yielded bash calls in this sandbox: id, status (running, or the exit code), age and command.';
+
 export const TOOL_DESCRIPTIONS: Readonly<Record<ToolName, string>> = {
+  process_output: PROCESS_OUTPUT_TOOL_DESCRIPTION,
+  process_write: PROCESS_WRITE_TOOL_DESCRIPTION,
+  process_kill: PROCESS_KILL_TOOL_DESCRIPTION,
+  process_list: PROCESS_LIST_TOOL_DESCRIPTION,
   bash: BASH_TOOL_DESCRIPTION,
   ls: LS_TOOL_DESCRIPTION,
   glob: GLOB_TOOL_DESCRIPTION,

@@ -4,10 +4,14 @@ import type { ToolContext } from './tool-context.js';
 import { getToolDefinitions, type ToolDefinition } from './tool-definitions.js';
 import { toolSessionOf } from './read-before-write.js';
 import { ToolErrorCode, toolCallResult, type ToolCallResult } from './tool-result.js';
-import { TOOL_NAMES, type ToolName } from './tool-schemas.js';
+import { ALL_TOOL_NAMES, TOOL_NAMES, type ToolName } from './tool-schemas.js';
+import { resolveToolConfig } from './tool-config.js';
 
 interface ToolSelection {
-  /** Tools to offer, in this order. Default: all seven. */
+  /**
+   * Tools to offer, in this order. Default: the seven, plus the process tools when the context's
+   * tool configuration turns them on (`processTools`).
+   */
   tools?: readonly ToolName[];
   /** Strict-mode schemas (see `getToolDefinitions`). */
   strict?: boolean;
@@ -49,13 +53,15 @@ function combinedSignal(
  * objects, so what one call acquires or reads the next call sees.
  */
 export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
-  const { tools = TOOL_NAMES, strict, ...rest } = options;
+  const { tools: asked, strict, ...rest } = options;
   const context =
     rest.context ?? createToolContext(rest as CreateToolContextOptions & { context?: undefined });
+  const processTools = resolveToolConfig(context.config).processTools;
+  const tools = asked ?? (processTools ? ALL_TOOL_NAMES : TOOL_NAMES);
   // Per-call copies of the context must share one session (the read marks), also when the host's
   // context came without one.
   toolSessionOf(context);
-  const definitions = getToolDefinitions({ tools, strict: strict === true });
+  const definitions = getToolDefinitions({ tools, strict: strict === true, processTools });
   const offered = new Set<string>(tools);
   return {
     context,

@@ -10,6 +10,10 @@ import { ToolErrorCode, toolFailure } from './tool-result.js';
  * (`MAX_ARG_STRLEN`) to `sh -c` anyway, so past it only a clear error is useful.
  */
 export const MAX_COMMAND_BYTES = 128 * 1024;
+/** Longest wait a yielded bash call or a process tool may ask for (10 minutes). */
+export const MAX_YIELD_TIME_MS = 600_000;
+/** Longest text one process_write sends. */
+export const MAX_PROCESS_TOOL_INPUT_CHARS = 64 * 1024;
 /** Longest grep pattern accepted, in characters. */
 export const MAX_PATTERN_LENGTH = 4096;
 const byteLength = (value: string) => Buffer.byteLength(value, 'utf8');
@@ -54,7 +58,55 @@ function buildToolSchemas(z: Zod) {
       .describe(
         'The shell command to run. It starts in /mnt/user-data/workspace. Start long-lived processes (servers, watchers) in the background with output redirected to a file.',
       ),
+    yield_time_ms: z
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_YIELD_TIME_MS)
+      .nullish()
+      .describe(
+        'Return after this many milliseconds even if the command is still running: its output so far and a process_id, with which process_output, process_write and process_kill reach it later. Omit to wait for the command to finish.',
+      ),
   });
+
+  const processId = z
+    .string()
+    .min(1)
+    .max(64)
+    .describe('The process_id a yielded bash call returned (see process_list).');
+  const waitMs = (what: string) =>
+    z.number().int().min(0).max(MAX_YIELD_TIME_MS).nullish().describe(what);
+
+  const processOutputInputSchema = z.object({
+    description,
+    process_id: processId,
+    wait_ms: waitMs(
+      'Wait up to this many milliseconds for the process to end before reading (default 0: read at once).',
+    ),
+  });
+
+  const processWriteInputSchema = z.object({
+    description,
+    process_id: processId,
+    input: z
+      .string()
+      .max(MAX_PROCESS_TOOL_INPUT_CHARS)
+      .describe('Text written to the process standard input; end it with "\\n" to press Enter.'),
+    wait_ms: waitMs(
+      'Wait up to this many milliseconds for the process to answer or end before reading its new output (default 1000).',
+    ),
+  });
+
+  const processKillInputSchema = z.object({
+    description,
+    process_id: processId,
+    signal: z
+      .enum(['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP'])
+      .default('SIGTERM')
+      .describe('The signal to send (default SIGTERM; SIGKILL when it does not stop).'),
+  });
+
+  const processListInputSchema = z.object({ description });
 
   const lsInputSchema = z.object({
     description,
@@ -153,6 +205,10 @@ function buildToolSchemas(z: Zod) {
     read_file: readFileInputSchema,
     write_file: writeFileInputSchema,
     str_replace: strReplaceInputSchema,
+    process_output: processOutputInputSchema,
+    process_write: processWriteInputSchema,
+    process_kill: processKillInputSchema,
+    process_list: processListInputSchema,
   } as const;
 }
 
@@ -168,9 +224,14 @@ export type GrepInput = z.input<ToolSchemas['grep']>;
 export type ReadFileInput = z.input<ToolSchemas['read_file']>;
 export type WriteFileInput = z.input<ToolSchemas['write_file']>;
 export type StrReplaceInput = z.input<ToolSchemas['str_replace']>;
+export type ProcessOutputInput = z.input<ToolSchemas['process_output']>;
+export type ProcessWriteInput = z.input<ToolSchemas['process_write']>;
+export type ProcessKillInput = z.input<ToolSchemas['process_kill']>;
+export type ProcessListInput = z.input<ToolSchemas['process_list']>;
 
 export type ToolName = keyof ToolSchemas;
 
+/** The seven tools offered by default (the reference's set). */
 export const TOOL_NAMES: readonly ToolName[] = [
   'bash',
   'ls',
@@ -182,6 +243,20 @@ export const TOOL_NAMES: readonly ToolName[] = [
 ];
 
 /**
+ * The background-process tools, offered with bash's yield mode when a host opts in
+ * (`processTools`): they reach what a yielded `bash` call left running.
+ */
+export const PROCESS_TOOL_NAMES: readonly ToolName[] = [
+  'process_output',
+  'process_write',
+  'process_kill',
+  'process_list',
+];
+
+/** Every tool `runTool` knows. */
+export const ALL_TOOL_NAMES: readonly ToolName[] = [...TOOL_NAMES, ...PROCESS_TOOL_NAMES];
+
+/**
  * The tool input schemas by name. Each property is a getter over `toolInputSchemas()`, so reading
  * one builds them (and loads zod) then, not when `@sbx/core` is imported.
  */
@@ -189,7 +264,10 @@ export const TOOL_INPUT_SCHEMAS: ToolSchemas = Object.freeze(
   Object.defineProperties(
     {},
     Object.fromEntries(
-      TOOL_NAMES.map((name) => [name, { enumerable: true, get: () => toolInputSchemas()[name] }]),
+      ALL_TOOL_NAMES.map((name) => [
+        name,
+        { enumerable: true, get: () => toolInputSchemas()[name] },
+      ]),
     ),
   ),
 ) as ToolSchemas;
@@ -198,7 +276,7 @@ export type ToolInputs = { [K in ToolName]: z.input<ToolSchemas[K]> };
 export type ParsedToolInputs = { [K in ToolName]: z.output<ToolSchemas[K]> };
 
 export function isToolName(value: unknown): value is ToolName {
-  return typeof value === 'string' && (TOOL_NAMES as readonly string[]).includes(value);
+  return typeof value === 'string' && (ALL_TOOL_NAMES as readonly string[]).includes(value);
 }
 
 /**
