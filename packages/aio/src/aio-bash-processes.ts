@@ -17,6 +17,7 @@ import type {
   ProcessSink,
 } from '@sbx/core/provider-kit';
 import type { AioApi, BashOutput } from './aio-api.js';
+import { isHttpStatus } from './aio-http-error.js';
 
 /** How long one `bash/output` long-poll may wait for new output before it is asked again. */
 const POLL_WAIT_SECONDS = 10;
@@ -103,6 +104,14 @@ export class AioBashLauncher implements ProcessLauncher {
           { timeoutMs: POLL_WAIT_SECONDS * 1000 + POLL_ANSWER_MARGIN_MS },
         );
       } catch (error) {
+        if (isHttpStatus(error, 404)) {
+          // The image dropped the session (its bash-session cap evicts the oldest, even busy).
+          this.hooks.logger.warn(
+            'the AIO image dropped the bash session of a background command; it is lost',
+            { sandbox_id: this.hooks.sandboxId, session_id: sessionId },
+          );
+          return { exitCode: null, signal: 'lost' };
+        }
         failures += 1;
         if (this.hooks.closed() || failures >= MAX_POLL_FAILURES) {
           this.hooks.logger.warn('lost track of an AIO background command', {

@@ -223,19 +223,22 @@ export class ProcessTable implements SandboxProcesses {
     return result;
   }
 
-  async #kill(record: ProcessRecord, signal: ProcessSignal): Promise<void> {
+  /**
+   * Signals a running process. A failure is logged; with `rethrow` (a caller's own kill) it also
+   * reaches the caller, unless the process ended meanwhile (then the kill had nothing to do).
+   */
+  async #kill(record: ProcessRecord, signal: ProcessSignal, rethrow = false): Promise<void> {
     if (record.exit !== undefined) return;
     try {
       await record.launched.kill(signal);
     } catch (error) {
-      // The process may have ended between the check and the kill; anything else is logged, and
-      // the caller learns the outcome from wait()/info(), not from a throw here.
       this.#logger.warn('killing a background process failed', {
         sandboxId: this.#options.sandboxId,
         processId: record.id,
         signal,
         error: error instanceof Error ? error.message : String(error),
       });
+      if (rethrow && record.exit === undefined) throw error;
     }
   }
 
@@ -251,7 +254,7 @@ export class ProcessTable implements SandboxProcesses {
             `signal must be one of ${PROCESS_SIGNALS.join(', ')}, got ${String(signal).slice(0, 32)}`,
           );
         }
-        await this.#kill(record, signal);
+        await this.#kill(record, signal, true);
       },
       write: (input: ProcessInput) => this.#write(record, input),
       closeStdin: async () => {
