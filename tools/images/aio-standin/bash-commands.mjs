@@ -21,6 +21,24 @@ function completeUtf8(buf) {
   return end;
 }
 
+/** A byte buffer that grows by doubling, so appending n bytes costs O(n) overall. */
+class Growable {
+  #buf = Buffer.alloc(0);
+  length = 0;
+  append(chunk) {
+    if (this.length + chunk.length > this.#buf.length) {
+      const next = Buffer.alloc(Math.max(this.#buf.length * 2, this.length + chunk.length, 4096));
+      this.#buf.copy(next, 0, 0, this.length);
+      this.#buf = next;
+    }
+    chunk.copy(this.#buf, this.length);
+    this.length += chunk.length;
+  }
+  view() {
+    return this.#buf.subarray(0, this.length);
+  }
+}
+
 export class BashCommands {
   /** session id → its current (or last) command */
   #bySession = new Map();
@@ -50,8 +68,8 @@ export class BashCommands {
       commandId: randomUUID(),
       command,
       child,
-      stdout: Buffer.alloc(0),
-      stderr: Buffer.alloc(0),
+      stdout: new Growable(),
+      stderr: new Growable(),
       status: 'running',
       exitCode: null,
       killed: false,
@@ -62,11 +80,11 @@ export class BashCommands {
       record.waiters.clear();
     };
     child.stdout.on('data', (c) => {
-      record.stdout = Buffer.concat([record.stdout, c]);
+      record.stdout.append(c);
       wake();
     });
     child.stderr.on('data', (c) => {
-      record.stderr = Buffer.concat([record.stderr, c]);
+      record.stderr.append(c);
       wake();
     });
     let timer;
@@ -103,7 +121,8 @@ export class BashCommands {
     const record = this.#bySession.get(sessionId);
     if (!record) return undefined;
     const fresh = () =>
-      completeUtf8(record.stdout) > offset || completeUtf8(record.stderr) > stderrOffset;
+      completeUtf8(record.stdout.view()) > offset ||
+      completeUtf8(record.stderr.view()) > stderrOffset;
     if (wait && record.status === 'running' && !fresh()) {
       await new Promise((resolve) => {
         const timer = setTimeout(done, Math.max(0, Number(waitTimeout) || 0) * 1000);
@@ -115,12 +134,14 @@ export class BashCommands {
         record.waiters.add(done);
       });
     }
-    const outEnd = Math.max(offset, completeUtf8(record.stdout));
-    const errEnd = Math.max(stderrOffset, completeUtf8(record.stderr));
+    const out = record.stdout.view();
+    const err = record.stderr.view();
+    const outEnd = Math.max(offset, completeUtf8(out));
+    const errEnd = Math.max(stderrOffset, completeUtf8(err));
     return {
       session_id: sessionId,
-      stdout: record.stdout.subarray(offset, outEnd).toString('utf8'),
-      stderr: record.stderr.subarray(stderrOffset, errEnd).toString('utf8'),
+      stdout: out.subarray(offset, outEnd).toString('utf8'),
+      stderr: err.subarray(stderrOffset, errEnd).toString('utf8'),
       offset: outEnd,
       stderr_offset: errEnd,
       command: {
