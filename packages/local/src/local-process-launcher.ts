@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { shellArgs } from './shell.js';
 import type { Readable } from 'node:stream';
 import type {
   LaunchOptions,
@@ -49,7 +50,7 @@ export class LocalProcessLauncher implements ProcessLauncher {
   ): Promise<LaunchedProcess> {
     const prepared = await this.hooks.prepare(command, options);
     const rewrite = await this.hooks.rewrite(options.env);
-    const child = spawn(prepared.shell, ['-c', prepared.command], {
+    const child = spawn(prepared.shell, shellArgs(prepared.shell, prepared.command), {
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
       env: prepared.env,

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { shellArgs } from './shell.js';
 import { constants as osConstants } from 'node:os';
 import type { Readable } from 'node:stream';
 import { AbortedError, SandboxRuntimeError } from '@sbx/core';
@@ -97,7 +98,7 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
   const stdoutCapture = new BoundedCapture(limit);
   const stderrCapture = new BoundedCapture(limit);
 
-  const child = spawn(options.shell, ['-c', options.command], {
+  const child = spawn(options.shell, shellArgs(options.shell, options.command), {
     detached: true,
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     env: options.env,

@@ -47,7 +47,16 @@ export async function findShell(
   );
 }
 
-/** Argv for running `command` with `shell` (POSIX shells take `-c`). */
+/**
+ * Arguments for running `command` with `shell` (POSIX shells take `-c`). bash also gets
+ * `--norc`: Node's piped stdin is a socket, and bash takes a socket on stdin for a remote shell
+ * and sources ~/.bashrc (a host's rc may run anything: pyenv waits a minute on a stale lock).
+ */
+export function shellArgs(shell: string, command: string): string[] {
+  return path.basename(shell) === 'bash' ? ['--norc', '-c', command] : ['-c', command];
+}
+
+/** Argv for running `command` with `shell`. */
 export function shellArgv(shell: string, command: string): [string, string[]] {
-  return [shell, ['-c', command]];
+  return [shell, shellArgs(shell, command)];
 }

@@ -160,7 +160,7 @@ export class LocalVm {
       ...(options.envs ?? {}),
     };
     return new Promise((resolve, reject) => {
-      const child = spawn('bash', ['-c', script], {
+      const child = spawn('bash', ['--norc', '-c', script], {
         cwd,
         env,
         stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
