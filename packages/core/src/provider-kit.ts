@@ -84,6 +84,7 @@ export type { ProcessTableOptions } from './process/process-table.js';
 export type {
   LaunchOptions,
   LaunchedExit,
+  AttachedProcess,
   LaunchedProcess,
   ProcessLauncher,
   ProcessSink,

@@ -83,6 +83,26 @@ export interface E2BCommandHandle {
   readonly pid: number;
   /** Rejects with a `CommandExitError` on a non-zero exit, like `run`. */
   wait(): Promise<E2BCommandResult>;
+  /** Stops receiving the command's events; the command keeps running. */
+  disconnect(): Promise<void>;
+}
+
+/** `ProcessInfo`: a command or PTY session envd runs. */
+export interface E2BProcessInfo {
+  pid: number;
+  tag?: string;
+  cmd: string;
+  args: string[];
+  envs: Record<string, string>;
+  cwd?: string;
+}
+
+/** `CommandConnectOpts`. */
+export interface E2BCommandConnectOptions {
+  /** 0 disables the limit; omitted means the SDK default (60 s). */
+  timeoutMs?: number;
+  onStdout?: (data: string) => void;
+  onStderr?: (data: string) => void;
 }
 
 export interface E2BCommands {
@@ -97,6 +117,10 @@ export interface E2BCommands {
   closeStdin(pid: number): Promise<void>;
   /** SIGKILL (the only signal the SDK sends); `false` when no such process. */
   kill(pid: number): Promise<boolean>;
+  /** Running commands and PTY sessions, of every client of the VM. */
+  list(): Promise<E2BProcessInfo[]>;
+  /** Follows a running command by pid (from now on; earlier output is not replayed). */
+  connect(pid: number, opts?: E2BCommandConnectOptions): Promise<E2BCommandHandle>;
 }
 
 export type E2BFileType = 'file' | 'dir' | 'symlink';

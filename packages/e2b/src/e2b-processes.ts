@@ -1,12 +1,19 @@
 import type { ProcessSignal } from '@sbx/core';
 import type {
+  AttachedProcess,
   LaunchOptions,
   LaunchedExit,
   LaunchedProcess,
   ProcessLauncher,
   ProcessSink,
 } from '@sbx/core/provider-kit';
-import type { E2BCommandOptions, E2BCommandResult, E2BRemoteSandbox } from './e2b-client.js';
+import type {
+  E2BCommandHandle,
+  E2BCommandOptions,
+  E2BCommandResult,
+  E2BProcessInfo,
+  E2BRemoteSandbox,
+} from './e2b-client.js';
 import { commandExitResult } from './e2b-errors.js';
 
 /**
@@ -44,12 +51,35 @@ export interface E2BLaunchHooks {
   /** The connected VM, or a typed error when the client is closed or the VM is gone. */
   client(): E2BRemoteSandbox;
   resolvePath(path: string): string;
+  /** The typed error for an SDK failure (marks the sandbox dead when the VM is gone). */
+  remoteError(error: unknown, operation: string): Error;
+}
+
+/**
+ * Set in the environment of every background process, so `commands.list()` tells them from the
+ * foreground commands and PTY sessions envd also runs.
+ */
+export const BACKGROUND_PROCESS_ENV = 'SBX_BACKGROUND_PROCESS';
+/** The SDK starts every command as `/bin/bash -l -c <command>`; a longer text is cut. */
+const MAX_LISTED_COMMAND_CHARS = 4096;
+const PROCESS_ID_RE = /^p([1-9][0-9]{0,9})$/;
+const MAX_PID = 2 ** 31 - 1;
+
+/** `p<pid>` → pid, for an id a caller passed; anything else is no process of ours. */
+export function pidOfProcessId(id: string): number | undefined {
+  const match = PROCESS_ID_RE.exec(id);
+  const pid = match ? Number(match[1]) : NaN;
+  return Number.isSafeInteger(pid) && pid <= MAX_PID ? pid : undefined;
 }
 
 /**
  * Background processes on the SDK's background commands: `run({ background: true, stdin: true })`,
  * `sendStdin` / `closeStdin`, and `kill`. The SDK only sends SIGKILL; other signals are sent with
  * `kill -s` inside the VM, to the command's process group when it leads one, else to its pid.
+ *
+ * A process is named `p<pid>`, envd's own name for it, so another sandbox client (another gateway
+ * instance, or this one after a restart) reaches it: `attach` finds it in `commands.list()` and
+ * follows it with `commands.connect(pid)`.
  */
 export class E2BProcessLauncher implements ProcessLauncher {
   constructor(private readonly hooks: E2BLaunchHooks) {}
@@ -60,16 +90,69 @@ export class E2BProcessLauncher implements ProcessLauncher {
     sink: ProcessSink,
   ): Promise<LaunchedProcess> {
     const client = this.hooks.client();
-    const handle = await client.commands.run(command, {
-      background: true,
-      stdin: true,
-      // 0: no limit; the process table applies the caller's own limit.
-      timeoutMs: 0,
-      ...(options.env ? { envs: { ...options.env } } : {}),
-      ...(options.cwd ? { cwd: this.hooks.resolvePath(options.cwd) } : {}),
-      onStdout: (d) => sink.stdout(d),
-      onStderr: (d) => sink.stderr(d),
+    const handle = await client.commands
+      .run(command, {
+        background: true,
+        stdin: true,
+        // 0: no limit; the process table applies the caller's own limit.
+        timeoutMs: 0,
+        envs: { ...(options.env ?? {}), [BACKGROUND_PROCESS_ENV]: '1' },
+        ...(options.cwd ? { cwd: this.hooks.resolvePath(options.cwd) } : {}),
+        onStdout: (d) => sink.stdout(d),
+        onStderr: (d) => sink.stderr(d),
+      })
+      .catch((error: unknown) => {
+        throw this.hooks.remoteError(error, 'process start');
+      });
+    return { id: `p${handle.pid}`, ...this.#follow(client, handle) };
+  }
+
+  async attach(id: string, sink: ProcessSink): Promise<AttachedProcess | undefined> {
+    const pid = pidOfProcessId(id);
+    if (pid === undefined) return undefined;
+    const client = this.hooks.client();
+    const listed = (await this.#backgroundProcesses(client)).find((p) => p.pid === pid);
+    if (listed === undefined) return undefined;
+    let handle: E2BCommandHandle;
+    try {
+      handle = await client.commands.connect(pid, {
+        timeoutMs: 0,
+        onStdout: (d) => sink.stdout(d),
+        onStderr: (d) => sink.stderr(d),
+      });
+    } catch (error) {
+      // It ended between the listing and the connect.
+      if (isProcessNotFoundError(error)) return undefined;
+      throw this.hooks.remoteError(error, 'process attach');
+    }
+    const command = listed.args[listed.args.length - 1] ?? listed.cmd;
+    return {
+      id,
+      command: command.slice(0, MAX_LISTED_COMMAND_CHARS),
+      ...this.#follow(client, handle),
+      detach: () => handle.disconnect(),
+    };
+  }
+
+  async discover(): Promise<readonly string[]> {
+    const listed = await this.#backgroundProcesses(this.hooks.client());
+    return listed.map((p) => `p${p.pid}`);
+  }
+
+  async #backgroundProcesses(client: E2BRemoteSandbox): Promise<E2BProcessInfo[]> {
+    const listed = await client.commands.list().catch((error: unknown) => {
+      throw this.hooks.remoteError(error, 'process list');
     });
+    return listed.filter(
+      (p) =>
+        Number.isSafeInteger(p.pid) &&
+        p.pid > 0 &&
+        p.envs?.[BACKGROUND_PROCESS_ENV] === '1' &&
+        Array.isArray(p.args),
+    );
+  }
+
+  #follow(client: E2BRemoteSandbox, handle: E2BCommandHandle): Omit<LaunchedProcess, 'id'> {
     let killedWith: ProcessSignal | undefined;
     const exited = handle.wait().then(
       (result): LaunchedExit => ({ exitCode: result.exitCode }),
@@ -85,12 +168,19 @@ export class E2BProcessLauncher implements ProcessLauncher {
       },
     );
     const pid = handle.pid;
+    const call = async <T>(operation: string, run: () => Promise<T>): Promise<T> => {
+      try {
+        return await run();
+      } catch (error) {
+        throw this.hooks.remoteError(error, operation);
+      }
+    };
     return {
       exited,
       kill: async (signal) => {
         killedWith = signal;
         if (signal === 'SIGKILL') {
-          await client.commands.kill(pid);
+          await call('process kill', () => client.commands.kill(pid));
           return;
         }
         const name = SIGNAL_NAMES[signal];
@@ -100,8 +190,12 @@ export class E2BProcessLauncher implements ProcessLauncher {
           })
           .catch(() => {});
       },
-      write: (input) => client.commands.sendStdin(pid, input),
-      closeStdin: () => client.commands.closeStdin(pid),
+      write: (input) => call('process write', () => client.commands.sendStdin(pid, input)),
+      closeStdin: () => call('process close-stdin', () => client.commands.closeStdin(pid)),
     };
   }
+}
+
+function isProcessNotFoundError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'NotFoundError';
 }

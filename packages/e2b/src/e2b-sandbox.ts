@@ -90,6 +90,7 @@ export class E2BSandbox extends RemoteShellSandbox {
       launcher: new E2BProcessLauncher({
         client: () => this.#usable(),
         resolvePath: (path) => this.resolvePath(path),
+        remoteError: (error, operation) => this.#remoteError(error, operation),
       }),
       stdin: true,
       logger: this.#logger,

@@ -133,7 +133,8 @@ describe('real e2b SDK against the stand-in', () => {
   });
 });
 
-describeSandboxContract('E2BSandbox over the real SDK and the stand-in', async () => {
+/** A sandbox over the real SDK on a stand-in of its own; `connect` opens a second client of it. */
+async function standinSandbox() {
   const standin = await new E2BStandinServer().start();
   const sdk = new SdkE2BClient({
     apiKey: standin.apiKey,
@@ -146,23 +147,14 @@ describeSandboxContract('E2BSandbox over the real SDK and the stand-in', async (
     sandbox: new E2BSandbox(remote.sandboxId, remote),
     workdir: '/mnt/user-data/workspace',
     cleanup: () => standin.stop(),
+    connect: async () => new E2BSandbox(remote.sandboxId, await sdk.connect(remote.sandboxId)),
   };
-});
+}
 
-describeProcessContract('E2BSandbox over the real SDK and the stand-in', async () => {
-  const standin = await new E2BStandinServer().start();
-  const sdk = new SdkE2BClient({
-    apiKey: standin.apiKey,
-    apiUrl: standin.url,
-    sandboxUrl: standin.url,
-  });
-  const remote = await sdk.create({ template: 'base', metadata: {} });
-  await remote.commands.run('mkdir -p /home/user/workspace');
-  return {
-    sandbox: new E2BSandbox(remote.sandboxId, remote),
-    workdir: '/mnt/user-data/workspace',
-    cleanup: () => standin.stop(),
-  };
+describeSandboxContract('E2BSandbox over the real SDK and the stand-in', standinSandbox);
+
+describeProcessContract('E2BSandbox over the real SDK and the stand-in', standinSandbox, {
+  secondClient: (sut) => (sut as Awaited<ReturnType<typeof standinSandbox>>).connect(),
 });
 
 describeProviderContract(

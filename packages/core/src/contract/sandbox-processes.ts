@@ -6,8 +6,13 @@ import type { OutputListener, ProcessInput } from './sandbox-exec.js';
  *
  * Lifetime: a process belongs to the sandbox client that started it. `Sandbox.close()` kills what
  * is still running; a provider's `release` / `shutdown` close the client, so a process ends with
- * its sandbox. Ids are unique within one sandbox client, never reused, and not secrets: every
- * call is made through an authorized sandbox, and a thread sees only its own sandbox's processes.
+ * its sandbox. Ids are unique within one sandbox client and not secrets: every call is made
+ * through an authorized sandbox, and a thread sees only its own sandbox's processes.
+ *
+ * Where the backend names its processes (E2B: `p<pid>`), ids are the backend's, and another
+ * client of the same sandbox (another gateway instance, or this one after a restart) reaches a
+ * running process by its id: `get(id)` and `list()` attach it, with its output from then on.
+ * Elsewhere ids are the client's own and never reused.
  */
 
 export type ProcessSignal = 'SIGTERM' | 'SIGKILL' | 'SIGINT' | 'SIGHUP';

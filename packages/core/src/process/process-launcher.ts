@@ -19,11 +19,25 @@ export interface LaunchedProcess {
    * must not reject: a backend that loses track of the process resolves with `exitCode: null`.
    */
   readonly exited: Promise<LaunchedExit>;
+  /**
+   * The backend's own name for the process, when another client of the same sandbox can find it
+   * by that name (`ProcessLauncher.attach`). `ProcessTable` then uses it as the process id, so an
+   * id handed out by one gateway instance means the same process to every other.
+   */
+  readonly id?: string;
   /** Signals the process (and what it started, where the backend can). */
   kill(signal: ProcessSignal): Promise<void>;
   /** Present when the backend can feed standard input. */
   write?(input: ProcessInput): Promise<void>;
   closeStdin?(): Promise<void>;
+}
+
+/** A process another client started, found by its id; see `ProcessLauncher.attach`. */
+export interface AttachedProcess extends LaunchedProcess {
+  readonly id: string;
+  readonly command: string;
+  /** Stops following the process without signalling it. */
+  detach(): Promise<void>;
 }
 
 export interface LaunchOptions {
@@ -38,4 +52,14 @@ export interface LaunchOptions {
  */
 export interface ProcessLauncher {
   launch(command: string, options: LaunchOptions, sink: ProcessSink): Promise<LaunchedProcess>;
+  /**
+   * Optional: connects to a running background process that another client of this sandbox
+   * started (another gateway instance, or this one before a restart), by the id that client
+   * handed out. Output from the moment of attaching goes to `sink`; what the process printed
+   * before is not available. Resolves `undefined` when no such background process is running.
+   * `id` comes from a caller and must be validated before it reaches the backend.
+   */
+  attach?(id: string, sink: ProcessSink): Promise<AttachedProcess | undefined>;
+  /** Optional, with `attach`: ids of the background processes running in the sandbox now. */
+  discover?(): Promise<readonly string[]>;
 }

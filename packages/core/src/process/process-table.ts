@@ -20,7 +20,12 @@ import {
 } from '../errors/process-errors.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import { DEFAULT_PROCESS_OUTPUT_BYTES, OutputRing } from './output-ring.js';
-import type { LaunchedExit, LaunchedProcess, ProcessLauncher } from './process-launcher.js';
+import type {
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from './process-launcher.js';
 import { assertCommandText, assertProcessTimeout } from './process-limits.js';
 import { Utf8Listener } from './utf8-listener.js';
 
@@ -28,6 +33,8 @@ import { Utf8Listener } from './utf8-listener.js';
 export const MAX_PROCESS_WRITE_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_RUNNING_PROCESSES = 16;
 export const DEFAULT_KEPT_ENDED_PROCESSES = 32;
+/** Longer ids are never a process's: they are refused before reaching the backend. */
+const MAX_ID_LENGTH = 64;
 /** How long `close()` waits for killed processes to report their end. */
 const CLOSE_WAIT_MS = 5_000;
 
@@ -71,7 +78,8 @@ export class ProcessTable implements SandboxProcesses {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #records = new Map<string, ProcessRecord>();
-  readonly #ended: string[] = [];
+  readonly #ended: ProcessRecord[] = [];
+  readonly #attaching = new Map<string, Promise<ProcessRecord | undefined>>();
   #next = 0;
   #closed = false;
 
@@ -90,15 +98,9 @@ export class ProcessTable implements SandboxProcesses {
     validateExtraEnv(options.env);
     if (options.timeoutMs !== undefined) assertProcessTimeout(options.timeoutMs);
     if (this.#closed) throw new ProcessStateError('The sandbox client is closed');
-    const running = [...this.#records.values()].filter((r) => r.exit === undefined).length;
-    const limit = this.#options.maxRunning ?? DEFAULT_MAX_RUNNING_PROCESSES;
-    if (running >= limit) {
-      throw new ProcessStateError(
-        `${running} background processes are running in this sandbox (the limit is ${limit}); kill one first`,
-      );
-    }
-    const id = `p${++this.#next}`;
+    this.#assertRoom();
     const ring = new OutputRing(this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES);
+    let id = 'launching';
     const report = (error: unknown): void =>
       this.#logger.warn('a process output listener threw; it gets no more output', {
         sandboxId: this.#options.sandboxId,
@@ -113,43 +115,10 @@ export class ProcessTable implements SandboxProcesses {
         ...(options.env ? { env: options.env } : {}),
         ...(options.cwd ? { cwd: options.cwd } : {}),
       },
-      {
-        stdout: (chunk) => {
-          ring.append('stdout', toBuffer(chunk));
-          out.write(chunk);
-        },
-        stderr: (chunk) => {
-          ring.append('stderr', toBuffer(chunk));
-          err.write(chunk);
-        },
-      },
+      sinkInto(ring, out, err),
     );
-    const record: ProcessRecord = {
-      id,
-      command,
-      startedAt: this.#clock.now(),
-      ring,
-      launched,
-      ended: undefined as unknown as Promise<ProcessExit>,
-      exit: undefined,
-      endedAt: undefined,
-      stdinClosed: false,
-      timer: undefined,
-      timedOut: false,
-    };
-    (record as { ended: Promise<ProcessExit> }).ended = launched.exited.then(
-      (exit) => this.#finish(record, exit, out, err),
-      (error: unknown) => {
-        // The launcher contract says it never rejects; a bug there must not strand the waiters.
-        this.#logger.error('a process launcher rejected its exit promise', {
-          sandboxId: this.#options.sandboxId,
-          processId: id,
-          error: error instanceof Error ? error.message : String(error),
-        });
-        return this.#finish(record, { exitCode: null }, out, err);
-      },
-    );
-    this.#records.set(id, record);
+    id = launched.id ?? `p${++this.#next}`;
+    const record = this.#track(id, command, ring, launched, out, err);
     if (options.timeoutMs !== undefined) {
       record.timer = this.#clock.setTimeout(() => {
         record.timedOut = true;
@@ -163,13 +132,38 @@ export class ProcessTable implements SandboxProcesses {
     return this.#handle(record);
   }
 
+  /**
+   * Running and recently ended processes. With a launcher that can attach, the background
+   * processes other clients of the sandbox started are attached first (up to the running limit;
+   * the rest are left out with a log line), so they can be polled and killed from here too.
+   */
   async list(): Promise<ProcessInfo[]> {
+    const discover = this.#options.launcher.discover;
+    if (discover !== undefined && !this.#closed) {
+      const ids = await discover.call(this.#options.launcher);
+      const unknown = ids.filter((id) => typeof id === 'string' && !this.#records.has(id));
+      for (const [index, id] of unknown.entries()) {
+        if (this.#running() >= this.#limit()) {
+          this.#logger.warn('background processes of other clients were left unattached', {
+            sandboxId: this.#options.sandboxId,
+            limit: this.#limit(),
+            unattached: unknown.length - index,
+          });
+          break;
+        }
+        await this.#attach(id);
+      }
+    }
     return [...this.#records.values()].map((r) => infoOf(r));
   }
 
+  /**
+   * The process of `id`: one this client started or attached, else (with a launcher that can
+   * attach) a background process another client of the sandbox started, attached now.
+   */
   async get(id: string): Promise<ProcessHandle | undefined> {
     if (typeof id !== 'string') return undefined;
-    const record = this.#records.get(id);
+    const record = this.#records.get(id) ?? (await this.#attach(id));
     return record ? this.#handle(record) : undefined;
   }
 
@@ -204,6 +198,107 @@ export class ProcessTable implements SandboxProcesses {
     }
   }
 
+  #running(): number {
+    return [...this.#records.values()].filter((r) => r.exit === undefined).length;
+  }
+
+  #limit(): number {
+    return this.#options.maxRunning ?? DEFAULT_MAX_RUNNING_PROCESSES;
+  }
+
+  #assertRoom(): void {
+    const running = this.#running();
+    if (running >= this.#limit()) {
+      throw new ProcessStateError(
+        `${running} background processes are running in this sandbox (the limit is ${this.#limit()}); kill one first`,
+      );
+    }
+  }
+
+  /**
+   * Attaches a process another client started. Concurrent calls for one id share one attach, so
+   * a process is never attached (and its output streamed) twice.
+   */
+  #attach(id: string): Promise<ProcessRecord | undefined> {
+    const attach = this.#options.launcher.attach;
+    if (attach === undefined || this.#closed || id.length === 0 || id.length > MAX_ID_LENGTH) {
+      return Promise.resolve(undefined);
+    }
+    const pending = this.#attaching.get(id);
+    if (pending) return pending;
+    const attaching = (async () => {
+      this.#assertRoom();
+      const ring = new OutputRing(this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES);
+      const out = new Utf8Listener(undefined, () => {});
+      const err = new Utf8Listener(undefined, () => {});
+      const attached = await attach.call(this.#options.launcher, id, sinkInto(ring, out, err));
+      if (attached === undefined) return undefined;
+      const known = this.#records.get(id);
+      if (known) {
+        // This client started it meanwhile under the same id: one record per process.
+        await attached.detach().catch((error: unknown) =>
+          this.#logger.warn('detaching a doubly attached process failed', {
+            sandboxId: this.#options.sandboxId,
+            processId: id,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
+        return known;
+      }
+      const record = this.#track(id, attached.command, ring, attached, out, err);
+      if (this.#closed) await this.#kill(record, 'SIGKILL');
+      return record;
+    })().finally(() => this.#attaching.delete(id));
+    this.#attaching.set(id, attaching);
+    return attaching;
+  }
+
+  #track(
+    id: string,
+    command: string,
+    ring: OutputRing,
+    launched: LaunchedProcess,
+    out: Utf8Listener,
+    err: Utf8Listener,
+  ): ProcessRecord {
+    const previous = this.#records.get(id);
+    if (previous !== undefined && previous.exit === undefined) {
+      this.#logger.error('a process launcher reused the id of a running process', {
+        sandboxId: this.#options.sandboxId,
+        processId: id,
+      });
+    }
+    const record: ProcessRecord = {
+      id,
+      command,
+      startedAt: this.#clock.now(),
+      ring,
+      launched,
+      ended: undefined as unknown as Promise<ProcessExit>,
+      exit: undefined,
+      endedAt: undefined,
+      stdinClosed: false,
+      timer: undefined,
+      timedOut: false,
+    };
+    (record as { ended: Promise<ProcessExit> }).ended = launched.exited.then(
+      (exit) => this.#finish(record, exit, out, err),
+      (error: unknown) => {
+        // The launcher contract says it never rejects; a bug there must not strand the waiters.
+        this.#logger.error('a process launcher rejected its exit promise', {
+          sandboxId: this.#options.sandboxId,
+          processId: id,
+          error: error instanceof Error ? error.message : String(error),
+        });
+        return this.#finish(record, { exitCode: null }, out, err);
+      },
+    );
+    // A backend id of an ended process can come back (a pid the VM reused): the new process
+    // takes the name, and the ended one is forgotten.
+    this.#records.set(id, record);
+    return record;
+  }
+
   #finish(record: ProcessRecord, exit: LaunchedExit, out: Utf8Listener, err: Utf8Listener) {
     if (record.timer) this.#clock.clearTimeout(record.timer);
     out.end();
@@ -215,10 +310,12 @@ export class ProcessTable implements SandboxProcesses {
     };
     record.exit = result;
     record.endedAt = this.#clock.now();
-    this.#ended.push(record.id);
+    this.#ended.push(record);
     const keep = this.#options.keepEnded ?? DEFAULT_KEPT_ENDED_PROCESSES;
     while (this.#ended.length > keep) {
-      this.#records.delete(this.#ended.shift() as string);
+      const forgotten = this.#ended.shift() as ProcessRecord;
+      // Its id may name a newer process by now (see `#track`).
+      if (this.#records.get(forgotten.id) === forgotten) this.#records.delete(forgotten.id);
     }
     return result;
   }
@@ -302,6 +399,19 @@ export class ProcessTable implements SandboxProcesses {
     }
     await write.call(record.launched, input);
   }
+}
+
+function sinkInto(ring: OutputRing, out: Utf8Listener, err: Utf8Listener): ProcessSink {
+  return {
+    stdout: (chunk) => {
+      ring.append('stdout', toBuffer(chunk));
+      out.write(chunk);
+    },
+    stderr: (chunk) => {
+      ring.append('stderr', toBuffer(chunk));
+      err.write(chunk);
+    },
+  };
 }
 
 function toBuffer(chunk: Uint8Array | string): Buffer {

@@ -20,6 +20,12 @@ export interface ProcessContractOptions {
   captureLimitBytes?: number;
   /** Limit of each case (remote stand-ins are slower than the host). Default 30 s. */
   caseTimeoutMs?: number;
+  /**
+   * A second client of the sandbox under test, as another gateway instance would connect it, for
+   * a sandbox whose processes other clients reach by id (`SandboxProcesses`). With it, the suite
+   * checks that a process one client started is listed, fed, read and killed from the other.
+   */
+  secondClient?: (sut: ProcessSandboxUnderTest) => Promise<Sandbox>;
 }
 
 /** Resolves when `text` has appeared in what `listen` collects; the command waits on the test. */
@@ -309,6 +315,36 @@ export function describeProcessContract(
         expect(await sb.processes.get('no-such-process')).toBeUndefined();
         expect(await sb.processes.get(undefined as unknown as string)).toBeUndefined();
       });
+
+      it.skipIf(options.secondClient === undefined)(
+        'another client of the sandbox reaches a running process by its id',
+        { timeout },
+        async () => {
+          const peer = await options.secondClient!(sut);
+          try {
+            const out = collector();
+            const handle = await sb.processes.start(
+              'echo ready; read line; echo "got:$line"; sleep 60',
+              { onStdout: out.listener },
+            );
+            await out.until('ready');
+            expect((await peer.processes.list()).map((p) => p.id)).toContain(handle.id);
+            const there = await peer.processes.get(handle.id);
+            expect(there?.command).toBe(handle.command);
+            expect(there?.info().status).toBe('running');
+            await there!.write('hi\n');
+            await out.until('got:hi');
+            await there!.kill('SIGKILL');
+            expect((await there!.wait())?.exitCode === 0).toBe(false);
+            // Its end arrives after its output, so what the peer read is complete by now.
+            expect((await there!.output()).text).toContain('got:hi');
+            expect((await handle.wait())?.exitCode === 0).toBe(false);
+            expect(await peer.processes.get(`${handle.id}0`)).toBeUndefined();
+          } finally {
+            await peer.close();
+          }
+        },
+      );
 
       it('ends every process when the sandbox client closes', { timeout: 120_000 }, async () => {
         if (!background()) return;

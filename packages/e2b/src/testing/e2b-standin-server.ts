@@ -4,7 +4,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalVm, type LocalVmProcessControl } from './local-vm.js';
+import { LocalVm } from './local-vm.js';
+import { processRpc } from './standin-process-rpc.js';
+import { CONNECT_STATUS, json, readBody } from './standin-http.js';
 
 /**
  * A local stand-in for E2B's two HTTP surfaces, enough for the real `e2b` SDK (2.51) to run a
@@ -15,9 +17,9 @@ import { LocalVm, type LocalVmProcessControl } from './local-vm.js';
  *   `GET /sandboxes/{id}`, `POST /sandboxes/{id}/timeout`, `DELETE /sandboxes/{id}`;
  * - envd, demultiplexed by the `E2b-Sandbox-Id` header: `GET /health`, `GET /files` (raw bytes),
  *   `POST /files` (multipart or octet-stream), the Connect-protocol JSON unary RPCs
- *   `filesystem.Filesystem/{MakeDir,Stat,Remove}` and the server-streaming
- *   `process.Process/Start` (`application/connect+json` envelopes: start, data, end, end-of-stream;
- *   `Connect-Timeout-Ms` ends a run with `deadline_exceeded`).
+ *   `filesystem.Filesystem/{MakeDir,Stat,Remove}`, and envd's process service: `Start` and
+ *   `Connect` (server-streaming `application/connect+json` envelopes), `List`, `SendInput`,
+ *   `CloseStdin`, `SendSignal` (see `standin-process-rpc.ts`).
  *
  * VMs are `LocalVm`s (host temp directories, real `bash`). A VM that is gone answers envd calls
  * with 502 "The sandbox was not found", as E2B's edge proxy does. Point the SDK at it with
@@ -59,44 +61,6 @@ export interface E2BStandinServerOptions {
 
 const ENVD_PORT = '49983';
 
-function json(
-  res: http.ServerResponse,
-  status: number,
-  body: unknown,
-  headers: http.OutgoingHttpHeaders = {},
-): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-    ...headers,
-  });
-  res.end(text);
-}
-
-async function readBody(req: http.IncomingMessage): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
-function envelope(flags: number, payload: unknown): Buffer {
-  const body = Buffer.from(JSON.stringify(payload));
-  const head = Buffer.alloc(5);
-  head.writeUInt8(flags, 0);
-  head.writeUInt32BE(body.length, 1);
-  return Buffer.concat([head, body]);
-}
-
-/** Connect error codes → HTTP status for unary errors (connect protocol spec). */
-const CONNECT_STATUS: Record<string, number> = {
-  not_found: 404,
-  already_exists: 409,
-  invalid_argument: 400,
-  internal: 500,
-  unavailable: 503,
-};
-
 export class E2BStandinServer {
   readonly apiKey: string;
   readonly envdVersion: string;
@@ -107,9 +71,6 @@ export class E2BStandinServer {
   readonly #pageSize: number;
   #root: string | undefined;
   #url: string | undefined;
-  #pid = 100;
-  /** Running commands by the pid the stand-in gave them. */
-  readonly #processes = new Map<number, LocalVmProcessControl>();
   #killHold: { arrived(id: string): void; released: Promise<void>; release(): void } | undefined;
 
   constructor(options: E2BStandinServerOptions = {}) {
@@ -377,8 +338,9 @@ export class E2BStandinServer {
     }
     if (url.pathname.startsWith('/filesystem.Filesystem/'))
       return this.#filesystemRpc(req, res, url, vm);
-    if (url.pathname === '/process.Process/Start') return this.#processStart(req, res, vm, record);
-    if (url.pathname.startsWith('/process.Process/')) return this.#processRpc(req, res, url);
+    if (url.pathname.startsWith('/process.Process/')) {
+      return processRpc(req, res, url.pathname.slice('/process.Process/'.length), vm, record);
+    }
     json(res, 404, { code: 404, message: `no envd route ${method} ${url.pathname}` });
   }
 
@@ -429,99 +391,5 @@ export class E2BStandinServer {
       default:
         return fail('unimplemented', `${rpc} is not part of the stand-in`);
     }
-  }
-
-  /**
-   * The unary process RPCs of a running command, by the stand-in's pid: `SendInput` (stdin bytes,
-   * base64 in JSON), `CloseStdin`, and `SendSignal` (the SDK's kill sends `SIGNAL_SIGKILL`).
-   */
-  async #processRpc(req: http.IncomingMessage, res: http.ServerResponse, url: URL): Promise<void> {
-    const rpc = url.pathname.split('/').pop();
-    const body = JSON.parse((await readBody(req)).toString('utf8') || '{}') as {
-      process?: { pid?: number };
-      input?: { stdin?: string };
-      signal?: string;
-    };
-    const pid = Number(body.process?.pid);
-    const control = this.#processes.get(pid);
-    if (!control) {
-      return json(res, 404, { code: 'not_found', message: `process with pid ${pid} not found` });
-    }
-    switch (rpc) {
-      case 'SendInput':
-        control.write(Buffer.from(body.input?.stdin ?? '', 'base64'));
-        return json(res, 200, {});
-      case 'CloseStdin':
-        control.closeStdin();
-        return json(res, 200, {});
-      case 'SendSignal': {
-        const signal = body.signal === 'SIGNAL_SIGTERM' ? 'SIGTERM' : 'SIGKILL';
-        control.kill(signal);
-        return json(res, 200, {});
-      }
-      default:
-        return json(res, 501, {
-          code: 'unimplemented',
-          message: `${rpc} is not part of the stand-in`,
-        });
-    }
-  }
-
-  async #processStart(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    vm: LocalVm,
-    record: StandinVm,
-  ): Promise<void> {
-    const raw = await readBody(req);
-    const length = raw.readUInt32BE(1);
-    const request = JSON.parse(raw.subarray(5, 5 + length).toString('utf8')) as {
-      process: { cmd: string; args?: string[]; envs?: Record<string, string>; cwd?: string };
-      stdin?: boolean;
-    };
-    const args = request.process.args ?? [];
-    // The SDK always starts `/bin/bash -l -c <cmd>`; the stand-in runs the command itself.
-    const command = args[args.length - 1] ?? '';
-    const timeoutHeader = Number(req.headers['connect-timeout-ms'] ?? 0);
-    res.writeHead(200, { 'content-type': 'application/connect+json' });
-    // The pid reported is the command's real one, so a `kill` run in the VM reaches it, as in E2B.
-    let pid = (this.#pid += 1);
-    const deadline = timeoutHeader > 0 ? timeoutHeader : undefined;
-    const result = await vm.run(command, {
-      ...(request.process.envs ? { envs: request.process.envs } : {}),
-      ...(request.process.cwd ? { cwd: request.process.cwd } : {}),
-      ...(deadline ? { timeoutMs: deadline } : {}),
-      stdin: request.stdin === true,
-      onStart: (control) => {
-        pid = control.pid;
-        this.#processes.set(pid, control);
-        res.write(envelope(0, { event: { start: { pid } } }));
-      },
-      onStdout: (d) =>
-        res.write(envelope(0, { event: { data: { stdout: Buffer.from(d).toString('base64') } } })),
-      onStderr: (d) =>
-        res.write(envelope(0, { event: { data: { stderr: Buffer.from(d).toString('base64') } } })),
-    });
-    this.#processes.delete(pid);
-    if (!record.alive) {
-      res.destroy();
-      return;
-    }
-    if (result.timedOut) {
-      res.end(envelope(2, { error: { code: 'deadline_exceeded', message: 'deadline_exceeded' } }));
-      return;
-    }
-    res.write(
-      envelope(0, {
-        event: {
-          end: {
-            exitCode: result.exitCode,
-            exited: true,
-            status: `exit status ${result.exitCode}`,
-          },
-        },
-      }),
-    );
-    res.end(envelope(2, {}));
   }
 }

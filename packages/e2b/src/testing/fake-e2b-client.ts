@@ -16,7 +16,7 @@ import type {
   E2BSandboxInfo,
   E2BWriteData,
 } from '../e2b-client.js';
-import { LocalVm, type LocalVmProcessControl } from './local-vm.js';
+import { LocalVm, type LocalVmProcessControl, type LocalVmRunResult } from './local-vm.js';
 
 /** Every operation the fake routes through its `gate` (pause / inspect) and `fail` rules. */
 export type FakeE2BOp =
@@ -34,7 +34,9 @@ export type FakeE2BOp =
   | 'close'
   | 'sendStdin'
   | 'closeStdin'
-  | 'killProcess';
+  | 'killProcess'
+  | 'listProcesses'
+  | 'connectProcess';
 
 /** An error shaped like the SDK's (the `name` is what callers classify by). */
 export function sdkError(name: string, message: string, extra: object = {}): Error {
@@ -380,36 +382,31 @@ export class FakeE2BClient implements E2BClient {
     vm: LocalVm,
     ensureAlive: (error: () => Error) => void,
   ): E2BRemoteSandbox['commands'] {
-    const controls = new Map<number, LocalVmProcessControl>();
+    // Processes are the VM's (`vm.processes`), not this connection's: another client of the same
+    // VM lists and connects to them, as with envd.
+    const outcome = (result: LocalVmRunResult): E2BCommandResult => {
+      if (result.timedOut) throw fakeErrors.commandTimeout();
+      if (result.exitCode !== 0) {
+        throw sdkError('CommandExitError', `exit status ${result.exitCode}`, {
+          exitCode: result.exitCode,
+          stdout: result.stdout,
+          stderr: result.stderr,
+        });
+      }
+      return { exitCode: 0, stdout: result.stdout, stderr: result.stderr };
+    };
     const start = (cmd: string, opts: E2BCommandOptions & { stdin?: boolean }) => {
       let started!: (control: LocalVmProcessControl) => void;
       const ready = new Promise<LocalVmProcessControl>((resolve) => (started = resolve));
       const finished = vm
-        .run(cmd, {
-          ...opts,
-          timeoutMs: opts.timeoutMs ?? 60_000,
-          onStart: (control) => {
-            controls.set(control.pid, control);
-            started(control);
-          },
-        })
-        .then((result): E2BCommandResult => {
-          if (result.timedOut) throw fakeErrors.commandTimeout();
-          if (result.exitCode !== 0) {
-            throw sdkError('CommandExitError', `exit status ${result.exitCode}`, {
-              exitCode: result.exitCode,
-              stdout: result.stdout,
-              stderr: result.stderr,
-            });
-          }
-          return { exitCode: 0, stdout: result.stdout, stderr: result.stderr };
-        });
+        .run(cmd, { ...opts, timeoutMs: opts.timeoutMs ?? 60_000, onStart: (c) => started(c) })
+        .then(outcome);
       return { ready, finished };
     };
     const control = (pid: number): LocalVmProcessControl => {
-      const found = controls.get(pid);
+      const found = vm.processes.get(pid);
       if (!found) throw sdkError('NotFoundError', `process with pid ${pid} not found`);
-      return found;
+      return found.control;
     };
     const run = ((
       cmd: string,
@@ -422,7 +419,7 @@ export class FakeE2BClient implements E2BClient {
         if (!background) return finished;
         finished.catch(() => {});
         const { pid } = await ready;
-        const handle: E2BCommandHandle = { pid, wait: () => finished };
+        const handle: E2BCommandHandle = { pid, wait: () => finished, disconnect: async () => {} };
         return handle;
       })) as E2BRemoteSandbox['commands']['run'];
     return {
@@ -437,10 +434,41 @@ export class FakeE2BClient implements E2BClient {
         }),
       kill: (pid) =>
         this.#op('killProcess', id, { pid }, async () => {
-          const found = controls.get(pid);
+          const found = vm.processes.get(pid);
           if (!found) return false;
-          found.kill('SIGKILL');
+          found.control.kill('SIGKILL');
           return true;
+        }),
+      list: () =>
+        this.#op('listProcesses', id, undefined, async () => {
+          ensureAlive(fakeErrors.notRunning);
+          return [...vm.processes.values()].map((p) => ({
+            pid: p.pid,
+            cmd: '/bin/bash',
+            args: ['-l', '-c', p.command],
+            envs: { ...p.envs },
+            ...(p.cwd ? { cwd: p.cwd } : {}),
+          }));
+        }),
+      connect: (pid, opts = {}) =>
+        this.#op('connectProcess', id, { pid }, async () => {
+          ensureAlive(fakeErrors.notRunning);
+          const found = vm.processes.get(pid);
+          if (!found) throw sdkError('NotFoundError', `process with pid ${pid} not found`);
+          const unfollow = found.follow({
+            ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
+            ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
+          });
+          const finished = found.ended.then(outcome);
+          finished.catch(() => {});
+          const handle: E2BCommandHandle = {
+            pid,
+            wait: () => finished,
+            disconnect: async () => {
+              unfollow();
+            },
+          };
+          return handle;
         }),
     };
   }

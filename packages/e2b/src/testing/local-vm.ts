@@ -38,12 +38,32 @@ export interface LocalVmRunResult {
   timedOut: boolean;
 }
 
+export interface LocalVmOutputListener {
+  onStdout?: (data: string) => void;
+  onStderr?: (data: string) => void;
+}
+
+/** A command the VM runs now, as envd's process list knows it. */
+export interface LocalVmProcess {
+  readonly pid: number;
+  readonly command: string;
+  readonly envs: Record<string, string>;
+  readonly cwd?: string;
+  readonly control: LocalVmProcessControl;
+  /** Settles with the run's result when the command ends. */
+  readonly ended: Promise<LocalVmRunResult>;
+  /** Output from now on goes to `listener` too; the returned function stops that. */
+  follow(listener: LocalVmOutputListener): () => void;
+}
+
 const VM_PREFIX_RE = /(^|[\s'"=:;|&(<>`])\/(home|mnt)(?=\/|$|[\s'";|&)<>`])/g;
 
 export class LocalVm {
   readonly root: string;
   /** Environment of every command (the create-time `envs`). */
   readonly envs: Record<string, string>;
+  /** Running commands by pid, of every client (envd's `List` / `Connect`). */
+  readonly processes = new Map<number, LocalVmProcess>();
 
   constructor(root: string, envs: Record<string, string> = {}) {
     this.root = path.resolve(root);
@@ -159,6 +179,10 @@ export class LocalVm {
       ...this.envs,
       ...(options.envs ?? {}),
     };
+    const followers = new Set<LocalVmOutputListener>();
+    if (options.onStdout || options.onStderr) followers.add(options);
+    let settle!: (result: LocalVmRunResult) => void;
+    const ended = new Promise<LocalVmRunResult>((resolve) => (settle = resolve));
     return new Promise((resolve, reject) => {
       const child = spawn('bash', ['--norc', '-c', script], {
         cwd,
@@ -169,7 +193,7 @@ export class LocalVm {
       child.stdin?.on('error', () => {});
       if (child.pid !== undefined) {
         const pid = child.pid;
-        options.onStart?.({
+        const control: LocalVmProcessControl = {
           pid,
           write: (data) => child.stdin?.write(data),
           closeStdin: () => child.stdin?.end(),
@@ -180,7 +204,20 @@ export class LocalVm {
               // already gone
             }
           },
+        };
+        this.processes.set(pid, {
+          pid,
+          command,
+          envs: { ...(options.envs ?? {}) },
+          ...(options.cwd ? { cwd: options.cwd } : {}),
+          control,
+          ended,
+          follow: (listener) => {
+            followers.add(listener);
+            return () => followers.delete(listener);
+          },
         });
+        options.onStart?.(control);
       }
       let stdout = '';
       let stderr = '';
@@ -189,11 +226,13 @@ export class LocalVm {
       child.stderr!.setEncoding('utf8');
       child.stdout!.on('data', (d: string) => {
         stdout += d;
-        options.onStdout?.(this.#unrewrite(d));
+        const text = this.#unrewrite(d);
+        for (const f of followers) f.onStdout?.(text);
       });
       child.stderr!.on('data', (d: string) => {
         stderr += d;
-        options.onStderr?.(this.#unrewrite(d));
+        const text = this.#unrewrite(d);
+        for (const f of followers) f.onStderr?.(text);
       });
       const killGroup = (): void => {
         try {
@@ -218,12 +257,15 @@ export class LocalVm {
       child.on('close', (code, signal) => {
         if (timer) clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
-        resolve({
+        if (child.pid !== undefined) this.processes.delete(child.pid);
+        const result = {
           exitCode: code ?? (signal ? 137 : 0),
           stdout: this.#unrewrite(stdout),
           stderr: this.#unrewrite(stderr),
           timedOut,
-        });
+        };
+        settle(result);
+        resolve(result);
       });
     });
   }

@@ -1,0 +1,67 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { BACKGROUND_PROCESS_ENV, pidOfProcessId } from './e2b-processes.js';
+import { E2BSandbox } from './e2b-sandbox.js';
+import { FakeE2BClient } from './testing/fake-e2b-client.js';
+
+let fake: FakeE2BClient | undefined;
+afterEach(async () => {
+  await fake?.dispose();
+  fake = undefined;
+});
+
+async function twoClients() {
+  fake = new FakeE2BClient();
+  const remote = await fake.create({ template: 'base', metadata: {} });
+  const other = await fake.connect(remote.sandboxId);
+  return {
+    fake,
+    remote,
+    mine: new E2BSandbox(remote.sandboxId, remote),
+    theirs: new E2BSandbox(remote.sandboxId, other),
+  };
+}
+
+describe('E2B background processes seen from another client', () => {
+  it('names a process p<pid>, envd’s own name for it', async () => {
+    const { mine } = await twoClients();
+    const handle = await mine.processes.start('sleep 30');
+    const pid = pidOfProcessId(handle.id);
+    const listed = await mine.client!.commands.list();
+    expect(listed.find((p) => p.pid === pid)?.envs[BACKGROUND_PROCESS_ENV]).toBe('1');
+    await handle.kill('SIGKILL');
+  });
+
+  it('leaves alone what envd runs that is no background process of ours', async () => {
+    const { remote, theirs } = await twoClients();
+    // A foreground command of another client, or anything else started through envd.
+    const foreign = await remote.commands.run('sleep 30', { background: true });
+    expect(await theirs.processes.list()).toEqual([]);
+    expect(await theirs.processes.get(`p${foreign.pid}`)).toBeUndefined();
+    await remote.commands.kill(foreign.pid);
+  });
+
+  it('never sends a malformed id to envd', async () => {
+    const { fake: control, theirs } = await twoClients();
+    for (const id of ['p0', 'p01', '1234', 'p-1', 'p99999999999', 'p1 ', 'P12', 'p1e3']) {
+      expect(await theirs.processes.get(id)).toBeUndefined();
+    }
+    expect(control.gate.count('listProcesses')).toBe(0);
+    expect(control.gate.count('connectProcess')).toBe(0);
+  });
+
+  it('answers an ended process with undefined', async () => {
+    const { mine, theirs } = await twoClients();
+    const handle = await mine.processes.start('true');
+    await handle.wait();
+    expect(await theirs.processes.get(handle.id)).toBeUndefined();
+  });
+});
+
+describe('pidOfProcessId', () => {
+  it('takes p<pid> within the kernel pid range only', () => {
+    expect(pidOfProcessId('p1')).toBe(1);
+    expect(pidOfProcessId('p2147483647')).toBe(2147483647);
+    expect(pidOfProcessId('p2147483648')).toBeUndefined();
+    expect(pidOfProcessId('p0')).toBeUndefined();
+  });
+});
