@@ -2,8 +2,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createToolContext, runTool, silentLogger } from '@sbx/core';
-import type { AcquireOptions, ToolContext } from '@sbx/core';
+import { createToolContext, runTool, runToolCall, silentLogger } from '@sbx/core';
+import type { AcquireOptions, ToolConfigInput, ToolContext } from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AuthorizationConfig } from './authorization-config.js';
@@ -40,6 +40,7 @@ describe('sandbox:execute gate with @sbx/local', () => {
   function run(
     initialRole: string,
     config: AuthorizationConfig = rbacConfig(),
+    toolConfig: ToolConfigInput = {},
   ): { context: ToolContext; setRole(role: string): void; calls: { role?: string }[] } {
     let principal: Principal = buildPrincipal({ userId: 'alice', userRole: initialRole });
     const counting = countingRbac();
@@ -48,7 +49,7 @@ describe('sandbox:execute gate with @sbx/local', () => {
       threadId: 'thread-1',
       userId: 'alice',
       local: { threadData: provider.threadData('alice', 'thread-1') },
-      config: { allowHostBash: true },
+      config: { allowHostBash: true, ...toolConfig },
       authorize: createSandboxAuthorizer({
         config,
         getPrincipal: () => principal,
@@ -98,6 +99,39 @@ describe('sandbox:execute gate with @sbx/local', () => {
     setRole('admin');
     expect(await runTool('read_file', { path: NOTES }, context)).toBe('v1');
     expect(provider.acquires).toHaveLength(1);
+  });
+
+  it('the process tools pass the same gate: a denied role reaches no process', async () => {
+    const { context, setRole, calls } = run('admin', rbacConfig(), { processTools: true });
+    const started = await runToolCall(
+      'bash',
+      { command: 'echo ready; while read l; do echo "got:$l"; done', yield_time_ms: 300 },
+      context,
+    );
+    const id = /process_id="(p\d+)"/.exec(started.text)?.[1];
+    expect(id).toBeDefined();
+    setRole('guest');
+    const denied: [string, Record<string, unknown>][] = [
+      ['process_output', { process_id: id }],
+      ['process_write', { process_id: id, input: 'from-guest\n' }],
+      ['process_kill', { process_id: id, signal: 'SIGKILL' }],
+      ['process_list', {}],
+    ];
+    for (const [tool, args] of denied) {
+      const out = await runToolCall(tool, args, context);
+      expect(out.isError, tool).toBe(true);
+      expect(out.text, tool).toBe(
+        'Error: Sandbox execution is not permitted for your role (role=guest)',
+      );
+    }
+    // Nothing reached the process: it runs on and never read the guest's input.
+    setRole('admin');
+    const after = await runToolCall('process_output', { process_id: id }, context);
+    expect(after.text).not.toContain('from-guest');
+    expect(after.text).toMatch(/is running\]$/);
+    await runToolCall('process_kill', { process_id: id, signal: 'SIGKILL' }, context);
+    // One decision per call: bash, the four denied, and the two after.
+    expect(calls).toHaveLength(7);
   });
 
   it('§7.28 gateway upload: allowed syncs into the thread, denied acquires nothing', async () => {
