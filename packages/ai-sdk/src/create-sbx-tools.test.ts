@@ -30,15 +30,20 @@ function toolStep(calls: ScriptedCall[], step: number): LanguageModelResult {
   };
 }
 
+/** A step's calls, fixed or read from the prompt (as a model reads a process id it was given). */
+type ScriptedStep = ScriptedCall[] | ((prompt: ModelMessage[]) => ScriptedCall[]);
+
 /** A model that issues the scripted tool calls step by step, then answers "done". */
-function scriptedModel(steps: ScriptedCall[][]) {
+function scriptedModel(steps: ScriptedStep[]) {
   const prompts: ModelMessage[][] = [];
   let step = 0;
   const model = new MockLanguageModelV4({
     doGenerate: async (options) => {
       prompts.push(options.prompt as ModelMessage[]);
-      const calls = steps[step];
+      const scripted = steps[step];
       step += 1;
+      const calls =
+        typeof scripted === 'function' ? scripted(options.prompt as ModelMessage[]) : scripted;
       if (calls) return toolStep(calls, step);
       return {
         content: [{ type: 'text', text: 'done' }],
@@ -158,6 +163,85 @@ describe('@sbx/ai-sdk with the real AI SDK and a scripted model', () => {
     expect(ended[0]).toMatchObject({
       toolOutput: { type: 'tool-error', error: { name: 'SbxToolError', code: 'ABORTED' } },
     });
+  });
+});
+
+describe('@sbx/ai-sdk with the process tools on', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-ai-sdk-proc-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  /** The process id the last tool result handed the model. */
+  const processIdIn = (prompt: ModelMessage[]): string =>
+    /process_id=\\"(p\d+)\\"/.exec(JSON.stringify(prompt))?.[1] ?? 'none';
+
+  it('offers the four process tools, and a yielded server is fed, read and killed', async () => {
+    const { model } = scriptedModel([
+      [
+        {
+          tool: 'bash',
+          input: {
+            command: 'echo ready; while read l; do echo "got:$l"; done',
+            yield_time_ms: 300,
+          },
+        },
+      ],
+      (prompt) => [
+        {
+          tool: 'process_write',
+          input: { process_id: processIdIn(prompt), input: 'ping\n', wait_ms: 5_000 },
+        },
+      ],
+      (prompt) => [
+        { tool: 'process_list', input: {} },
+        { tool: 'process_kill', input: { process_id: processIdIn(prompt) } },
+      ],
+    ]);
+    const tools = createSbxTools({ provider, threadId: 't1', config: { processTools: true } });
+    expect(Object.keys(tools)).toEqual([
+      'bash',
+      'ls',
+      'glob',
+      'grep',
+      'read_file',
+      'write_file',
+      'str_replace',
+      'process_output',
+      'process_write',
+      'process_kill',
+      'process_list',
+    ]);
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(10), prompt: 'go' });
+    const outputs = result.steps.flatMap((s) =>
+      s.toolResults.map((r) => [r.toolName, String(r.output)]),
+    );
+    expect(outputs.map(([name]) => name)).toEqual([
+      'bash',
+      'process_write',
+      'process_list',
+      'process_kill',
+    ]);
+    expect(outputs[0]![1]).toMatch(/ready[\s\S]*process_id="p\d+"/);
+    expect(outputs[1]![1]).toContain('got:ping');
+    expect(outputs[2]![1]).toMatch(/^p\d+\trunning\t/m);
+    expect(outputs[3]![1]).toMatch(/was ended by SIGTERM\]$/);
+  });
+
+  it('without the setting a process tool is unknown, and the model is told so', async () => {
+    const { model } = scriptedModel([[{ tool: 'process_list', input: {} }]]);
+    const tools = createSbxTools({ provider, threadId: 't1' });
+    expect(Object.keys(tools)).toHaveLength(7);
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'go' });
+    const errors = result.steps.flatMap((s) => s.content.filter((c) => c.type === 'tool-error'));
+    expect(errors).toHaveLength(1);
   });
 });
 

@@ -14,8 +14,9 @@ export type SbxToolSet = { [K in ToolName]?: Tool<RawToolArguments, string> };
 
 /**
  * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
- * `leaseManager`, ...) or an existing `context`, plus `tools` (which of the seven to offer) and
- * `strict` (strict-mode schemas, for providers that enforce them).
+ * `leaseManager`, ...) or an existing `context`, plus `tools` (which to offer: by default the
+ * seven, and the four process tools when `config.processTools` is on) and `strict` (strict-mode
+ * schemas, for providers that enforce them).
  */
 export type CreateSbxToolsOptions = ToolRunnerOptions;
 

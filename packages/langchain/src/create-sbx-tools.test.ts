@@ -7,7 +7,7 @@ import { LocalSandboxProvider } from '@sbx/local';
 import { createAgent } from 'langchain';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSbxTools, SbxToolError } from './create-sbx-tools.js';
-import { ScriptedChatModel, type ScriptedCall } from './scripted-chat-model.test-support.js';
+import { ScriptedChatModel, type ScriptedStep } from './scripted-chat-model.test-support.js';
 
 const FILE = '/mnt/user-data/workspace/hello.py';
 
@@ -28,7 +28,7 @@ describe('@sbx/langchain with real LangChain and a scripted chat model', () => {
     await rm(baseDir, { recursive: true, force: true });
   });
 
-  async function runAgent(script: ScriptedCall[][], options = {}, signal?: AbortSignal) {
+  async function runAgent(script: ScriptedStep[], options = {}, signal?: AbortSignal) {
     const model = new ScriptedChatModel(script);
     const tools = await createSbxTools({ provider, userId: 'alice', threadId: 't1', ...options });
     const agent = createAgent({ model, tools });
@@ -120,6 +120,72 @@ describe('@sbx/langchain with real LangChain and a scripted chat model', () => {
       type: 'tool_call',
     });
     expect((check as ToolMessage).content).toBe('gone\n');
+  });
+
+  it('with processTools, a yielded server is fed, listed and killed through the process tools', async () => {
+    // The process id the last tool message handed the model.
+    const processIdIn = (messages: BaseMessage[]): string =>
+      /process_id="(p\d+)"/.exec(
+        toolMessages(messages)
+          .map((m) => String(m.content))
+          .join('\n'),
+      )?.[1] ?? 'none';
+    const { model, messages } = await runAgent(
+      [
+        [
+          {
+            tool: 'bash',
+            args: {
+              command: 'echo ready; while read l; do echo "got:$l"; done',
+              yield_time_ms: 300,
+            },
+          },
+        ],
+        (prompt) => [
+          {
+            tool: 'process_write',
+            args: { process_id: processIdIn(prompt), input: 'ping\n', wait_ms: 5_000 },
+          },
+        ],
+        (prompt) => [
+          { tool: 'process_list', args: {} },
+          { tool: 'process_kill', args: { process_id: processIdIn(prompt) } },
+        ],
+      ],
+      { config: { processTools: true } },
+    );
+    expect(model.boundTools.map((t) => t.function.name)).toEqual([
+      'bash',
+      'ls',
+      'glob',
+      'grep',
+      'read_file',
+      'write_file',
+      'str_replace',
+      'process_output',
+      'process_write',
+      'process_kill',
+      'process_list',
+    ]);
+    const results = toolMessages(messages).map((m) => [m.name, m.status, String(m.content)]);
+    expect(results.map(([name, status]) => `${name}:${status}`)).toEqual([
+      'bash:success',
+      'process_write:success',
+      'process_list:success',
+      'process_kill:success',
+    ]);
+    expect(results[0]![2]).toMatch(/ready[\s\S]*process_id="p\d+"/);
+    expect(results[1]![2]).toContain('got:ping');
+    expect(results[2]![2]).toMatch(/^p\d+\trunning\t/m);
+    expect(results[3]![2]).toMatch(/was ended by SIGTERM\]$/);
+  });
+
+  it('without processTools only the seven are bound, and bash takes no yield_time_ms', async () => {
+    const { model } = await runAgent([]);
+    expect(model.boundTools).toHaveLength(7);
+    const bash = model.boundTools.find((t) => t.function.name === 'bash');
+    const parameters = bash?.function.parameters as { properties?: object } | undefined;
+    expect(Object.keys(parameters?.properties ?? {})).not.toContain('yield_time_ms');
   });
 
   it('a direct invoke outside a tool call throws SbxToolError with the code', async () => {

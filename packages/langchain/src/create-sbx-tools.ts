@@ -12,8 +12,9 @@ import { langChainModules, type LangChainModules } from './langchain-modules.js'
 
 /**
  * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
- * `leaseManager`, ...) or an existing `context`, plus `tools` (which of the seven to offer) and
- * `strict` (strict-mode schemas).
+ * `leaseManager`, ...) or an existing `context`, plus `tools` (which to offer: by default the
+ * seven, and the four process tools when `config.processTools` is on) and `strict` (strict-mode
+ * schemas, for providers that enforce them).
  */
 export type CreateSbxToolsOptions = ToolRunnerOptions;
 

@@ -4,6 +4,8 @@ import type { ChatResult } from '@langchain/core/outputs';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 
 export type ScriptedCall = { tool: string; args: Record<string, unknown> };
+/** A step's calls, fixed or read from the prompt (as a model reads a process id it was given). */
+export type ScriptedStep = ScriptedCall[] | ((messages: BaseMessage[]) => ScriptedCall[]);
 
 /**
  * A chat model that plays a fixed script: each step's tool calls, then a final "done". It records
@@ -14,7 +16,7 @@ export class ScriptedChatModel extends BaseChatModel {
   boundTools: ReturnType<typeof convertToOpenAITool>[] = [];
   #step = 0;
 
-  constructor(private readonly script: ScriptedCall[][]) {
+  constructor(private readonly script: ScriptedStep[]) {
     super({});
   }
 
@@ -29,8 +31,9 @@ export class ScriptedChatModel extends BaseChatModel {
 
   async _generate(messages: BaseMessage[]): Promise<ChatResult> {
     this.prompts.push(messages);
-    const calls = this.script[this.#step];
+    const scripted = this.script[this.#step];
     this.#step += 1;
+    const calls = typeof scripted === 'function' ? scripted(messages) : scripted;
     const message = calls
       ? new AIMessage({
           content: '',

@@ -16,18 +16,21 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSbxTools } from './create-sbx-tools.js';
 
 type ScriptedCall = { tool: string; args: Record<string, unknown> | string };
+/** A step's calls, fixed or read from the request (as a model reads a process id it was given). */
+type ScriptedStep = ScriptedCall[] | ((request: ModelRequest) => ScriptedCall[]);
 
 /** An Agents `Model` that plays a fixed script of tool calls, then answers "done". */
 class ScriptedModel implements Model {
   readonly requests: ModelRequest[] = [];
   #step = 0;
 
-  constructor(private readonly script: ScriptedCall[][]) {}
+  constructor(private readonly script: ScriptedStep[]) {}
 
   async getResponse(request: ModelRequest): Promise<ModelResponse> {
     this.requests.push(request);
-    const calls = this.script[this.#step];
+    const scripted = this.script[this.#step];
     this.#step += 1;
+    const calls = typeof scripted === 'function' ? scripted(request) : scripted;
     const usage = new Usage();
     if (!calls) {
       return {
@@ -90,7 +93,7 @@ describe('@sbx/openai-agents with the real Agents SDK and a scripted model', () 
     await rm(baseDir, { recursive: true, force: true });
   });
 
-  async function runAgent(script: ScriptedCall[][], options = {}, signal?: AbortSignal) {
+  async function runAgent(script: ScriptedStep[], options = {}, signal?: AbortSignal) {
     const model = new ScriptedModel(script);
     const tools = await createSbxTools({ provider, userId: 'alice', threadId: 't1', ...options });
     const agent = new Agent({ name: 'coder', instructions: 'work', model, tools });
@@ -193,6 +196,59 @@ describe('@sbx/openai-agents with the real Agents SDK and a scripted model', () 
       sbx: { isError: true, code: 'SANDBOX_AUTHORIZATION' },
     });
     expect(acquires).toBe(0);
+  });
+
+  it('with processTools, a yielded server is fed, listed and killed through the process tools', async () => {
+    // The process id the last tool output handed the model.
+    const processIdIn = (request: ModelRequest): string =>
+      /process_id=\\"(p\d+)\\"/.exec(JSON.stringify(request.input))?.[1] ?? 'none';
+    const { model, outputs } = await runAgent(
+      [
+        [
+          {
+            tool: 'bash',
+            args: {
+              command: 'echo ready; while read l; do echo "got:$l"; done',
+              yield_time_ms: 300,
+            },
+          },
+        ],
+        (request) => [
+          {
+            tool: 'process_write',
+            args: { process_id: processIdIn(request), input: 'ping\n', wait_ms: 5_000 },
+          },
+        ],
+        (request) => [
+          { tool: 'process_list', args: {} },
+          { tool: 'process_kill', args: { process_id: processIdIn(request), signal: null } },
+        ],
+      ],
+      { config: { processTools: true } },
+    );
+    expect(model.requests[0]?.tools.map((t) => t.name)).toEqual([
+      'bash',
+      'ls',
+      'glob',
+      'grep',
+      'read_file',
+      'write_file',
+      'str_replace',
+      'process_output',
+      'process_write',
+      'process_kill',
+      'process_list',
+    ]);
+    expect(outputs.map((o) => [o.name, o.customData])).toEqual([
+      ['bash', { sbx: { isError: false } }],
+      ['process_write', { sbx: { isError: false } }],
+      ['process_list', { sbx: { isError: false } }],
+      ['process_kill', { sbx: { isError: false } }],
+    ]);
+    expect(outputText(outputs[0])).toMatch(/ready[\s\S]*process_id="p\d+"/);
+    expect(outputText(outputs[1])).toContain('got:ping');
+    expect(outputText(outputs[2])).toMatch(/^p\d+\trunning\t/m);
+    expect(outputText(outputs[3])).toMatch(/was ended by SIGTERM\]$/);
   });
 
   it('the run’s abort signal reaches the sandbox call and kills the command', async () => {

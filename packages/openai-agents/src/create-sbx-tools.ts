@@ -13,9 +13,9 @@ type AgentsModule = typeof Agents;
 
 /**
  * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
- * `leaseManager`, ...) or an existing `context`, plus `tools` (which of the seven to offer) and
- * `strict` (default true here: strict-mode schemas, which the Agents SDK sends with
- * `strict: true`; false sends the plain schemas with `strict: false`).
+ * `leaseManager`, ...) or an existing `context`, plus `tools` (which to offer: by default the
+ * seven, and the four process tools when `config.processTools` is on) and `strict` (strict-mode
+ * schemas, for providers that enforce them).
  */
 export type CreateSbxToolsOptions = ToolRunnerOptions;
 
