@@ -1,3 +1,4 @@
+import { systemClock, type Clock, type ClockTimer } from '../async/clock.js';
 import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
 import { AbortedError } from '../errors/errors.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
@@ -7,6 +8,11 @@ import { Utf8Listener } from './utf8-listener.js';
 
 /** Per-stream bytes `execViaLauncher` keeps by default (10 MiB, as the host sandbox). */
 export const DEFAULT_EXEC_CAPTURE_BYTES = 10 * 1024 * 1024;
+/**
+ * How long a command killed at its limit (or on abort) may take to report its end before the
+ * call stops waiting for it: a backend that no longer answers must not hold the caller forever.
+ */
+export const KILLED_COMMAND_GRACE_MS = 5_000;
 
 /** Keeps the head of one stream up to a limit and counts the rest. */
 class HeadCapture {
@@ -34,11 +40,12 @@ class HeadCapture {
 }
 
 export interface LauncherExecOptions {
-  /** The limit that applies (the caller's, or the sandbox's default). */
-  readonly timeoutMs: number;
+  /** The limit that applies (the caller's, or the sandbox's default); `undefined`: none. */
+  readonly timeoutMs: number | undefined;
   readonly captureBytes?: number;
   readonly logger?: Logger;
   readonly sandboxId?: string;
+  readonly clock?: Clock;
 }
 
 /**
@@ -67,9 +74,14 @@ export async function execViaLauncher(
   const out = new Utf8Listener(guardedListener(options.onStdout, logger, sandboxId), report);
   const err = new Utf8Listener(guardedListener(options.onStderr, logger, sandboxId), report);
   const started = performance.now();
+  const clock = limits.clock ?? systemClock;
   const launched = await launcher.launch(
     command,
-    { ...(options.env ? { env: options.env } : {}), ...(options.cwd ? { cwd: options.cwd } : {}) },
+    {
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      ...(limits.timeoutMs !== undefined ? { timeoutMs: limits.timeoutMs } : {}),
+    },
     {
       stdout: (chunk) => {
         stdout.append(chunk);
@@ -82,17 +94,25 @@ export async function execViaLauncher(
     },
   );
   let timedOut = false;
-  const kill = () =>
-    launched.kill('SIGKILL').catch((error: unknown) =>
+  let giveUp: (() => void) | undefined;
+  const gaveUp = new Promise<'gave-up'>((resolve) => (giveUp = () => resolve('gave-up')));
+  let graceTimer: ClockTimer | undefined;
+  const kill = () => {
+    graceTimer ??= clock.setTimeout(() => giveUp?.(), KILLED_COMMAND_GRACE_MS);
+    return launched.kill('SIGKILL').catch((error: unknown) =>
       logger.warn('could not kill a command', {
         sandboxId,
         error: error instanceof Error ? error.message : String(error),
       }),
     );
-  const timer = setTimeout(() => {
-    timedOut = true;
-    void kill();
-  }, limits.timeoutMs);
+  };
+  const timer =
+    limits.timeoutMs === undefined
+      ? undefined
+      : clock.setTimeout(() => {
+          timedOut = true;
+          void kill();
+        }, limits.timeoutMs);
   const onAbort = () => void kill();
   options.signal?.addEventListener('abort', onAbort, { once: true });
   let exit: LaunchedExit;
@@ -101,9 +121,19 @@ export async function execViaLauncher(
       await launched.write(options.stdin);
       await launched.closeStdin?.();
     }
-    exit = await launched.exited;
+    const ended = await Promise.race([launched.exited, gaveUp]);
+    if (ended === 'gave-up') {
+      logger.warn('a killed command did not report its end; no longer waiting for it', {
+        sandboxId,
+        graceMs: KILLED_COMMAND_GRACE_MS,
+      });
+      exit = { exitCode: null };
+    } else {
+      exit = ended;
+    }
   } finally {
-    clearTimeout(timer);
+    if (timer) clock.clearTimeout(timer);
+    if (graceTimer) clock.clearTimeout(graceTimer);
     options.signal?.removeEventListener('abort', onAbort);
     out.end();
     err.end();
@@ -116,7 +146,7 @@ export async function execViaLauncher(
     durationMs: performance.now() - started,
     truncated: stdout.truncated || stderr.truncated,
     timedOut,
-    timeoutMs: limits.timeoutMs,
+    ...(limits.timeoutMs !== undefined ? { timeoutMs: limits.timeoutMs } : {}),
     ...(exit.signal !== undefined && !timedOut ? { signal: exit.signal } : {}),
   };
 }

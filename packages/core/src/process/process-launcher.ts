@@ -43,6 +43,12 @@ export interface AttachedProcess extends LaunchedProcess {
 export interface LaunchOptions {
   readonly env?: Readonly<Record<string, string>>;
   readonly cwd?: string;
+  /**
+   * The limit the caller enforces itself (it kills the process then). A backend may also hand it
+   * to the remote side as a backstop, so a command outlives neither a lost connection nor a
+   * gateway that went away; absent for a background process without a limit.
+   */
+  readonly timeoutMs?: number;
 }
 
 /**

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { AbortedError } from '../errors/errors.js';
+import { ManualClock } from '../testing/manual-clock.js';
+import { recordingLogger } from '../testing/recording-logger.js';
+import { rejectionOf } from '../testing/rejection.js';
+import { KILLED_COMMAND_GRACE_MS, execViaLauncher } from './launcher-exec.js';
+import type { LaunchOptions, LaunchedExit, ProcessLauncher } from './process-launcher.js';
+
+/** A backend whose commands end only when the test says so; `deaf` ones ignore kills too. */
+function backend(options: { deaf?: boolean } = {}) {
+  const launches: LaunchOptions[] = [];
+  const kills: string[] = [];
+  let end!: (exit: LaunchedExit) => void;
+  const launcher: ProcessLauncher = {
+    launch: async (_command, launchOptions, sink) => {
+      launches.push(launchOptions);
+      sink.stdout('partial\n');
+      const exited = new Promise<LaunchedExit>((resolve) => (end = resolve));
+      return {
+        exited,
+        kill: async (signal) => {
+          kills.push(signal);
+          if (!options.deaf) end({ exitCode: null, signal });
+        },
+      };
+    },
+  };
+  return { launcher, launches, kills, end: (exit: LaunchedExit) => end(exit) };
+}
+
+describe('execViaLauncher', () => {
+  it('hands its limit to the backend as a backstop and kills at it', async () => {
+    const clock = new ManualClock();
+    const { launcher, launches, kills } = backend();
+    const pending = execViaLauncher(launcher, 'sleep 60', {}, { timeoutMs: 1_000, clock });
+    await clock.advance(0); // the launch resolves and the limit's timer is set
+    await clock.advance(1_000);
+    const result = await pending;
+    expect(launches[0]).toEqual({ timeoutMs: 1_000 });
+    expect(kills).toEqual(['SIGKILL']);
+    expect(result).toMatchObject({ timedOut: true, exitCode: null, stdout: 'partial\n' });
+  });
+
+  it('stops waiting for a killed command that never reports its end, and says so', async () => {
+    const clock = new ManualClock();
+    const logger = recordingLogger();
+    const { launcher } = backend({ deaf: true });
+    let settled = false;
+    const pending = execViaLauncher(launcher, 'x', {}, { timeoutMs: 1_000, clock, logger });
+    void pending.then(() => (settled = true));
+    await clock.advance(0);
+    await clock.advance(1_000);
+    await clock.advance(KILLED_COMMAND_GRACE_MS - 1);
+    expect(settled).toBe(false);
+    await clock.advance(1);
+    expect(await pending).toMatchObject({ timedOut: true, exitCode: null, stdout: 'partial\n' });
+    expect(logger.text('warn')).toContain('a killed command did not report its end');
+  });
+
+  it('an abort of a command that ignores the kill still rejects after the grace', async () => {
+    const clock = new ManualClock();
+    const { launcher } = backend({ deaf: true });
+    const controller = new AbortController();
+    const pending = execViaLauncher(
+      launcher,
+      'x',
+      { signal: controller.signal },
+      { timeoutMs: undefined, clock },
+    );
+    const rejected = rejectionOf(pending);
+    await clock.advance(0);
+    controller.abort();
+    await clock.advance(KILLED_COMMAND_GRACE_MS);
+    expect(await rejected).toBeInstanceOf(AbortedError);
+  });
+
+  it('without a limit, waits as long as the command runs and reports no limit', async () => {
+    const clock = new ManualClock();
+    const { launcher, launches, kills, end } = backend();
+    const pending = execViaLauncher(launcher, 'x', {}, { timeoutMs: undefined, clock });
+    await clock.advance(24 * 3600_000);
+    end({ exitCode: 0 });
+    const result = await pending;
+    expect(launches[0]).toEqual({});
+    expect(kills).toEqual([]);
+    expect(result).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(result).not.toHaveProperty('timeoutMs');
+  });
+});
