@@ -80,8 +80,14 @@ export { describeCapacityStoreContract } from './testing/capacity-store-contract
 export type { CapacityStoreHarness } from './testing/capacity-store-contract.js';
 
 // @section host-shell
-export { busyboxBin, runOnHost } from './testing/host-shell.js';
-export type { HostRun, HostRunResult, Userland } from './testing/host-shell.js';
+export { busyboxBin, runOnHost, startOnHost } from './testing/host-shell.js';
+export type {
+  HostProcess,
+  HostRun,
+  HostRunResult,
+  HostStart,
+  Userland,
+} from './testing/host-shell.js';
 
 // @section recording-logger
 export { recordingLogger } from './testing/recording-logger.js';

@@ -94,7 +94,29 @@ function mapOut(text: string, boxDir: string): string {
   return text.split(boxDir).join('');
 }
 
-export function runOnHost(run: HostRun): Promise<HostRunResult> {
+export interface HostStart extends Omit<HostRun, 'signal'> {
+  /** Keep standard input open as a pipe (else it is the null device). */
+  stdin?: boolean;
+  onStdout?: (text: string) => void;
+  onStderr?: (text: string) => void;
+}
+
+/** A command `startOnHost` started: it streams, takes input and signals its process group. */
+export interface HostProcess {
+  readonly pid: number | undefined;
+  /** Settles when the command has exited and its output was delivered. Never rejects. */
+  readonly exited: Promise<{ exitCode: number; signal?: NodeJS.Signals; error?: Error }>;
+  write(data: Uint8Array | string): void;
+  closeStdin(): void;
+  kill(signal: NodeJS.Signals): void;
+}
+
+/**
+ * Starts a stand-in VM's command on the host, as `runOnHost` does, with its output streamed to
+ * the listeners (box paths cut out chunk by chunk) as it is produced. At `timeoutSecs` the group
+ * is killed (status 137), as a VM's exec limit would.
+ */
+export function startOnHost(run: HostStart): HostProcess {
   const args = run.args.map((a) => mapIn(a, run.boxDir, run.mapped));
   const env: Record<string, string> = {
     PATH: run.busyboxDir ?? process.env.PATH ?? '/usr/bin:/bin',
@@ -104,38 +126,71 @@ export function runOnHost(run: HostRun): Promise<HostRunResult> {
   for (const [k, v] of Object.entries(run.env)) env[k] = mapIn(v, run.boxDir, run.mapped);
   const command =
     run.busyboxDir && run.command === 'sh' ? path.join(run.busyboxDir, 'sh') : run.command;
-  return new Promise<HostRunResult>((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: run.boxDir,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (b: Buffer) => out.push(b));
-    child.stderr.on('data', (b: Buffer) => err.push(b));
-    let killed = false;
-    const kill = (): void => {
-      killed = true;
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        child.kill('SIGKILL');
-      }
-    };
-    const timer =
-      run.timeoutSecs === undefined ? undefined : setTimeout(kill, run.timeoutSecs * 1000);
-    run.signal?.addEventListener('abort', kill, { once: true });
-    child.on('error', reject);
-    child.on('close', (code, sig) => {
-      if (timer !== undefined) clearTimeout(timer);
-      run.signal?.removeEventListener('abort', kill);
-      resolve({
-        exitCode: code ?? (killed || sig ? 137 : 1),
-        stdout: mapOut(Buffer.concat(out).toString('utf8'), run.boxDir),
-        stderr: mapOut(Buffer.concat(err).toString('utf8'), run.boxDir),
-      });
-    });
+  const child = spawn(command, args, {
+    cwd: run.boxDir,
+    env,
+    stdio: [run.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    detached: true,
   });
+  child.stdin?.on('error', () => {});
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
+  child.stdout.on('data', (text: string) => run.onStdout?.(mapOut(text, run.boxDir)));
+  child.stderr.on('data', (text: string) => run.onStderr?.(mapOut(text, run.boxDir)));
+  let killed = false;
+  const kill = (signal: NodeJS.Signals): void => {
+    if (signal === 'SIGKILL') killed = true;
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, signal);
+    } catch {
+      child.kill(signal);
+    }
+  };
+  const timer =
+    run.timeoutSecs === undefined
+      ? undefined
+      : setTimeout(() => kill('SIGKILL'), run.timeoutSecs * 1000);
+  const exited = new Promise<{ exitCode: number; signal?: NodeJS.Signals; error?: Error }>(
+    (resolve) => {
+      child.on('error', (error) => {
+        if (timer !== undefined) clearTimeout(timer);
+        resolve({ exitCode: 127, error });
+      });
+      child.on('close', (code, sig) => {
+        if (timer !== undefined) clearTimeout(timer);
+        resolve({
+          exitCode: code ?? (killed || sig ? 137 : 1),
+          ...(sig ? { signal: sig } : {}),
+        });
+      });
+    },
+  );
+  return {
+    pid: child.pid,
+    exited,
+    write: (data) => void child.stdin?.write(data),
+    closeStdin: () => void child.stdin?.end(),
+    kill,
+  };
+}
+
+/** Runs a stand-in VM's command on the host to its end and returns what it printed. */
+export async function runOnHost(run: HostRun): Promise<HostRunResult> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const { signal, ...rest } = run;
+  const started = startOnHost({
+    ...rest,
+    onStdout: (text) => out.push(text),
+    onStderr: (text) => err.push(text),
+  });
+  const onAbort = (): void => started.kill('SIGKILL');
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const exit = await started.exited;
+    if (exit.error) throw exit.error;
+    return { exitCode: exit.exitCode, stdout: out.join(''), stderr: err.join('') };
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+  }
 }
