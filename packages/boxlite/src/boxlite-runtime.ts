@@ -23,6 +23,34 @@ export interface BoxliteExecOptions {
   signal?: AbortSignal;
 }
 
+export interface BoxliteStartOptions {
+  /** Wall-clock limit the runtime enforces inside the VM (whole seconds); absent: none. */
+  timeoutSecs?: number;
+  cwd?: string;
+  /** Output as the VM produces it, chunk by chunk. */
+  onStdout(text: string): void;
+  onStderr(text: string): void;
+}
+
+/** How a started execution ended, once both of its streams were read to their end. */
+export interface BoxliteExecutionEnd {
+  readonly exitCode: number;
+  /** The runtime's own account of a failure (not the command's stderr). */
+  readonly errorMessage?: string;
+}
+
+/** One execution in the VM (the SDK's `Execution`): streaming, with input and signals. */
+export interface BoxliteExecution {
+  /** Rejects when the VM's transport fails before the command's end is known. */
+  readonly ended: Promise<BoxliteExecutionEnd>;
+  write(data: Uint8Array | string): Promise<void>;
+  closeStdin(): Promise<void>;
+  /** SIGKILL. */
+  kill(): Promise<void>;
+  /** Any other signal, by number. */
+  signal(signal: number): Promise<void>;
+}
+
 /** One running micro-VM. */
 export interface BoxliteBoxHandle {
   readonly name: string;
@@ -32,6 +60,16 @@ export interface BoxliteBoxHandle {
     env: Readonly<Record<string, string>> | undefined,
     options?: BoxliteExecOptions,
   ): Promise<BoxliteExecResult>;
+  /**
+   * Starts a command and resolves once it runs: its output streams to the listeners, it takes
+   * input until `closeStdin`, and it is signalled by the caller. The agent's commands run this way.
+   */
+  start(
+    command: string,
+    args: readonly string[],
+    env: Readonly<Record<string, string>> | undefined,
+    options: BoxliteStartOptions,
+  ): Promise<BoxliteExecution>;
   /** Stops the VM (and removes it when it was created with auto-remove). */
   stop(): Promise<void>;
 }

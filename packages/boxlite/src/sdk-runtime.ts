@@ -7,7 +7,9 @@ import type {
   BoxliteBoxSummary,
   BoxliteExecOptions,
   BoxliteExecResult,
+  BoxliteExecution,
   BoxliteRuntime,
+  BoxliteStartOptions,
 } from './boxlite-runtime.js';
 import type { FsAccessProbe } from './virtualization.js';
 import { assertVirtualizationAvailable } from './virtualization.js';
@@ -25,11 +27,18 @@ export interface SdkExecStream {
   next(): Promise<string | null>;
 }
 
+export interface SdkExecStdin {
+  write(data: Buffer): Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface SdkExecution {
+  stdin(): Promise<SdkExecStdin>;
   stdout(): Promise<SdkExecStream>;
   stderr(): Promise<SdkExecStream>;
   wait(): Promise<{ exitCode: number; errorMessage?: string }>;
   kill(): Promise<void>;
+  signal(signal: number): Promise<void>;
 }
 
 export interface SdkBox {
@@ -97,19 +106,22 @@ function isoTime(value: string | undefined): string | undefined {
   return Number.isNaN(ms) ? undefined : new Date(ms).toISOString();
 }
 
-/** Reads one output stream to its end; chunks keep their own line breaks. */
-async function drain(open: () => Promise<SdkExecStream>): Promise<string> {
+/** Reads one output stream to its end, chunk by chunk as the VM sends it. */
+async function pump(open: () => Promise<SdkExecStream>, sink: (text: string) => void) {
   let stream: SdkExecStream;
   try {
     stream = await open();
   } catch {
     // The SDK reports "no stream" for commands that never write to it.
-    return '';
+    return;
   }
+  for (let chunk = await stream.next(); chunk !== null; chunk = await stream.next()) sink(chunk);
+}
+
+/** Reads one output stream to its end; chunks keep their own line breaks. */
+async function drain(open: () => Promise<SdkExecStream>): Promise<string> {
   const parts: string[] = [];
-  for (let chunk = await stream.next(); chunk !== null; chunk = await stream.next()) {
-    parts.push(chunk);
-  }
+  await pump(open, (chunk) => parts.push(chunk));
   return parts.join('');
 }
 
@@ -166,6 +178,40 @@ class SdkBoxHandle implements BoxliteBoxHandle {
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  async start(
+    command: string,
+    args: readonly string[],
+    env: Readonly<Record<string, string>> | undefined,
+    options: BoxliteStartOptions,
+  ): Promise<BoxliteExecution> {
+    const execution = await this.#box.exec(
+      command,
+      [...args],
+      env ? Object.entries(env) : null,
+      false,
+      null,
+      options.timeoutSecs ?? null,
+      options.cwd ?? null,
+    );
+    // Both streams at once: a command filling one pipe while the other is not read would stall.
+    const ended = Promise.all([
+      pump(() => execution.stdout(), options.onStdout),
+      pump(() => execution.stderr(), options.onStderr),
+    ]).then(() => execution.wait());
+    ended.catch(() => {});
+    let stdin: Promise<SdkExecStdin> | undefined;
+    const input = () => (stdin ??= execution.stdin());
+    return {
+      ended,
+      write: async (data) => {
+        await (await input()).write(typeof data === 'string' ? Buffer.from(data) : Buffer.from(data));
+      },
+      closeStdin: async () => (await input()).close(),
+      kill: () => execution.kill(),
+      signal: (signal) => execution.signal(signal),
+    };
   }
 
   stop(): Promise<void> {

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CallGate, busyboxBin, runOnHost } from '@sbx/core/testing';
+import { CallGate, busyboxBin, runOnHost, startOnHost } from '@sbx/core/testing';
 import type { Userland } from '@sbx/core/testing';
 import type {
   BoxliteBoxHandle,
@@ -9,10 +9,20 @@ import type {
   BoxliteBoxSummary,
   BoxliteExecOptions,
   BoxliteExecResult,
+  BoxliteExecution,
   BoxliteRuntime,
+  BoxliteStartOptions,
 } from '../boxlite-runtime.js';
 
-export type FakeRuntimeMethod = 'create' | 'list' | 'get' | 'close' | 'exec' | 'stop';
+export type FakeRuntimeMethod = 'create' | 'list' | 'get' | 'close' | 'exec' | 'start' | 'stop';
+
+/** Linux signal numbers, as the SDK's `Execution.signal` takes them. */
+const SIGNAL_NAMES: Record<number, NodeJS.Signals> = {
+  1: 'SIGHUP',
+  2: 'SIGINT',
+  9: 'SIGKILL',
+  15: 'SIGTERM',
+};
 
 export interface FakeExecCall {
   readonly box: string;
@@ -104,6 +114,59 @@ export class FakeBox implements BoxliteBoxHandle {
         signal: options.signal,
         busyboxDir: await this.#runtime.busyboxDir(),
       });
+    });
+  }
+
+  /** Like `exec`, streaming: a live process on the host, fed and signalled through the handle. */
+  start(
+    command: string,
+    args: readonly string[],
+    env: Readonly<Record<string, string>> | undefined,
+    options: BoxliteStartOptions,
+  ): Promise<BoxliteExecution> {
+    const { onStdout, onStderr, ...rest } = options;
+    const call: FakeExecCall = { box: this.name, command, args: [...args], env, options: rest };
+    this.#runtime.execCalls.push(call);
+    return this.#runtime.gate.invoke('start', [call], async () => {
+      if (this.dead) throw this.dead;
+      const failure = this.execFailures.shift();
+      if (failure) throw failure;
+      if (!this.running) throw new Error(`box has been stopped: ${this.name}`);
+      const process = startOnHost({
+        boxDir: this.dir,
+        mapped: this.#runtime.mapped,
+        command,
+        args,
+        env: env ?? {},
+        timeoutSecs: options.timeoutSecs,
+        busyboxDir: await this.#runtime.busyboxDir(),
+        stdin: true,
+        onStdout,
+        onStderr,
+      });
+      const dead = () => this.dead ?? (this.running ? undefined : new Error('box stopped'));
+      return {
+        ended: process.exited.then((exit) => {
+          if (exit.error) throw exit.error;
+          return { exitCode: exit.exitCode };
+        }),
+        write: async (data) => {
+          const gone = dead();
+          if (gone) throw gone;
+          process.write(data);
+        },
+        closeStdin: async () => process.closeStdin(),
+        kill: async () => {
+          const gone = dead();
+          if (gone) throw gone;
+          process.kill('SIGKILL');
+        },
+        signal: async (signal) => {
+          const gone = dead();
+          if (gone) throw gone;
+          process.kill(SIGNAL_NAMES[signal] ?? 'SIGTERM');
+        },
+      };
     });
   }
 

@@ -10,6 +10,8 @@ import type { LaunchOptions, LaunchedExit, ProcessLauncher } from './process-lau
 function backend(options: { deaf?: boolean } = {}) {
   const launches: LaunchOptions[] = [];
   const kills: string[] = [];
+  let killed!: (signal: string) => void;
+  const firstKill = new Promise<string>((resolve) => (killed = resolve));
   let end!: (exit: LaunchedExit) => void;
   const launcher: ProcessLauncher = {
     launch: async (_command, launchOptions, sink) => {
@@ -20,12 +22,13 @@ function backend(options: { deaf?: boolean } = {}) {
         exited,
         kill: async (signal) => {
           kills.push(signal);
+          killed(signal);
           if (!options.deaf) end({ exitCode: null, signal });
         },
       };
     },
   };
-  return { launcher, launches, kills, end: (exit: LaunchedExit) => end(exit) };
+  return { launcher, launches, kills, firstKill, end: (exit: LaunchedExit) => end(exit) };
 }
 
 describe('execViaLauncher', () => {
@@ -85,5 +88,39 @@ describe('execViaLauncher', () => {
     expect(kills).toEqual([]);
     expect(result).toMatchObject({ exitCode: 0, timedOut: false });
     expect(result).not.toHaveProperty('timeoutMs');
+  });
+
+  it('an abort while the backend is still starting the command rejects at once; the command is killed when it starts', async () => {
+    const clock = new ManualClock();
+    const { launcher, firstKill } = backend();
+    let start!: () => void;
+    const gated: ProcessLauncher = {
+      launch: async (...args) => {
+        await new Promise<void>((resolve) => (start = resolve));
+        return launcher.launch(...args);
+      },
+    };
+    const controller = new AbortController();
+    const pending = execViaLauncher(
+      gated,
+      'x',
+      { signal: controller.signal },
+      { timeoutMs: 60_000, clock },
+    );
+    const rejected = rejectionOf(pending);
+    controller.abort();
+    expect(await rejected).toBeInstanceOf(AbortedError);
+    start();
+    expect(await firstKill).toBe('SIGKILL');
+  });
+
+  it('a backend that never starts the command gives up at the limit plus the grace', async () => {
+    const clock = new ManualClock();
+    const logger = recordingLogger();
+    const never: ProcessLauncher = { launch: () => new Promise(() => {}) };
+    const pending = execViaLauncher(never, 'x', {}, { timeoutMs: 1_000, clock, logger });
+    await clock.advance(1_000 + KILLED_COMMAND_GRACE_MS);
+    expect(await pending).toMatchObject({ timedOut: true, exitCode: null, stdout: '' });
+    expect(logger.text('warn')).toContain('did not start before its limit');
   });
 });

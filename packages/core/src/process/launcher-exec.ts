@@ -3,7 +3,7 @@ import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
 import { AbortedError } from '../errors/errors.js';
 import { silentLogger, type Logger } from '../observability/logger.js';
 import { guardedListener } from './guarded-listener.js';
-import type { LaunchedExit, ProcessLauncher } from './process-launcher.js';
+import type { LaunchedExit, LaunchedProcess, ProcessLauncher } from './process-launcher.js';
 import { Utf8Listener } from './utf8-listener.js';
 
 /** Per-stream bytes `execViaLauncher` keeps by default (10 MiB, as the host sandbox). */
@@ -75,7 +75,41 @@ export async function execViaLauncher(
   const err = new Utf8Listener(guardedListener(options.onStderr, logger, sandboxId), report);
   const started = performance.now();
   const clock = limits.clock ?? systemClock;
-  const launched = await launcher.launch(
+  const warn = (message: string, error?: unknown) =>
+    logger.warn(message, {
+      sandboxId,
+      ...(error !== undefined
+        ? { error: error instanceof Error ? error.message : String(error) }
+        : { graceMs: KILLED_COMMAND_GRACE_MS }),
+    });
+  const kill = (process: LaunchedProcess) =>
+    process.kill('SIGKILL').catch((error: unknown) => warn('could not kill a command', error));
+
+  // Stopping (the limit, or the caller's abort) asks for a kill and then waits a bounded time: a
+  // backend that never starts the command, or never reports the end of a killed one, must not
+  // hold the caller. An abort before the command started rejects at once.
+  let launched: LaunchedProcess | undefined;
+  let timedOut = false;
+  let stopping = false;
+  let graceTimer: ClockTimer | undefined;
+  let release!: (why: 'gave-up' | 'aborted') => void;
+  const stopped = new Promise<'gave-up' | 'aborted'>((resolve) => (release = resolve));
+  const stop = (why: 'limit' | 'abort'): void => {
+    if (why === 'limit') timedOut = true;
+    if (!stopping) {
+      stopping = true;
+      if (launched) void kill(launched);
+      graceTimer = clock.setTimeout(() => release('gave-up'), KILLED_COMMAND_GRACE_MS);
+    }
+    if (why === 'abort' && !launched) release('aborted');
+  };
+  const timer =
+    limits.timeoutMs === undefined
+      ? undefined
+      : clock.setTimeout(() => stop('limit'), limits.timeoutMs);
+  const onAbort = () => stop('abort');
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const launching = launcher.launch(
     command,
     {
       ...(options.env ? { env: options.env } : {}),
@@ -93,43 +127,38 @@ export async function execViaLauncher(
       },
     },
   );
-  let timedOut = false;
-  let giveUp: (() => void) | undefined;
-  const gaveUp = new Promise<'gave-up'>((resolve) => (giveUp = () => resolve('gave-up')));
-  let graceTimer: ClockTimer | undefined;
-  const kill = () => {
-    graceTimer ??= clock.setTimeout(() => giveUp?.(), KILLED_COMMAND_GRACE_MS);
-    return launched.kill('SIGKILL').catch((error: unknown) =>
-      logger.warn('could not kill a command', {
-        sandboxId,
-        error: error instanceof Error ? error.message : String(error),
-      }),
-    );
-  };
-  const timer =
-    limits.timeoutMs === undefined
-      ? undefined
-      : clock.setTimeout(() => {
-          timedOut = true;
-          void kill();
-        }, limits.timeoutMs);
-  const onAbort = () => void kill();
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  let exit: LaunchedExit;
+  let exit: LaunchedExit = { exitCode: null };
   try {
-    if (options.stdin !== undefined && launched.write) {
-      await launched.write(options.stdin);
-      await launched.closeStdin?.();
-    }
-    const ended = await Promise.race([launched.exited, gaveUp]);
-    if (ended === 'gave-up') {
-      logger.warn('a killed command did not report its end; no longer waiting for it', {
-        sandboxId,
-        graceMs: KILLED_COMMAND_GRACE_MS,
-      });
-      exit = { exitCode: null };
+    const first = await Promise.race([launching, stopped]);
+    if (typeof first === 'string') {
+      // Stopped before the backend even started it: it is killed whenever it does start.
+      launching.then(kill, (error: unknown) => warn('a command failed to start late', error));
+      if (first === 'gave-up') warn('a command did not start before its limit and grace ran out');
     } else {
-      exit = ended;
+      launched = first;
+      if (stopping) void kill(first);
+      const input = async (): Promise<void> => {
+        if (options.stdin === undefined || !first.write) return;
+        await first.write(options.stdin);
+        await first.closeStdin?.();
+      };
+      const fed = await Promise.race([
+        input().then(
+          () => 'fed' as const,
+          (error: unknown) => {
+            // Nobody is left to stop a command whose input could not be given.
+            void kill(first);
+            throw error;
+          },
+        ),
+        stopped,
+      ]);
+      const ended = fed === 'fed' ? await Promise.race([first.exited, stopped]) : fed;
+      if (ended === 'gave-up') {
+        warn('a killed command did not report its end; no longer waiting for it');
+      } else if (ended !== 'aborted') {
+        exit = ended;
+      }
     }
   } finally {
     if (timer) clock.clearTimeout(timer);

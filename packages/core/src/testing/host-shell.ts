@@ -133,10 +133,10 @@ export function startOnHost(run: HostStart): HostProcess {
     detached: true,
   });
   child.stdin?.on('error', () => {});
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
-  child.stdout.on('data', (text: string) => run.onStdout?.(mapOut(text, run.boxDir)));
-  child.stderr.on('data', (text: string) => run.onStderr?.(mapOut(text, run.boxDir)));
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
+  child.stdout!.on('data', (text: string) => run.onStdout?.(mapOut(text, run.boxDir)));
+  child.stderr!.on('data', (text: string) => run.onStderr?.(mapOut(text, run.boxDir)));
   let killed = false;
   const kill = (signal: NodeJS.Signals): void => {
     if (signal === 'SIGKILL') killed = true;
