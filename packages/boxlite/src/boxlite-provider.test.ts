@@ -134,6 +134,19 @@ describe('§8.6 BoxLite provider', () => {
     expect(other.running).toBe(true);
   });
 
+  it('release ends the background processes of the turn and parks the box for the next one', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const sandbox = h.provider.get(id)!;
+    const server = await sandbox.processes.start('sleep 300');
+    await h.provider.release(id);
+    expect(server.info().status).toBe('exited');
+    expect(h.provider.warmIds).toEqual([id]);
+    const again = h.provider.get(await h.provider.acquire({ userId: 'u', threadId: 't' }))!;
+    const next = await again.processes.start('echo next');
+    expect(await next.wait()).toMatchObject({ exitCode: 0 });
+  });
+
   it('§8.6.126 within the skip window a recent release is reclaimed without a health check; by default the check runs once', async () => {
     const h = harness({ health_check_skip_seconds: 30 });
     const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
@@ -315,9 +328,9 @@ describe('§8.6 BoxLite provider', () => {
 
     it('a box that cannot be prepared is stopped and the acquire fails', async () => {
       const h = harness();
-      h.runtime.gate.pause('exec', { times: 1 });
+      h.runtime.gate.pause('start', { times: 1 });
       const acquiring = h.provider.acquire({ userId: 'u', threadId: 't' });
-      (await h.runtime.gate.nextCall('exec')).fail(new Error('exec failed: no shell'));
+      (await h.runtime.gate.nextCall('start')).fail(new Error('exec failed: no shell'));
       const err = await rejectionOf(acquiring);
       expect(err).toBeInstanceOf(SandboxRuntimeError);
       expect(h.runtime.created[0]?.running).toBe(false);

@@ -349,6 +349,9 @@ export class BoxliteProvider
       await this.#stopBox(id, active.sandbox, this.closed ? 'shutdown' : 'closed');
       return;
     }
+    // A background process ends with the turn that started it, as on every provider; the box
+    // itself is kept warm for the thread's next turn.
+    await active.sandbox.endProcesses();
     const parked = this.registry.pool.put(id, {
       sandbox: active.sandbox,
       identity: active.identity,

@@ -1,18 +1,20 @@
 import {
+  ProcessTable,
   RemoteShellSandbox,
   assertCommandText,
   assertDownloadablePath,
   assertExecSupported,
-  killedAtLimit,
-  oneShotExecResult,
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
+  execViaLauncher,
 } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
   AbortedError,
+  FULL_PROCESS_CAPABILITIES,
   errorMessage,
+  isSbxError,
   SandboxRuntimeError,
   shellQuote,
   silentLogger,
@@ -27,8 +29,11 @@ import type {
   ExecResult,
   Logger,
   ReadFileOptions,
+  SandboxCapabilities,
+  SandboxProcesses,
   WriteFileOptions,
 } from '@sbx/core';
+import { BoxliteProcessLauncher } from './boxlite-processes.js';
 import type { BoxliteBoxHandle, BoxliteExecResult } from './boxlite-runtime.js';
 import {
   IS_DIRECTORY_MARKER,
@@ -97,6 +102,8 @@ export class BoxliteSandbox extends RemoteShellSandbox {
   readonly #markers: TerminalMarkers;
   readonly #clock: Clock;
   readonly #logger: Logger;
+  readonly #launcher: BoxliteProcessLauncher;
+  readonly #processes: ProcessTable;
   #closed = false;
   #stopping: Promise<void> | undefined;
 
@@ -112,6 +119,43 @@ export class BoxliteSandbox extends RemoteShellSandbox {
     };
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
+    this.#launcher = new BoxliteProcessLauncher({
+      box: this.box,
+      assertOpen: () => this.#assertOpen(),
+      environment: () => this.#environment,
+      script: (command, cwd) => this.commandInCwd(command, cwd),
+      failure: (error) => this.#failure(error),
+      logger: this.#logger,
+      sandboxId: id,
+    });
+    this.#processes = new ProcessTable({
+      launcher: this.#launcher,
+      stdin: true,
+      clock: this.#clock,
+      logger: this.#logger,
+      sandboxId: id,
+    });
+  }
+
+  override get capabilities(): SandboxCapabilities {
+    return FULL_PROCESS_CAPABILITIES;
+  }
+
+  override get processes(): SandboxProcesses {
+    return this.#processes;
+  }
+
+  /**
+   * Ends the background processes this adapter started; the adapter stays usable (the provider
+   * calls it at release, before the box is parked for the thread's next turn).
+   */
+  endProcesses(): Promise<void> {
+    return this.#processes.killRunning();
+  }
+
+  /** Kills the background processes this adapter started and refuses new ones. Idempotent. */
+  override async close(): Promise<void> {
+    await this.#processes.close();
   }
 
   /** True once the box was stopped (or found dead); every later call fails fast. */
@@ -125,6 +169,7 @@ export class BoxliteSandbox extends RemoteShellSandbox {
    */
   stop(): Promise<void> {
     this.#closed = true;
+    // The VM's stop ends every process in it; the table learns it from their streams.
     this.#stopping ??= this.box.stop().catch((error: unknown) => {
       this.#stopping = undefined;
       throw error;
@@ -163,37 +208,25 @@ export class BoxliteSandbox extends RemoteShellSandbox {
   }
 
   /**
-   * BoxLite's exec returns a command's output when it has ended: listeners are called once, at
-   * the end (`capabilities.streaming` is false), and there is no standard input or background
-   * process API to map onto.
+   * On the SDK's streaming execution: output reaches the listeners as the VM sends it, `stdin` is
+   * written and closed, and the limit (the call's, else `command_timeout_seconds`) is enforced
+   * here and given to the VM as well; sbx stops waiting a grace period after a kill the VM does
+   * not answer.
    */
   override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     assertCommandText(command);
     assertExecSupported(this.capabilities, options);
     validateExtraEnv(options.env);
     this.#assertOpen();
-    const started = performance.now();
-    const env = { ...this.#environment, ...(options.env ?? {}) };
-    const timeoutSeconds =
-      options.timeoutMs !== undefined ? options.timeoutMs / 1000 : this.#commandTimeoutSeconds;
-    const script = this.commandInCwd(command, options.cwd);
-    const outcome = await this.#exec(['-lc', script], env, timeoutSeconds, options.signal);
-    const timeoutMs = timeoutSeconds === undefined ? undefined : timeoutSeconds * 1000;
-    const atLimit =
-      !outcome.timedOut &&
-      killedAtLimit(outcome.result.exitCode, performance.now() - started, timeoutMs);
-    return oneShotExecResult(
-      outcome.timedOut
-        ? { stdout: '', stderr: '', exitCode: null, timedOut: true, timeoutMs }
-        : { ...outcome.result, timedOut: atLimit, timeoutMs },
-      options,
-      started,
-      (error) =>
-        this.#logger.warn('a command output listener threw', {
-          sandboxId: this.id,
-          error: errorMessage(error),
-        }),
-    );
+    const timeoutMs =
+      options.timeoutMs ??
+      (this.#commandTimeoutSeconds === undefined ? undefined : this.#commandTimeoutSeconds * 1000);
+    return execViaLauncher(this.#launcher, command, options, {
+      timeoutMs,
+      clock: this.#clock,
+      logger: this.#logger,
+      sandboxId: this.id,
+    });
   }
 
   override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
@@ -258,17 +291,26 @@ export class BoxliteSandbox extends RemoteShellSandbox {
       return outcome.timedOut ? { timedOut: true } : { timedOut: false, result: outcome.value };
     } catch (error) {
       if (isSbxAbort(error)) throw error;
-      const message = errorMessage(error);
-      if (isTerminalBoxError(error, this.#markers)) {
-        this.#logger.warn('BoxLite box is unreachable; evicting it', {
-          sandboxId: this.id,
-          error: message,
-        });
-        this.#closed = true;
-        this.#onTerminalFailure?.(this, error);
-      }
-      throw new SandboxRuntimeError(message, { cause: error });
+      throw this.#failure(error);
     }
+  }
+
+  /**
+   * The typed error of a runtime failure. One that means the VM is gone is logged and reported to
+   * the provider (once), which evicts the box.
+   */
+  #failure(error: unknown): Error {
+    if (isSbxError(error)) return error;
+    const message = errorMessage(error);
+    if (!this.#closed && isTerminalBoxError(error, this.#markers)) {
+      this.#logger.warn('BoxLite box is unreachable; evicting it', {
+        sandboxId: this.id,
+        error: message,
+      });
+      this.#closed = true;
+      this.#onTerminalFailure?.(this, error);
+    }
+    return new SandboxRuntimeError(message, { cause: error });
   }
 
   async #script(script: string, signal?: AbortSignal): Promise<BoxliteExecResult> {

@@ -206,7 +206,9 @@ class SdkBoxHandle implements BoxliteBoxHandle {
     return {
       ended,
       write: async (data) => {
-        await (await input()).write(typeof data === 'string' ? Buffer.from(data) : Buffer.from(data));
+        await (
+          await input()
+        ).write(typeof data === 'string' ? Buffer.from(data) : Buffer.from(data));
       },
       closeStdin: async () => (await input()).close(),
       kill: () => execution.kill(),

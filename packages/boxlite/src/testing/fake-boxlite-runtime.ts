@@ -58,6 +58,8 @@ export class FakeBox implements BoxliteBoxHandle {
   readonly #runtime: FakeBoxliteRuntime;
   running = true;
   stopCalls = 0;
+  /** Signals sent to started executions, in order (`SIGKILL` for the SDK's `kill()`). */
+  readonly signals: NodeJS.Signals[] = [];
   /** When set, every exec rejects with it. */
   dead: Error | undefined;
   /** Rejects the next execs with these errors, in order. */
@@ -159,12 +161,15 @@ export class FakeBox implements BoxliteBoxHandle {
         kill: async () => {
           const gone = dead();
           if (gone) throw gone;
+          this.signals.push('SIGKILL');
           process.kill('SIGKILL');
         },
         signal: async (signal) => {
           const gone = dead();
           if (gone) throw gone;
-          process.kill(SIGNAL_NAMES[signal] ?? 'SIGTERM');
+          const name = SIGNAL_NAMES[signal] ?? 'SIGTERM';
+          this.signals.push(name);
+          process.kill(name);
         },
       };
     });

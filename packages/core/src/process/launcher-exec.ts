@@ -138,8 +138,8 @@ export async function execViaLauncher(
       launched = first;
       if (stopping) void kill(first);
       const input = async (): Promise<void> => {
-        if (options.stdin === undefined || !first.write) return;
-        await first.write(options.stdin);
+        // Without input the command reads end-of-file at once, as from the null device.
+        if (options.stdin !== undefined && first.write) await first.write(options.stdin);
         await first.closeStdin?.();
       };
       const fed = await Promise.race([

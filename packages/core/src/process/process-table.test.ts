@@ -169,4 +169,15 @@ describe('ProcessTable', () => {
     await clock.advance(100);
     expect(await waiting).toBeUndefined();
   });
+
+  it('killRunning ends what runs and keeps the table open for new processes', async () => {
+    const { t, launcher } = table();
+    const running = await t.start('server');
+    await t.killRunning();
+    expect(launcher.started[0]!.kills).toEqual(['SIGKILL']);
+    expect(running.info().status).toBe('exited');
+    const next = await t.start('next');
+    expect(next.info().status).toBe('running');
+    expect(t.closed).toBe(false);
+  });
 });

@@ -180,6 +180,15 @@ export class ProcessTable implements SandboxProcesses {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    await this.killRunning();
+  }
+
+  /**
+   * Kills every running process (`SIGKILL`) and waits a bounded time for their ends to be
+   * reported; the table stays open (a provider that keeps the sandbox between turns ends its
+   * processes at release this way).
+   */
+  async killRunning(): Promise<void> {
     const running = [...this.#records.values()].filter((r) => r.exit === undefined);
     await Promise.all(running.map((r) => this.#kill(r, 'SIGKILL')));
     if (running.length === 0) return;

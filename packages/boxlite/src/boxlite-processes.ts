@@ -1,0 +1,100 @@
+import type { Logger, ProcessSignal } from '@sbx/core';
+import type {
+  LaunchOptions,
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from '@sbx/core/provider-kit';
+import type { BoxliteBoxHandle } from './boxlite-runtime.js';
+
+/** Linux signal numbers, as the SDK's `Execution.signal` takes them. */
+const SIGNAL_NUMBERS: Record<ProcessSignal, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGKILL: 9,
+  SIGTERM: 15,
+};
+
+export interface BoxliteLaunchHooks {
+  readonly box: BoxliteBoxHandle;
+  /** Throws the typed "closed" error when the adapter no longer serves commands. */
+  assertOpen(): void;
+  /** The static environment every command gets (a call's `env` is layered on top). */
+  environment(): Readonly<Record<string, string>>;
+  /** The shell text that runs `command` in `cwd` (confined and quoted by the adapter). */
+  script(command: string, cwd: string | undefined): string;
+  /** The typed error for a runtime failure; reports a VM that is gone to the provider. */
+  failure(error: unknown): Error;
+  readonly logger: Logger;
+  readonly sandboxId: string;
+}
+
+/**
+ * Commands on the SDK's streaming executions (`box.exec` → `Execution`): output is read from
+ * both streams as the VM sends it, input goes to the execution's stdin, SIGKILL is the SDK's
+ * `kill()` and other signals go through `signal(n)`. A limit the caller sets also goes to the VM
+ * (whole seconds, rounded up) as a backstop for a gateway that goes away.
+ */
+export class BoxliteProcessLauncher implements ProcessLauncher {
+  constructor(private readonly hooks: BoxliteLaunchHooks) {}
+
+  async launch(
+    command: string,
+    options: LaunchOptions,
+    sink: ProcessSink,
+  ): Promise<LaunchedProcess> {
+    const hooks = this.hooks;
+    hooks.assertOpen();
+    const env = { ...hooks.environment(), ...(options.env ?? {}) };
+    let sawStderr = false;
+    const execution = await hooks.box
+      .start('sh', ['-lc', hooks.script(command, options.cwd)], env, {
+        ...(options.timeoutMs !== undefined
+          ? { timeoutSecs: Math.max(1, Math.ceil(options.timeoutMs / 1000)) }
+          : {}),
+        onStdout: (text) => sink.stdout(text),
+        onStderr: (text) => {
+          sawStderr = true;
+          sink.stderr(text);
+        },
+      })
+      .catch((error: unknown) => {
+        throw hooks.failure(error);
+      });
+    let killedWith: ProcessSignal | undefined;
+    const exited = execution.ended.then(
+      (end): LaunchedExit => {
+        // The runtime's own account of a failure, when the command said nothing itself.
+        if (end.errorMessage && !sawStderr) sink.stderr(end.errorMessage);
+        const bySignal = killedWith !== undefined && (end.exitCode >= 128 || end.exitCode < 0);
+        return bySignal ? { exitCode: null, signal: killedWith } : { exitCode: end.exitCode };
+      },
+      (error: unknown): LaunchedExit => {
+        const typed = hooks.failure(error);
+        hooks.logger.warn('lost a BoxLite execution before its end', {
+          sandboxId: hooks.sandboxId,
+          error: typed.message,
+        });
+        return { exitCode: null, ...(killedWith ? { signal: killedWith } : {}) };
+      },
+    );
+    const call = async (run: () => Promise<void>): Promise<void> => {
+      try {
+        await run();
+      } catch (error) {
+        throw hooks.failure(error);
+      }
+    };
+    return {
+      exited,
+      kill: (signal) =>
+        call(() => {
+          killedWith = signal;
+          return signal === 'SIGKILL' ? execution.kill() : execution.signal(SIGNAL_NUMBERS[signal]);
+        }),
+      write: (input) => call(() => execution.write(input)),
+      closeStdin: () => call(() => execution.closeStdin()),
+    };
+  }
+}
