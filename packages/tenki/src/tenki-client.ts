@@ -64,12 +64,37 @@ export interface TenkiFs {
   stat(path: string): Promise<TenkiStat>;
 }
 
+export type TenkiSignal = 'SIGTERM' | 'SIGKILL' | 'SIGINT' | 'SIGHUP';
+
+/**
+ * A live command (the SDKs' `start`): its two output streams as they are produced, its input, its
+ * end. The streams end when the command has ended; errors may surface while iterating.
+ */
+export interface TenkiProcess {
+  readonly stdout: AsyncIterable<Uint8Array>;
+  readonly stderr: AsyncIterable<Uint8Array>;
+  writeStdin(data: Uint8Array): Promise<void>;
+  closeStdin(): Promise<void>;
+  /** Resolves when the command has ended; `exitCode` is `null` when the service reports none. */
+  wait(): Promise<{ readonly exitCode: number | null }>;
+  /** Signals the command (an implementation that can only kill sends `SIGKILL` for all four). */
+  kill(signal: TenkiSignal): Promise<void>;
+}
+
 /** One Tenki microVM. */
 export interface TenkiRemoteSandbox {
   readonly id: string;
   readonly fs: TenkiFs;
   waitReady(timeoutSeconds?: number): Promise<void>;
   exec(argv: readonly string[], options?: TenkiExecOptions): Promise<TenkiExecResult>;
+  /**
+   * Optional: starts a live command (the SDKs' `start`). With it the sandbox streams output,
+   * takes standard input and runs background processes; without it commands are one-shot.
+   */
+  start?(
+    argv: readonly string[],
+    options?: Omit<TenkiExecOptions, 'signal'>,
+  ): Promise<TenkiProcess>;
   /** Terminates the microVM. */
   close(): Promise<void>;
 }

@@ -35,14 +35,20 @@ for (const userland of ['host', 'busybox'] as const satisfies readonly Userland[
 }
 
 let tenkiProcessCase = 0;
-describeProcessContract('TenkiSandbox on FakeTenkiClient', async () => {
-  const client = new FakeTenkiClient();
-  const provider = new TenkiSandboxProvider({ config: tenkiConfig(), client });
-  return sandboxFromProvider(provider, {
-    threadId: `process-${++tenkiProcessCase}`,
-    cleanup: () => client.dispose(),
-  });
-});
+// A client with the SDKs' `start` (live commands), and one with one-shot `exec` only.
+for (const liveCommands of [true, false]) {
+  describeProcessContract(
+    `TenkiSandbox on FakeTenkiClient (${liveCommands ? 'live commands' : 'one-shot exec'})`,
+    async () => {
+      const client = new FakeTenkiClient({ liveCommands });
+      const provider = new TenkiSandboxProvider({ config: tenkiConfig(), client });
+      return sandboxFromProvider(provider, {
+        threadId: `process-${++tenkiProcessCase}`,
+        cleanup: () => client.dispose(),
+      });
+    },
+  );
+}
 
 describe('provider loading', () => {
   it('`use: "@sbx/tenki"` resolves to TenkiSandboxProvider through the core loader', async () => {

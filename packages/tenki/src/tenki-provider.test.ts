@@ -66,6 +66,17 @@ describe('§8.7 Tenki provider', () => {
     await client.dispose();
   });
 
+  it('release ends the background processes of the turn and parks the microVM for the next one', async () => {
+    const h = harness();
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const server = await h.provider.get(id)!.processes.start('sleep 300');
+    await h.provider.release(id);
+    expect(server.info().status).toBe('exited');
+    expect(h.provider.warmIds).toEqual([id]);
+    const again = h.provider.get(await h.provider.acquire({ userId: 'u', threadId: 't' }))!;
+    expect(await (await again.processes.start('echo next')).wait()).toMatchObject({ exitCode: 0 });
+  });
+
   it('§8.7.150 ids are 16 hex, deterministic, distinct per user and thread; idle_timeout 0 starts no reaper', () => {
     const { provider } = harness({ idle_timeout: 0 });
     const id = provider.sandboxIdFor('u', 't');

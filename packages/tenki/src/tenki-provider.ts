@@ -199,6 +199,9 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
         await this.#terminateQuietly(sandboxId, current, this.closed ? 'shutdown' : 'closed');
         return;
       }
+      // A background process ends with the turn that started it, as on every provider; the
+      // microVM itself is kept warm for the thread's next turn.
+      await current.endProcesses();
       if (this.registry.pool.put(sandboxId, current) === undefined) {
         await this.#terminateQuietly(sandboxId, current, 'teardown_in_flight');
       }

@@ -26,7 +26,8 @@ let logger: ReturnType<typeof recordingLogger>;
 let terminal: unknown[];
 
 beforeEach(async () => {
-  client = new FakeTenkiClient({ userDataLink: false });
+  // The one-shot path (a client without `start`); the live path has tests of its own below.
+  client = new FakeTenkiClient({ userDataLink: false, liveCommands: false });
   vm = (await client.create({
     name: 'sbx-tenki-test',
     workspaceId: null,

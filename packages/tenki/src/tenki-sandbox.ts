@@ -1,6 +1,8 @@
 import {
   AcquireSerializer,
+  ProcessTable,
   RemoteShellSandbox,
+  execViaLauncher,
   assertCommandText,
   assertDownloadablePath,
   assertExecSupported,
@@ -12,6 +14,8 @@ import {
 } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
+  FULL_PROCESS_CAPABILITIES,
+  ONE_SHOT_CAPABILITIES,
   errorMessage,
   SandboxFileError,
   SandboxFileNotFoundError,
@@ -31,9 +35,12 @@ import type {
   ExecResult,
   Logger,
   ReadFileOptions,
+  SandboxCapabilities,
+  SandboxProcesses,
   WriteFileOptions,
 } from '@sbx/core';
 import type { TenkiExecResult, TenkiRemoteSandbox } from './tenki-client.js';
+import { TenkiProcessLauncher } from './tenki-processes.js';
 import { isTerminalTenkiError, tenkiFileProblem } from './tenki-errors.js';
 
 /** Largest file `downloadFile` transfers: 100 MiB, counted on the bytes actually received. */
@@ -105,6 +112,9 @@ export class TenkiSandbox extends RemoteShellSandbox {
   readonly #logger: Logger;
   /** Appends are read-modify-write (no native append): one at a time per file. */
   readonly #appends = new AcquireSerializer({ name: 'tenki-append' });
+  /** Present when the client can start live commands (`TenkiRemoteSandbox.start`). */
+  readonly #launcher: TenkiProcessLauncher | undefined;
+  readonly #processes: ProcessTable | undefined;
   #closed = false;
   #terminated = false;
   #terminating: Promise<void> | undefined;
@@ -118,6 +128,43 @@ export class TenkiSandbox extends RemoteShellSandbox {
     this.#onTerminalFailure = options.onTerminalFailure;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
+    if (typeof this.remote.start === 'function') {
+      this.#launcher = new TenkiProcessLauncher({
+        remote: this.remote,
+        assertOpen: () => this.#assertOpen(),
+        environment: () => this.#environment,
+        script: (command, cwd) => this.commandInCwd(command, cwd),
+        failure: (error) => this.#failure(error),
+        logger: this.#logger,
+        sandboxId: id,
+      });
+      this.#processes = new ProcessTable({
+        launcher: this.#launcher,
+        stdin: true,
+        clock: this.#clock,
+        logger: this.#logger,
+        sandboxId: id,
+      });
+    }
+  }
+
+  /** Full processes when the client starts live commands, else one-shot commands. */
+  override get capabilities(): SandboxCapabilities {
+    return this.#launcher ? FULL_PROCESS_CAPABILITIES : ONE_SHOT_CAPABILITIES;
+  }
+
+  override get processes(): SandboxProcesses {
+    return this.#processes ?? super.processes;
+  }
+
+  /** Ends the background processes this adapter started; it stays usable (used at release). */
+  async endProcesses(): Promise<void> {
+    await this.#processes?.killRunning();
+  }
+
+  /** Kills the background processes this adapter started and refuses new ones. Idempotent. */
+  override async close(): Promise<void> {
+    await this.#processes?.close();
   }
 
   get closed(): boolean {
@@ -189,15 +236,29 @@ export class TenkiSandbox extends RemoteShellSandbox {
   }
 
   /**
-   * Tenki's exec returns a command's output when it has ended: listeners are called once, at the
-   * end (`capabilities.streaming` is false), and there is no standard input or background process
-   * API to map onto.
+   * With a client that starts live commands: streamed, with input, the limit (the call's, else
+   * `command_timeout_seconds`) enforced here and given to the service as well. Otherwise Tenki's
+   * exec returns a command's output when it has ended: listeners are called once, at the end
+   * (`capabilities.streaming` is false), and there is no input.
    */
   override async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     assertCommandText(command);
     assertExecSupported(this.capabilities, options);
     validateExtraEnv(options.env);
     this.#assertOpen();
+    if (this.#launcher) {
+      const limitMs =
+        options.timeoutMs ??
+        (this.#commandTimeoutSeconds === undefined
+          ? undefined
+          : this.#commandTimeoutSeconds * 1000);
+      return execViaLauncher(this.#launcher, command, options, {
+        timeoutMs: limitMs,
+        clock: this.#clock,
+        logger: this.#logger,
+        sandboxId: this.id,
+      });
+    }
     const started = performance.now();
     const env = { ...this.#environment, ...(options.env ?? {}) };
     const timeoutSeconds =
@@ -349,10 +410,15 @@ export class TenkiSandbox extends RemoteShellSandbox {
       );
       return outcome.timedOut ? undefined : outcome.value;
     } catch (error) {
-      if (isSbxError(error)) throw error;
-      if (isTerminalTenkiError(error)) this.#terminal(error);
-      throw new SandboxRuntimeError(messageOf(error), { cause: error });
+      throw this.#failure(error);
     }
+  }
+
+  /** The typed error of a client failure; one that ends the session is reported first. */
+  #failure(error: unknown): Error {
+    if (isSbxError(error)) return error;
+    if (isTerminalTenkiError(error)) this.#terminal(error);
+    return new SandboxRuntimeError(messageOf(error), { cause: error });
   }
 
   #fileError(error: unknown, path: string, operation: string): Error {

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, open, readFile, rm, stat, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { CallGate, busyboxBin, runOnHost } from '@sbx/core/testing';
+import { CallGate, busyboxBin, runOnHost, startOnHost } from '@sbx/core/testing';
 import type { Userland } from '@sbx/core/testing';
 import type {
   TenkiClient,
@@ -19,6 +19,7 @@ export type FakeTenkiMethod =
   | 'close'
   | 'waitReady'
   | 'exec'
+  | 'start'
   | 'terminate'
   | 'mkdir'
   | 'readBytes'
@@ -36,6 +37,41 @@ export interface FakeTenkiClientOptions {
    * Default true.
    */
   userDataLink?: boolean;
+  /**
+   * Give every VM the optional `start` (live commands), as a client over the SDKs' `start` would.
+   * Default true; false stands in for a client with one-shot `exec` only.
+   */
+  liveCommands?: boolean;
+}
+
+/** An async iterable fed by a callback: the stand-in's output stream of a live command. */
+class ChunkStream implements AsyncIterable<Uint8Array> {
+  readonly #chunks: Uint8Array[] = [];
+  #ended = false;
+  #wake: (() => void) | undefined;
+
+  push(chunk: Uint8Array): void {
+    this.#chunks.push(chunk);
+    this.#wake?.();
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      const next = this.#chunks.shift();
+      if (next) {
+        yield next;
+        continue;
+      }
+      if (this.#ended) return;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+      this.#wake = undefined;
+    }
+  }
 }
 
 export interface FakeExecCall {
@@ -99,6 +135,8 @@ export class FakeTenkiSandbox implements TenkiRemoteSandbox {
   /** Breaks the next download after this many bytes. */
   streamFailure: { afterBytes: number; error: Error } | undefined;
   readonly writes: FakeWrite[] = [];
+  /** Signals sent to live commands, in order. */
+  readonly signals: string[] = [];
 
   constructor(client: FakeTenkiClient, id: string, dir: string, options: TenkiCreateOptions) {
     this.#client = client;
@@ -155,6 +193,57 @@ export class FakeTenkiSandbox implements TenkiRemoteSandbox {
       };
     });
   }
+
+  /** Present unless the client was made with `liveCommands: false`. */
+  start: TenkiRemoteSandbox['start'] = (argv, options = {}) => {
+    const call: FakeExecCall = { sandbox: this.id, argv: [...argv], options };
+    this.#client.execCalls.push(call);
+    return this.#client.gate.invoke('start', [call], async () => {
+      this.#check();
+      const failure = this.execFailures.shift();
+      if (failure) throw failure;
+      const [command, ...args] = argv;
+      const stdout = new ChunkStream();
+      const stderr = new ChunkStream();
+      const encoder = new TextEncoder();
+      const live = startOnHost({
+        boxDir: this.dir,
+        mapped: this.#client.mapped,
+        command: command ?? 'sh',
+        args,
+        env: options.env ?? {},
+        timeoutSecs: options.timeoutSeconds,
+        busyboxDir: await this.#client.busyboxDir(),
+        stdin: true,
+        onStdout: (text) => stdout.push(encoder.encode(text)),
+        onStderr: (text) => stderr.push(encoder.encode(text)),
+      });
+      const exited = live.exited.then((exit) => {
+        stdout.end();
+        stderr.end();
+        return exit;
+      });
+      return {
+        stdout,
+        stderr,
+        writeStdin: async (data) => {
+          this.#check();
+          live.write(data);
+        },
+        closeStdin: async () => live.closeStdin(),
+        wait: async () => {
+          const exit = await exited;
+          if (exit.error) throw exit.error;
+          return { exitCode: exit.signal ? null : exit.exitCode };
+        },
+        kill: async (signal) => {
+          this.#check();
+          this.signals.push(signal);
+          live.kill(signal);
+        },
+      };
+    });
+  };
 
   close(): Promise<void> {
     return this.#client.gate.invoke('terminate', [this.id], async () => {
@@ -255,6 +344,7 @@ export class FakeTenkiClient implements TenkiClient {
   readonly mapped: readonly string[];
   readonly userland: Userland;
   readonly userDataLink: boolean;
+  readonly liveCommands: boolean;
   readonly createCalls: TenkiCreateOptions[] = [];
   readonly sandboxes: FakeTenkiSandbox[] = [];
   readonly execCalls: FakeExecCall[] = [];
@@ -273,6 +363,7 @@ export class FakeTenkiClient implements TenkiClient {
     this.mapped = ['/mnt/user-data', this.homeDir];
     this.userland = options.userland ?? 'host';
     this.userDataLink = options.userDataLink ?? true;
+    this.liveCommands = options.liveCommands ?? true;
   }
 
   create(options: TenkiCreateOptions): Promise<TenkiRemoteSandbox> {
@@ -288,6 +379,7 @@ export class FakeTenkiClient implements TenkiClient {
       if (this.userDataLink)
         await symlink(`${dir}${this.homeDir}`, path.join(dir, 'mnt', 'user-data'));
       const sandbox = new FakeTenkiSandbox(this, id, dir, options);
+      if (!this.liveCommands) sandbox.start = undefined;
       this.prepareNext.shift()?.(sandbox);
       this.sandboxes.push(sandbox);
       return sandbox;

@@ -1,0 +1,99 @@
+import type { Logger } from '@sbx/core';
+import type {
+  LaunchOptions,
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from '@sbx/core/provider-kit';
+import type { TenkiProcess, TenkiRemoteSandbox } from './tenki-client.js';
+
+export interface TenkiLaunchHooks {
+  readonly remote: TenkiRemoteSandbox;
+  /** Throws the typed "closed" error when the adapter no longer serves commands. */
+  assertOpen(): void;
+  /** The static environment every command gets (a call's `env` is layered on top). */
+  environment(): Readonly<Record<string, string>>;
+  /** The shell text that runs `command` in `cwd` (confined and quoted by the adapter). */
+  script(command: string, cwd: string | undefined): string;
+  /** The typed error for a client failure; reports a session that is gone to the provider. */
+  failure(error: unknown): Error;
+  readonly logger: Logger;
+  readonly sandboxId: string;
+}
+
+async function pump(stream: AsyncIterable<Uint8Array>, sink: (chunk: Uint8Array) => void) {
+  for await (const chunk of stream) sink(chunk);
+}
+
+/**
+ * Commands on the client's live processes (`start`, where the implementation has it): both
+ * output streams are read as they arrive, input goes to `writeStdin`, signals to `kill`. A limit
+ * the caller sets also goes to the service (whole seconds, rounded up) as a backstop.
+ */
+export class TenkiProcessLauncher implements ProcessLauncher {
+  constructor(private readonly hooks: TenkiLaunchHooks) {}
+
+  async launch(
+    command: string,
+    options: LaunchOptions,
+    sink: ProcessSink,
+  ): Promise<LaunchedProcess> {
+    const hooks = this.hooks;
+    hooks.assertOpen();
+    const start = hooks.remote.start;
+    if (start === undefined) throw new Error('this Tenki client cannot start live commands');
+    let process: TenkiProcess;
+    try {
+      process = await start.call(hooks.remote, ['sh', '-lc', hooks.script(command, options.cwd)], {
+        env: { ...hooks.environment(), ...(options.env ?? {}) },
+        ...(options.timeoutMs !== undefined
+          ? { timeoutSeconds: Math.max(1, Math.ceil(options.timeoutMs / 1000)) }
+          : {}),
+      });
+    } catch (error) {
+      throw hooks.failure(error);
+    }
+    let killedWith: LaunchedExit['signal'];
+    // Both streams at once: a command filling one pipe while the other is not read would stall.
+    const exited = Promise.all([
+      pump(process.stdout, (chunk) => sink.stdout(chunk)),
+      pump(process.stderr, (chunk) => sink.stderr(chunk)),
+    ])
+      .then(() => process.wait())
+      .then(
+        ({ exitCode }): LaunchedExit => {
+          const bySignal =
+            killedWith !== undefined && (exitCode === null || exitCode >= 128 || exitCode < 0);
+          return bySignal ? { exitCode: null, signal: killedWith } : { exitCode };
+        },
+        (error: unknown): LaunchedExit => {
+          hooks.logger.warn('lost a Tenki command before its end', {
+            sandboxId: hooks.sandboxId,
+            error: hooks.failure(error).message,
+          });
+          return { exitCode: null, ...(killedWith ? { signal: killedWith } : {}) };
+        },
+      );
+    const call = async (run: () => Promise<void>): Promise<void> => {
+      try {
+        await run();
+      } catch (error) {
+        throw hooks.failure(error);
+      }
+    };
+    return {
+      exited,
+      kill: (signal) =>
+        call(() => {
+          killedWith = signal;
+          return process.kill(signal);
+        }),
+      write: (input) =>
+        call(() =>
+          process.writeStdin(typeof input === 'string' ? new TextEncoder().encode(input) : input),
+        ),
+      closeStdin: () => call(() => process.closeStdin()),
+    };
+  }
+}
