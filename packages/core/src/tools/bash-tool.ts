@@ -13,7 +13,7 @@ import {
   prepareLocalBashCommand,
 } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
-import type { ToolContext } from './tool-context.js';
+import { requestEnvOf, type ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
@@ -34,12 +34,6 @@ export function withWorkspaceCwd(context: ToolContext, sandbox: Sandbox, command
   if (!isLocalSandbox(sandbox)) return `cd ${VIRTUAL_WORKSPACE_PATH}; ${command}`;
   const workspace = localToolEnvironment(context, sandbox)?.threadData?.workspacePath;
   return workspace ? `cd ${shellQuote(workspace)} && ${command}` : command;
-}
-
-async function requestEnv(context: ToolContext): Promise<Readonly<Record<string, string>>> {
-  const source = context.env;
-  if (!source) return {};
-  return typeof source === 'function' ? await source() : source;
 }
 
 /** The failure codes of a command that ran but did not succeed. */
@@ -99,7 +93,7 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
           `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`,
         );
       }
-      env = await requestEnv(context);
+      env = await requestEnvOf(context);
       const prepared = prepareLocalBashCommand(context, sandbox, command);
       const full = withWorkspaceCwd(context, sandbox, prepared);
       if (yieldTimeMs !== undefined) {

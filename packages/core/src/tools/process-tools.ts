@@ -6,7 +6,7 @@ import { ProcessNotFoundError } from '../errors/process-errors.js';
 import { isSbxError } from '../errors/errors.js';
 import { maskHostPaths } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
-import type { ToolContext } from './tool-context.js';
+import { requestEnvOf, type ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
@@ -41,12 +41,6 @@ function setCursor(sandbox: Sandbox, id: string, cursor: number): void {
     readCursors.set(sandbox, cursors);
   }
   cursors.set(id, cursor);
-}
-
-async function requestEnv(context: ToolContext): Promise<Readonly<Record<string, string>>> {
-  const source = context.env;
-  if (!source) return {};
-  return typeof source === 'function' ? await source() : source;
 }
 
 function describeEnd(id: string, exit: ProcessExit | undefined, info: ProcessInfo): string {
@@ -152,7 +146,7 @@ async function withProcess(
   }
   const masked = await maskHostPaths(context, sandbox, text);
   return truncateBashOutput(
-    redactSecrets(masked, await requestEnv(context)),
+    redactSecrets(masked, await requestEnvOf(context)),
     config.bashOutputMaxChars,
   );
 }

@@ -127,3 +127,15 @@ export interface ToolContext {
   signal?: AbortSignal;
   logger?: Logger;
 }
+
+/**
+ * The request's environment overlay (`context.env`), resolved: what `bash` and the process tools
+ * give a command, and redact from what it prints.
+ */
+export async function requestEnvOf(
+  context: ToolContext,
+): Promise<Readonly<Record<string, string>>> {
+  const source = context.env;
+  if (!source) return {};
+  return typeof source === 'function' ? await source() : source;
+}
