@@ -15,40 +15,26 @@ function backendWith(environment: Record<string, string> = {}, apiKey?: string) 
   return standinBackend(docker!, prefix, { environment, ...(apiKey ? { apiKey } : {}) });
 }
 
-if (ready) {
-  describeSandboxContract('AioSandbox (stand-in container)', async () => {
-    const backend = backendWith();
-    const info = await backend.create({ sandboxId: `c${randomBytes(4).toString('hex')}` });
-    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
-    const workdir = `/mnt/user-data/workspace/${randomBytes(4).toString('hex')}`;
-    await sandbox.executeCommand(`mkdir -p ${workdir}`);
-    return {
-      sandbox,
-      workdir,
-      cleanup: async () => {
-        await sandbox.close();
-        await backend.destroy(info);
-      },
-    };
-  });
+/** A sandbox in a container of its own, with a fresh work directory (`tag` names the container). */
+async function containerSandbox(tag: string) {
+  const backend = backendWith();
+  const info = await backend.create({ sandboxId: `${tag}${randomBytes(4).toString('hex')}` });
+  const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
+  const workdir = `/mnt/user-data/workspace/${randomBytes(4).toString('hex')}`;
+  await sandbox.executeCommand(`mkdir -p ${workdir}`);
+  return {
+    sandbox,
+    workdir,
+    cleanup: async () => {
+      await sandbox.close();
+      await backend.destroy(info);
+    },
+  };
 }
 
 if (ready) {
-  describeProcessContract('AioSandbox (stand-in container)', async () => {
-    const backend = backendWith();
-    const info = await backend.create({ sandboxId: `p${randomBytes(4).toString('hex')}` });
-    const sandbox = new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl });
-    const workdir = `/mnt/user-data/workspace/${randomBytes(4).toString('hex')}`;
-    await sandbox.executeCommand(`mkdir -p ${workdir}`);
-    return {
-      sandbox,
-      workdir,
-      cleanup: async () => {
-        await sandbox.close();
-        await backend.destroy(info);
-      },
-    };
-  });
+  describeSandboxContract('AioSandbox (stand-in container)', () => containerSandbox('c'));
+  describeProcessContract('AioSandbox (stand-in container)', () => containerSandbox('p'));
 }
 
 describe.skipIf(!ready)('AioSandbox in a container', () => {
