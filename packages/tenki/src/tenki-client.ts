@@ -3,10 +3,9 @@ import { interopDefault } from '@sbx/core/internal';
 import type { ModuleImporter } from '@sbx/core';
 
 /*
- * The Tenki client port. Tenki publishes no JavaScript SDK (its Python SDK speaks gRPC), so sbx
- * defines the interface it needs and takes an implementation by injection: a `TenkiClient` object,
- * or the name of a module exporting a factory (`createTenkiClient`, or a default export) that
- * builds one. Errors raised by an implementation should carry the Python SDK's class names as
+ * The Tenki client port. sbx defines the interface it needs (modelled on Tenki's SDKs) and takes
+ * an implementation by injection: a `TenkiClient` object, or the name of a module exporting a
+ * factory (`createTenkiClient`, or a default export) that builds one. Errors raised by an implementation should carry the Python SDK's class names as
  * `name` (`SessionTerminatedError`, `FileNotFoundError`, ...), or Node's errno `code`s, which is
  * how the adapter classifies them (see `tenki-errors.ts`).
  */
