@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createToolContext, getToolDefinitions, runToolCall } from '@sbx/core';
+import { SandboxLeaseManager, createToolContext, getToolDefinitions, runToolCall } from '@sbx/core';
 import type { ToolConfigInput } from '@sbx/core';
 import { LocalSandboxProvider } from './local-sandbox-provider.js';
 
@@ -151,5 +151,21 @@ describe('bash results and the process tools on a LocalSandbox', () => {
     expect(bad).toMatchObject({ isError: true, error: { code: 'INVALID_ARGUMENTS' } });
     const long = await runToolCall('process_output', { process_id: 'x'.repeat(65) }, ctx);
     expect(long).toMatchObject({ isError: true, error: { code: 'INVALID_ARGUMENTS' } });
+  });
+
+  it('a process tool acquires through the execution lease like every tool', async () => {
+    const manager = new SandboxLeaseManager(provider);
+    const ctx = createToolContext({
+      provider,
+      userId: 'u1',
+      threadId: `t${++thread}`,
+      config: { allowHostBash: true, processTools: true },
+      leaseManager: manager,
+      leaseOwnerId: 'agent:proc',
+    });
+    const listed = await runToolCall('process_list', {}, ctx);
+    expect(listed.isError).toBe(false);
+    expect(manager.bindingFor('agent:proc')).toBe(ctx.state.sandboxId);
+    expect(ctx.state.sandboxId).toBeDefined();
   });
 });
