@@ -1,7 +1,7 @@
 import type { Logger, ProcessSignal } from '@sbx/core';
+import { limitSeconds, remoteCommandProcess } from '@sbx/core/provider-kit';
 import type {
   LaunchOptions,
-  LaunchedExit,
   LaunchedProcess,
   ProcessLauncher,
   ProcessSink,
@@ -51,7 +51,7 @@ export class BoxliteProcessLauncher implements ProcessLauncher {
     const execution = await hooks.box
       .start('sh', ['-lc', hooks.script(command, options.cwd)], env, {
         ...(options.timeoutMs !== undefined
-          ? { timeoutSecs: Math.max(1, Math.ceil(options.timeoutMs / 1000)) }
+          ? { timeoutSecs: limitSeconds(options.timeoutMs) }
           : {}),
         onStdout: (text) => sink.stdout(text),
         onStderr: (text) => {
@@ -62,39 +62,26 @@ export class BoxliteProcessLauncher implements ProcessLauncher {
       .catch((error: unknown) => {
         throw hooks.failure(error);
       });
-    let killedWith: ProcessSignal | undefined;
-    const exited = execution.ended.then(
-      (end): LaunchedExit => {
-        // The runtime's own account of a failure, when the command said nothing itself.
-        if (end.errorMessage && !sawStderr) sink.stderr(end.errorMessage);
-        const bySignal = killedWith !== undefined && (end.exitCode >= 128 || end.exitCode < 0);
-        return bySignal ? { exitCode: null, signal: killedWith } : { exitCode: end.exitCode };
+    return remoteCommandProcess(
+      {
+        ended: execution.ended.then((end) => {
+          // The runtime's own account of a failure, when the command said nothing itself.
+          if (end.errorMessage && !sawStderr) sink.stderr(end.errorMessage);
+          return end.exitCode;
+        }),
+        signal: (signal) =>
+          signal === 'SIGKILL' ? execution.kill() : execution.signal(SIGNAL_NUMBERS[signal]),
+        write: (input) => execution.write(input),
+        closeStdin: () => execution.closeStdin(),
       },
-      (error: unknown): LaunchedExit => {
-        const typed = hooks.failure(error);
-        hooks.logger.warn('lost a BoxLite execution before its end', {
-          sandboxId: hooks.sandboxId,
-          error: typed.message,
-        });
-        return { exitCode: null, ...(killedWith ? { signal: killedWith } : {}) };
+      {
+        failure: hooks.failure,
+        lost: (error) =>
+          hooks.logger.warn('lost a BoxLite execution before its end', {
+            sandboxId: hooks.sandboxId,
+            error: error.message,
+          }),
       },
     );
-    const call = async (run: () => Promise<void>): Promise<void> => {
-      try {
-        await run();
-      } catch (error) {
-        throw hooks.failure(error);
-      }
-    };
-    return {
-      exited,
-      kill: (signal) =>
-        call(() => {
-          killedWith = signal;
-          return signal === 'SIGKILL' ? execution.kill() : execution.signal(SIGNAL_NUMBERS[signal]);
-        }),
-      write: (input) => call(() => execution.write(input)),
-      closeStdin: () => call(() => execution.closeStdin()),
-    };
   }
 }

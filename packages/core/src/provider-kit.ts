@@ -107,5 +107,11 @@ export {
 export { killedAtLimit, oneShotExecResult } from './process/one-shot-exec.js';
 export type { OneShotOutcome } from './process/one-shot-exec.js';
 export { guardedListener } from './process/guarded-listener.js';
-export { DEFAULT_EXEC_CAPTURE_BYTES, execViaLauncher } from './process/launcher-exec.js';
+export {
+  DEFAULT_EXEC_CAPTURE_BYTES,
+  KILLED_COMMAND_GRACE_MS,
+  execViaLauncher,
+} from './process/launcher-exec.js';
+export { limitSeconds, remoteCommandProcess } from './process/remote-command.js';
+export type { RemoteCommandControl, RemoteCommandHooks } from './process/remote-command.js';
 export type { LauncherExecOptions } from './process/launcher-exec.js';

@@ -1,8 +1,8 @@
-import type { ProcessSignal } from '@sbx/core';
+import type { Logger, ProcessSignal } from '@sbx/core';
+import { remoteCommandProcess } from '@sbx/core/provider-kit';
 import type {
   AttachedProcess,
   LaunchOptions,
-  LaunchedExit,
   LaunchedProcess,
   ProcessLauncher,
   ProcessSink,
@@ -53,6 +53,7 @@ export interface E2BLaunchHooks {
   resolvePath(path: string): string;
   /** The typed error for an SDK failure (marks the sandbox dead when the VM is gone). */
   remoteError(error: unknown, operation: string): Error;
+  readonly logger: Logger;
 }
 
 /**
@@ -153,46 +154,42 @@ export class E2BProcessLauncher implements ProcessLauncher {
   }
 
   #follow(client: E2BRemoteSandbox, handle: E2BCommandHandle): Omit<LaunchedProcess, 'id'> {
-    let killedWith: ProcessSignal | undefined;
-    const exited = handle.wait().then(
-      (result): LaunchedExit => ({ exitCode: result.exitCode }),
-      (error: unknown): LaunchedExit => {
-        const ended = commandExitResult(error);
-        if (ended) {
-          return {
-            exitCode: killedWith ? null : ended.exitCode,
-            ...(killedWith ? { signal: killedWith } : {}),
-          };
-        }
-        return { exitCode: null, ...(killedWith ? { signal: killedWith } : {}) };
+    const pid = handle.pid;
+    return remoteCommandProcess(
+      {
+        ended: handle.wait().then(
+          (result) => result.exitCode,
+          (error: unknown) => {
+            // The SDK rejects a non-zero exit; that is an end, not a lost command.
+            const ended = commandExitResult(error);
+            if (ended) return ended.exitCode;
+            throw error;
+          },
+        ),
+        signal: async (signal) => {
+          if (signal === 'SIGKILL') {
+            await client.commands.kill(pid);
+            return;
+          }
+          const name = SIGNAL_NAMES[signal];
+          await client.commands
+            .run(`kill -s ${name} -- -${pid} 2>/dev/null || kill -s ${name} ${pid}`, {
+              timeoutMs: 10_000,
+            })
+            .catch(() => {});
+        },
+        write: (input) => client.commands.sendStdin(pid, input),
+        closeStdin: () => client.commands.closeStdin(pid),
+      },
+      {
+        failure: (error) => this.hooks.remoteError(error, 'process call'),
+        lost: (error) =>
+          this.hooks.logger.warn('lost an E2B background command before its end', {
+            pid,
+            error: error.message,
+          }),
       },
     );
-    const pid = handle.pid;
-    const call = async <T>(operation: string, run: () => Promise<T>): Promise<T> => {
-      try {
-        return await run();
-      } catch (error) {
-        throw this.hooks.remoteError(error, operation);
-      }
-    };
-    return {
-      exited,
-      kill: async (signal) => {
-        killedWith = signal;
-        if (signal === 'SIGKILL') {
-          await call('process kill', () => client.commands.kill(pid));
-          return;
-        }
-        const name = SIGNAL_NAMES[signal];
-        await client.commands
-          .run(`kill -s ${name} -- -${pid} 2>/dev/null || kill -s ${name} ${pid}`, {
-            timeoutMs: 10_000,
-          })
-          .catch(() => {});
-      },
-      write: (input) => call('process write', () => client.commands.sendStdin(pid, input)),
-      closeStdin: () => call('process close-stdin', () => client.commands.closeStdin(pid)),
-    };
   }
 }
 

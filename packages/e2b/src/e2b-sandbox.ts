@@ -91,6 +91,7 @@ export class E2BSandbox extends RemoteShellSandbox {
         client: () => this.#usable(),
         resolvePath: (path) => this.resolvePath(path),
         remoteError: (error, operation) => this.#remoteError(error, operation),
+        logger: this.#logger,
       }),
       stdin: true,
       logger: this.#logger,

@@ -1,7 +1,7 @@
 import type { Logger } from '@sbx/core';
+import { limitSeconds, remoteCommandProcess } from '@sbx/core/provider-kit';
 import type {
   LaunchOptions,
-  LaunchedExit,
   LaunchedProcess,
   ProcessLauncher,
   ProcessSink,
@@ -48,52 +48,34 @@ export class TenkiProcessLauncher implements ProcessLauncher {
       process = await start.call(hooks.remote, ['sh', '-lc', hooks.script(command, options.cwd)], {
         env: { ...hooks.environment(), ...(options.env ?? {}) },
         ...(options.timeoutMs !== undefined
-          ? { timeoutSeconds: Math.max(1, Math.ceil(options.timeoutMs / 1000)) }
+          ? { timeoutSeconds: limitSeconds(options.timeoutMs) }
           : {}),
       });
     } catch (error) {
       throw hooks.failure(error);
     }
-    let killedWith: LaunchedExit['signal'];
-    // Both streams at once: a command filling one pipe while the other is not read would stall.
-    const exited = Promise.all([
-      pump(process.stdout, (chunk) => sink.stdout(chunk)),
-      pump(process.stderr, (chunk) => sink.stderr(chunk)),
-    ])
-      .then(() => process.wait())
-      .then(
-        ({ exitCode }): LaunchedExit => {
-          const bySignal =
-            killedWith !== undefined && (exitCode === null || exitCode >= 128 || exitCode < 0);
-          return bySignal ? { exitCode: null, signal: killedWith } : { exitCode };
-        },
-        (error: unknown): LaunchedExit => {
+    return remoteCommandProcess(
+      {
+        // Both streams at once: a command filling one pipe while the other is not read would stall.
+        ended: Promise.all([
+          pump(process.stdout, (chunk) => sink.stdout(chunk)),
+          pump(process.stderr, (chunk) => sink.stderr(chunk)),
+        ])
+          .then(() => process.wait())
+          .then(({ exitCode }) => exitCode),
+        signal: (signal) => process.kill(signal),
+        write: (input) =>
+          process.writeStdin(typeof input === 'string' ? new TextEncoder().encode(input) : input),
+        closeStdin: () => process.closeStdin(),
+      },
+      {
+        failure: hooks.failure,
+        lost: (error) =>
           hooks.logger.warn('lost a Tenki command before its end', {
             sandboxId: hooks.sandboxId,
-            error: hooks.failure(error).message,
-          });
-          return { exitCode: null, ...(killedWith ? { signal: killedWith } : {}) };
-        },
-      );
-    const call = async (run: () => Promise<void>): Promise<void> => {
-      try {
-        await run();
-      } catch (error) {
-        throw hooks.failure(error);
-      }
-    };
-    return {
-      exited,
-      kill: (signal) =>
-        call(() => {
-          killedWith = signal;
-          return process.kill(signal);
-        }),
-      write: (input) =>
-        call(() =>
-          process.writeStdin(typeof input === 'string' ? new TextEncoder().encode(input) : input),
-        ),
-      closeStdin: () => call(() => process.closeStdin()),
-    };
+            error: error.message,
+          }),
+      },
+    );
   }
 }
