@@ -4,10 +4,8 @@
  * on this machine (tools/bench/process-bench.mjs). Run: `npm run bench -w @sbx/opensandbox`.
  * Writes bench/results/opensandbox-processes.{json,md}.
  */
-import { cpus, release } from 'node:os';
 import { silentLogger } from '@sbx/core';
-import { processMarkdown, processRows } from '../../../tools/bench/process-bench.mjs';
-import { writeBenchResults } from '../../../tools/bench/bench-kit.js';
+import { runProcessBench } from '../../../tools/bench/process-bench-run.js';
 import { OpenSandboxProvider } from '../src/opensandbox-provider.js';
 import { OpenSandboxStandin } from '../src/testing/opensandbox-standin.js';
 
@@ -22,17 +20,13 @@ async function main(): Promise<void> {
   try {
     const id = await provider.acquire({ userId: 'bench', threadId: 'processes' });
     const sandbox = provider.get(id)!;
-    const rows = await processRows('opensandbox (real SDK, stand-in)', sandbox, {
-      calls: Number(process.env.SBX_BENCH_EXEC_CALLS ?? 100),
-      megabytes: Number(process.env.SBX_BENCH_STREAM_MB ?? 10),
+    await runProcessBench({
+      name: 'opensandbox-processes',
+      pkg: '@sbx/opensandbox',
+      label: 'opensandbox (real SDK, stand-in)',
+      sandbox,
+      megabytes: 10,
     });
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, ${process.platform} ${release()}`;
-    const markdown = processMarkdown('@sbx/opensandbox: commands as processes', rows, machine);
-    await writeBenchResults(
-      'opensandbox-processes',
-      { package: '@sbx/opensandbox (processes)', started: new Date().toISOString(), machine, rows },
-      markdown,
-    );
   } finally {
     await provider.shutdown();
     await standin.stop();

@@ -6,9 +6,7 @@
  * the profile) where the anchor spawns `sh -c`. Run: `npm run bench -w @sbx/tenki`. Writes
  * bench/results/tenki-processes.{json,md}.
  */
-import { cpus, release } from 'node:os';
-import { processMarkdown, processRows } from '../../../tools/bench/process-bench.mjs';
-import { writeBenchResults } from '../../../tools/bench/bench-kit.js';
+import { runProcessBench } from '../../../tools/bench/process-bench-run.js';
 import { TenkiSandbox } from '../src/tenki-sandbox.js';
 import { FakeTenkiClient } from '../src/testing/fake-tenki-client.js';
 
@@ -22,17 +20,13 @@ async function main(): Promise<void> {
   });
   const sandbox = new TenkiSandbox('0123456789abcdef', { remote });
   try {
-    const rows = await processRows('tenki (fake client: host processes)', sandbox, {
-      calls: Number(process.env.SBX_BENCH_EXEC_CALLS ?? 100),
-      megabytes: Number(process.env.SBX_BENCH_STREAM_MB ?? 100),
+    await runProcessBench({
+      name: 'tenki-processes',
+      pkg: '@sbx/tenki',
+      label: 'tenki (fake client: host processes)',
+      sandbox,
+      megabytes: 100,
     });
-    const machine = `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, Node ${process.version}, ${process.platform} ${release()}`;
-    const markdown = processMarkdown('@sbx/tenki: commands as processes', rows, machine);
-    await writeBenchResults(
-      'tenki-processes',
-      { package: '@sbx/tenki (processes)', started: new Date().toISOString(), machine, rows },
-      markdown,
-    );
   } finally {
     await sandbox.close();
     await client.dispose();
