@@ -1,7 +1,8 @@
-import type { Logger, ProcessSignal } from '@sbx/core';
+import type { ProcessSignal } from '@sbx/core';
 import { limitSeconds, remoteCommandProcess } from '@sbx/core/provider-kit';
 import type {
   LaunchOptions,
+  ShellLaunchHooks,
   LaunchedProcess,
   ProcessLauncher,
   ProcessSink,
@@ -16,18 +17,8 @@ const SIGNAL_NUMBERS: Record<ProcessSignal, number> = {
   SIGTERM: 15,
 };
 
-export interface BoxliteLaunchHooks {
+export interface BoxliteLaunchHooks extends ShellLaunchHooks {
   readonly box: BoxliteBoxHandle;
-  /** Throws the typed "closed" error when the adapter no longer serves commands. */
-  assertOpen(): void;
-  /** The static environment every command gets (a call's `env` is layered on top). */
-  environment(): Readonly<Record<string, string>>;
-  /** The shell text that runs `command` in `cwd` (confined and quoted by the adapter). */
-  script(command: string, cwd: string | undefined): string;
-  /** The typed error for a runtime failure; reports a VM that is gone to the provider. */
-  failure(error: unknown): Error;
-  readonly logger: Logger;
-  readonly sandboxId: string;
 }
 
 /**

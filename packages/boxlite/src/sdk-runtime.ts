@@ -118,13 +118,6 @@ async function pump(open: () => Promise<SdkExecStream>, sink: (text: string) => 
   for (let chunk = await stream.next(); chunk !== null; chunk = await stream.next()) sink(chunk);
 }
 
-/** Reads one output stream to its end; chunks keep their own line breaks. */
-async function drain(open: () => Promise<SdkExecStream>): Promise<string> {
-  const parts: string[] = [];
-  await pump(open, (chunk) => parts.push(chunk));
-  return parts.join('');
-}
-
 class SdkBoxHandle implements BoxliteBoxHandle {
   readonly name: string;
   readonly #box: SdkBox;
@@ -136,21 +129,21 @@ class SdkBoxHandle implements BoxliteBoxHandle {
     this.#logger = logger;
   }
 
+  /** `start`, read to its end: the port's one-shot exec (the provider's own file and probe commands). */
   async exec(
     command: string,
     args: readonly string[],
     env: Readonly<Record<string, string>> | undefined,
     options: BoxliteExecOptions = {},
   ): Promise<BoxliteExecResult> {
-    const execution = await this.#box.exec(
-      command,
-      [...args],
-      env ? Object.entries(env) : null,
-      false,
-      null,
-      options.timeoutSecs ?? null,
-      options.cwd ?? null,
-    );
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const execution = await this.start(command, args, env, {
+      ...(options.timeoutSecs !== undefined ? { timeoutSecs: options.timeoutSecs } : {}),
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+      onStdout: (text) => stdout.push(text),
+      onStderr: (text) => stderr.push(text),
+    });
     const onAbort = (): void => {
       execution.kill().catch((error: unknown) => {
         this.#logger?.debug('Killing an abandoned BoxLite execution failed', {
@@ -161,19 +154,13 @@ class SdkBoxHandle implements BoxliteBoxHandle {
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      // Both streams at once: a command filling one pipe while the other is not read would stall.
-      const [stdout, stderr] = await Promise.all([
-        drain(() => execution.stdout()),
-        drain(() => execution.stderr()),
-      ]);
-      const result = await execution.wait();
-      const extra = result.errorMessage && !stderr.includes(result.errorMessage);
+      const end = await execution.ended;
+      const err = stderr.join('');
+      const extra = end.errorMessage && !err.includes(end.errorMessage);
       return {
-        exitCode: result.exitCode,
-        stdout,
-        stderr: extra
-          ? `${stderr}${stderr && !stderr.endsWith('\n') ? '\n' : ''}${result.errorMessage}`
-          : stderr,
+        exitCode: end.exitCode,
+        stdout: stdout.join(''),
+        stderr: extra ? `${err}${err && !err.endsWith('\n') ? '\n' : ''}${end.errorMessage}` : err,
       };
     } finally {
       options.signal?.removeEventListener('abort', onAbort);

@@ -113,5 +113,9 @@ export {
   execViaLauncher,
 } from './process/launcher-exec.js';
 export { limitSeconds, remoteCommandProcess } from './process/remote-command.js';
-export type { RemoteCommandControl, RemoteCommandHooks } from './process/remote-command.js';
+export type {
+  RemoteCommandControl,
+  RemoteCommandHooks,
+  ShellLaunchHooks,
+} from './process/remote-command.js';
 export type { LauncherExecOptions } from './process/launcher-exec.js';

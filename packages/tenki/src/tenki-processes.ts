@@ -1,25 +1,15 @@
-import type { Logger } from '@sbx/core';
 import { limitSeconds, remoteCommandProcess } from '@sbx/core/provider-kit';
 import type {
   LaunchOptions,
+  ShellLaunchHooks,
   LaunchedProcess,
   ProcessLauncher,
   ProcessSink,
 } from '@sbx/core/provider-kit';
 import type { TenkiProcess, TenkiRemoteSandbox } from './tenki-client.js';
 
-export interface TenkiLaunchHooks {
+export interface TenkiLaunchHooks extends ShellLaunchHooks {
   readonly remote: TenkiRemoteSandbox;
-  /** Throws the typed "closed" error when the adapter no longer serves commands. */
-  assertOpen(): void;
-  /** The static environment every command gets (a call's `env` is layered on top). */
-  environment(): Readonly<Record<string, string>>;
-  /** The shell text that runs `command` in `cwd` (confined and quoted by the adapter). */
-  script(command: string, cwd: string | undefined): string;
-  /** The typed error for a client failure; reports a session that is gone to the provider. */
-  failure(error: unknown): Error;
-  readonly logger: Logger;
-  readonly sandboxId: string;
 }
 
 async function pump(stream: AsyncIterable<Uint8Array>, sink: (chunk: Uint8Array) => void) {

@@ -1,6 +1,24 @@
 import type { ProcessInput } from '../contract/sandbox-exec.js';
 import type { ProcessSignal } from '../contract/sandbox-processes.js';
+import type { Logger } from '../observability/logger.js';
 import type { LaunchedExit, LaunchedProcess } from './process-launcher.js';
+
+/**
+ * What a launcher that runs `sh -lc <script>` on a remote backend needs from its sandbox adapter
+ * (BoxLite, Tenki): the adapter keeps the state, the confinement and the failure policy.
+ */
+export interface ShellLaunchHooks {
+  /** Throws the typed "closed" error when the adapter no longer serves commands. */
+  assertOpen(): void;
+  /** The static environment every command gets (a call's `env` is layered on top). */
+  environment(): Readonly<Record<string, string>>;
+  /** The shell text that runs `command` in `cwd` (confined and quoted by the adapter). */
+  script(command: string, cwd: string | undefined): string;
+  /** The typed error for a backend failure; reports a backend that is gone to the provider. */
+  failure(error: unknown): Error;
+  readonly logger: Logger;
+  readonly sandboxId: string;
+}
 
 /** A command a remote backend runs, as a launcher sees it once it started. */
 export interface RemoteCommandControl {
