@@ -2,7 +2,7 @@
 import { LocalSandboxProvider } from './local-sandbox-provider.js';
 
 export { LocalSandbox, MAX_DOWNLOAD_BYTES } from './local-sandbox.js';
-export type { LocalSandboxOptions } from './local-sandbox.js';
+export type { LocalSandboxOptions } from './local-sandbox-options.js';
 export {
   LocalSandboxProvider,
   createLocalProvider,
