@@ -2,6 +2,8 @@
 // authors (the sbx providers use exactly these): the ownership client, one periodic task for every
 // timer, the per-id sandbox book and the reconciliation verdicts. Host applications need none of it.
 
+export { collectBoundedBytes } from './provider-kit/bounded-bytes.js';
+export type { BoundedBytesOptions } from './provider-kit/bounded-bytes.js';
 export { OwnershipClient, describeLease } from './provider-kit/ownership-client.js';
 export type {
   ClaimOutcome,

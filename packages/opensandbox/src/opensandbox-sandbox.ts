@@ -5,6 +5,7 @@ import {
   assertExecSupported,
   guardedListener,
   decodeFileText,
+  collectBoundedBytes,
 } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
@@ -54,16 +55,6 @@ import type {
 
 const encoder = new TextEncoder();
 const noop = (): void => {};
-
-function concatBytes(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
-}
 
 /**
  * A `Sandbox` over one OpenSandbox remote, through the SDK's execd transport.
@@ -255,35 +246,21 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     this.#assertOpen();
     await this.#renew(this.#lifetimeSeconds ?? 0);
     const limit = this.#maxDownloadBytes;
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    let iterator: AsyncIterator<Uint8Array> | undefined;
     try {
-      iterator = this.remote.files.readBytesStream(path)[Symbol.asyncIterator]();
-      for (;;) {
-        const next = await iterator.next();
-        if (next.done) break;
-        total += next.value.byteLength;
-        // Checked per chunk, before keeping it: an oversized file never sits in memory whole.
-        if (total > limit) throw tooLargeError(path, limit);
-        chunks.push(next.value);
-      }
+      return await collectBoundedBytes(this.remote.files.readBytesStream(path), {
+        limit,
+        tooLarge: () => tooLargeError(path, limit),
+        onCloseError: (error) =>
+          this.#logger.warn('Closing an OpenSandbox download stream failed', {
+            sandboxId: this.id,
+            path,
+            error: describeRemoteError(error),
+          }),
+      });
     } catch (error) {
       if (isSbxError(error)) throw error;
       throw this.#fileFailure(error, path, 'download');
-    } finally {
-      // Ends the download early (oversize) or releases it after a failure; never left dangling.
-      try {
-        await iterator?.return?.();
-      } catch (error) {
-        this.#logger.warn('Closing an OpenSandbox download stream failed', {
-          sandboxId: this.id,
-          path,
-          error: describeRemoteError(error),
-        });
-      }
     }
-    return concatBytes(chunks, total);
   }
 
   override async writeFile(
@@ -299,7 +276,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
       let data: Uint8Array = encoder.encode(content);
       if (append) {
         const existing = await this.#readExisting(path);
-        data = concatBytes([existing, data], existing.byteLength + data.byteLength);
+        data = Buffer.concat([existing, data]);
       }
       await this.#writeBytes(path, data, 'write');
     });

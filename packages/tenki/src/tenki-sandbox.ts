@@ -11,6 +11,7 @@ import {
   assertSandboxFilePath,
   boundedHealthCheck,
   decodeFileText,
+  collectBoundedBytes,
 } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
@@ -307,30 +308,26 @@ export class TenkiSandbox extends RemoteShellSandbox {
     assertSandboxFilePath(path);
     assertDownloadablePath(path);
     this.#assertOpen();
-    const parts: Uint8Array[] = [];
-    let received = 0;
     try {
-      for await (const chunk of this.remote.fs.readStream(this.resolvePath(path))) {
-        received += chunk.length;
-        if (received > MAX_DOWNLOAD_BYTES) {
-          throw new SandboxFileError(
-            `File too large: ${path} exceeds ${MAX_DOWNLOAD_BYTES} bytes`,
-            { path, operation: 'download', kind: 'EFBIG' },
-          );
-        }
-        parts.push(chunk);
-      }
+      return await collectBoundedBytes(this.remote.fs.readStream(this.resolvePath(path)), {
+        limit: MAX_DOWNLOAD_BYTES,
+        tooLarge: () =>
+          new SandboxFileError(`File too large: ${path} exceeds ${MAX_DOWNLOAD_BYTES} bytes`, {
+            path,
+            operation: 'download',
+            kind: 'EFBIG',
+          }),
+        onCloseError: (error) =>
+          this.#logger.warn('Closing a Tenki download stream failed', {
+            sandboxId: this.id,
+            path,
+            error: messageOf(error),
+          }),
+      });
     } catch (error) {
       if (isSbxError(error)) throw error;
       throw this.#fileError(error, path, 'download');
     }
-    const out = new Uint8Array(received);
-    let at = 0;
-    for (const part of parts) {
-      out.set(part, at);
-      at += part.length;
-    }
-    return out;
   }
 
   override async writeFile(
