@@ -56,16 +56,6 @@ import { E2BUploads } from './e2b-uploads.js';
 import { LocalSlots } from './local-slots.js';
 import { SdkE2BClient } from './sdk-client.js';
 
-export type {
-  E2BListSandboxesOptions,
-  E2BOrphanReapReport,
-  E2BReapOrphansOptions,
-  E2BSandboxSummary,
-} from './e2b-inspection.js';
-export type { ReconciliationStats } from './e2b-reconciler.js';
-
-export type { E2BCapacitySnapshot, E2BProviderInit } from './e2b-provider-init.js';
-
 /**
  * E2B micro-VM provider: one VM per (user, thread), parked warm between turns, capacity limited per
  * process or — with Redis ownership — across the deployment through the shared capacity ledger.

@@ -3,15 +3,14 @@ import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
 
 // --- provider
 export { E2BSandboxProvider, createE2BProvider } from './e2b-sandbox-provider.js';
+export type { E2BProviderInit, E2BCapacitySnapshot } from './e2b-provider-init.js';
+export type { ReconciliationStats } from './e2b-reconciler.js';
 export type {
-  E2BProviderInit,
-  E2BCapacitySnapshot,
-  ReconciliationStats,
   E2BSandboxSummary,
   E2BListSandboxesOptions,
   E2BReapOrphansOptions,
   E2BOrphanReapReport,
-} from './e2b-sandbox-provider.js';
+} from './e2b-inspection.js';
 
 // --- sandbox adapter
 export {
