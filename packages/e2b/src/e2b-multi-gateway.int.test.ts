@@ -233,6 +233,35 @@ describe.skipIf(!url)('E2B gateways sharing one E2B backend and one Redis', () =
     expect(creates(w)).toBe(1);
   });
 
+  it('a background process outlives a crashed gateway: the next one reaches it by its id and stops it', async () => {
+    const w = await world();
+    const { provider: a, crash } = await crashableGateway(w, {}, SHORT, {});
+    const b = gateway(w);
+    await a.reconcileNow();
+    const id = await a.acquire(T('server'));
+    const command = 'echo up; while read l; do echo "got:$l"; done';
+    const server = await a.get(id)!.processes.start(command);
+    await a.renewLeases();
+    await crash();
+    await until('the crashed gateway’s lease to lapse', async () =>
+      (await leaseKeys(w)).length === 0 ? true : undefined,
+    );
+
+    // The next turn lands on B, whose client of the VM is new: the id A handed out still works.
+    expect(await b.acquire(T('server'))).toBe(id);
+    const there = await b.get(id)!.processes.get(server.id);
+    expect(there?.command).toBe(command);
+    expect((await b.get(id)!.processes.list()).map((p) => p.id)).toEqual([server.id]);
+    await there!.write('ping\n');
+    await until('B to read what the process answered', async () =>
+      (await there!.output()).text.includes('got:ping') ? true : undefined,
+    );
+    await there!.kill('SIGKILL');
+    expect((await there!.wait())?.exitCode === 0).toBe(false);
+    expect(await server.wait()).toBeDefined();
+    expect(kills(w)).toBe(0);
+  });
+
   it('replicas=2, reject, three gateways: two VMs exist deployment-wide; the third is refused until a release + kill frees a slot', async () => {
     const w = await world();
     const gateways = [0, 1, 2].map(() => gateway(w, { replicas: 2 }));
