@@ -1,7 +1,20 @@
 import { SandboxFileError, SandboxFileNotFoundError } from '@sbx/core';
 import { AioHttpError } from './aio-http-error.js';
+import { AioBashApi } from './aio-bash-api.js';
+import {
+  asObject,
+  callAio,
+  int,
+  nullableStr,
+  readEnvelope,
+  str,
+  type Envelope,
+  type Json,
+} from './aio-envelope.js';
 import type { AioHttpClient, AioRequestOptions } from './aio-http.js';
 import { fileErrorFor } from './file-errors.js';
+
+export type { BashExecResult, BashOutput } from './aio-bash-api.js';
 
 /*
  * Typed calls onto the all-in-one sandbox image's HTTP API (the subset sbx uses; paths and fields
@@ -23,26 +36,6 @@ export interface ShellCommandResult {
   exitCode: number | null;
 }
 
-export interface BashExecResult {
-  /** The bash session the image opened for the call; closed afterwards (it would stay an hour). */
-  sessionId: string | undefined;
-  status: string | undefined;
-  stdout: string | null;
-  stderr: string | null;
-  exitCode: number | null;
-}
-
-/** One `bash/output` answer: the new output and the command's state. */
-export interface BashOutput {
-  stdout: string;
-  stderr: string;
-  offset: number;
-  stderrOffset: number;
-  /** `running`, `completed`, `timed_out`, `killed` (`pending` before it starts). */
-  status: string | undefined;
-  exitCode: number | null;
-}
-
 export interface ListedFile {
   path: string;
   isDirectory: boolean;
@@ -59,67 +52,21 @@ export interface SandboxContext {
   version: string | undefined;
 }
 
-type Json = Record<string, unknown>;
-
-function asObject(value: unknown): Json | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-    ? (value as Json)
-    : undefined;
-}
-
-function str(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : undefined;
-}
-
-function nullableStr(value: unknown): string | null {
-  return typeof value === 'string' ? value : null;
-}
-
-function int(value: unknown): number | null {
-  return typeof value === 'number' && Number.isInteger(value) ? value : null;
-}
-
-interface Envelope {
-  success: boolean;
-  message: string | undefined;
-  data: unknown;
-}
-
 export class AioApi {
-  constructor(readonly http: AioHttpClient) {}
+  /** The image's pipe-based bash API (`/v1/bash/*`). */
+  readonly bash: AioBashApi;
 
-  private envelope(method: string, path: string, body: unknown): Envelope {
-    const obj = asObject(body);
-    if (!obj) {
-      throw new AioHttpError(`${method} ${path} answered a body that is not an object`, {
-        method,
-        url: this.http.baseUrl + path,
-      });
-    }
-    return {
-      success: obj.success !== false,
-      message: str(obj.message),
-      data: obj.data,
-    };
+  constructor(readonly http: AioHttpClient) {
+    this.bash = new AioBashApi(http);
   }
 
-  /** A call whose failure is a plain error (not a file failure). */
-  private async call(
+  private call(
     method: 'GET' | 'POST' | 'DELETE',
     path: string,
     body: unknown,
     options: AioRequestOptions,
   ): Promise<Envelope> {
-    const res = await this.http.json(method, path, body, options);
-    const env = this.envelope(method, path, res.body);
-    if (!env.success) {
-      throw new AioHttpError(`${method} ${path} reported failure: ${env.message ?? 'no message'}`, {
-        method,
-        url: this.http.baseUrl + path,
-        status: res.status,
-      });
-    }
-    return env;
+    return callAio(this.http, method, path, body, options);
   }
 
   /** A file call: a refused operation becomes a typed file error naming `shown`. */
@@ -141,7 +88,7 @@ export class AioApi {
         { cause: err },
       );
     }
-    const env = this.envelope('POST', path, res.body);
+    const env = readEnvelope(this.http, 'POST', path, res.body);
     if (!env.success) {
       const data = asObject(env.data);
       throw fileErrorFor(
@@ -211,134 +158,6 @@ export class AioApi {
     return max !== null && max > 0 ? { maxSessions: max } : {};
   }
 
-  /** `POST /v1/bash/sessions/{id}/close`. */
-  async closeBashSession(id: string, options: AioRequestOptions = {}): Promise<void> {
-    await this.call(
-      'POST',
-      `/v1/bash/sessions/${encodeURIComponent(id)}/close`,
-      undefined,
-      options,
-    );
-  }
-
-  /** `POST /v1/bash/exec` without a session id: a fresh session for this one command. */
-  async bashExec(
-    request: { command: string; env: Readonly<Record<string, string>>; hardTimeout: number },
-    options: AioRequestOptions = {},
-  ): Promise<BashExecResult> {
-    const env = await this.call(
-      'POST',
-      '/v1/bash/exec',
-      { command: request.command, env: request.env, hard_timeout: request.hardTimeout },
-      options,
-    );
-    const data = asObject(env.data) ?? {};
-    return {
-      sessionId: str(data.session_id),
-      status: str(data.status),
-      stdout: nullableStr(data.stdout),
-      stderr: nullableStr(data.stderr),
-      exitCode: int(data.exit_code),
-    };
-  }
-
-  /** `POST /v1/bash/exec` with `async_mode`: starts the command in a fresh session, at once. */
-  async bashStart(
-    request: {
-      command: string;
-      env?: Readonly<Record<string, string>> | undefined;
-      execDir?: string | undefined;
-    },
-    options: AioRequestOptions = {},
-  ): Promise<{ sessionId: string; commandId: string | undefined }> {
-    const env = await this.call(
-      'POST',
-      '/v1/bash/exec',
-      {
-        command: request.command,
-        async_mode: true,
-        ...(request.env ? { env: request.env } : {}),
-        ...(request.execDir ? { exec_dir: request.execDir } : {}),
-      },
-      options,
-    );
-    const data = asObject(env.data) ?? {};
-    const sessionId = str(data.session_id);
-    if (sessionId === undefined) {
-      throw new AioHttpError('POST /v1/bash/exec answered no session_id', {
-        method: 'POST',
-        url: this.http.baseUrl + '/v1/bash/exec',
-      });
-    }
-    return { sessionId, commandId: str(data.command_id) };
-  }
-
-  /** `POST /v1/bash/output`: output after the byte offsets; `waitSeconds` long-polls for more. */
-  async bashOutput(
-    request: {
-      sessionId: string;
-      commandId?: string | undefined;
-      offset: number;
-      stderrOffset: number;
-      waitSeconds: number;
-    },
-    options: AioRequestOptions = {},
-  ): Promise<BashOutput> {
-    const env = await this.call(
-      'POST',
-      '/v1/bash/output',
-      {
-        session_id: request.sessionId,
-        ...(request.commandId ? { command_id: request.commandId } : {}),
-        offset: request.offset,
-        stderr_offset: request.stderrOffset,
-        wait: request.waitSeconds > 0,
-        wait_timeout: request.waitSeconds,
-      },
-      options,
-    );
-    const data = asObject(env.data) ?? {};
-    const command = asObject(data.command) ?? {};
-    return {
-      stdout: str(data.stdout) ?? '',
-      stderr: str(data.stderr) ?? '',
-      offset: int(data.offset) ?? request.offset,
-      stderrOffset: int(data.stderr_offset) ?? request.stderrOffset,
-      status: str(command.status),
-      exitCode: int(command.exit_code),
-    };
-  }
-
-  /** `POST /v1/bash/write`: text to the running command's standard input. */
-  async bashWrite(
-    request: { sessionId: string; commandId?: string | undefined; input: string },
-    options: AioRequestOptions = {},
-  ): Promise<void> {
-    await this.call(
-      'POST',
-      '/v1/bash/write',
-      {
-        session_id: request.sessionId,
-        ...(request.commandId ? { command_id: request.commandId } : {}),
-        input: request.input,
-      },
-      options,
-    );
-  }
-
-  /** `POST /v1/bash/kill`: signals the session's running command. */
-  async bashKill(
-    request: { sessionId: string; signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT' },
-    options: AioRequestOptions = {},
-  ): Promise<void> {
-    await this.call(
-      'POST',
-      '/v1/bash/kill',
-      { session_id: request.sessionId, signal: request.signal },
-      options,
-    );
-  }
-
   /** `start`: 0-based first line; `end`: exclusive. */
   async readFile(
     file: string,
@@ -388,7 +207,7 @@ export class AioApi {
     };
     // A 404 (no such endpoint on this image) propagates as an AioHttpError: the caller falls back.
     const res = await this.http.json('POST', '/v1/file/glob', body, options);
-    const env = this.envelope('POST', '/v1/file/glob', res.body);
+    const env = readEnvelope(this.http, 'POST', '/v1/file/glob', res.body);
     if (!env.success) {
       const data = asObject(env.data);
       throw fileErrorFor(

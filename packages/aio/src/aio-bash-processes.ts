@@ -58,7 +58,7 @@ export class AioBashLauncher implements ProcessLauncher {
   ): Promise<LaunchedProcess> {
     const { api } = this.hooks;
     const execDir = options.cwd === undefined ? undefined : await this.hooks.execDir(options.cwd);
-    const { sessionId, commandId } = await api.bashStart({
+    const { sessionId, commandId } = await api.bash.start({
       command,
       ...(options.env ? { env: options.env } : {}),
       ...(execDir !== undefined ? { execDir } : {}),
@@ -72,7 +72,7 @@ export class AioBashLauncher implements ProcessLauncher {
             'The AIO image sends SIGTERM, SIGKILL and SIGINT only',
           );
         }
-        await api.bashKill({ sessionId, signal }, { timeoutMs: 10_000 });
+        await api.bash.kill({ sessionId, signal }, { timeoutMs: 10_000 });
       },
       write: async (input: ProcessInput) => {
         let text: string;
@@ -81,7 +81,7 @@ export class AioBashLauncher implements ProcessLauncher {
         } catch {
           throw new InvalidArgumentError('the AIO image takes process input as UTF-8 text only');
         }
-        await api.bashWrite({ sessionId, commandId, input: text }, { timeoutMs: 10_000 });
+        await api.bash.write({ sessionId, commandId, input: text }, { timeoutMs: 10_000 });
       },
     };
   }
@@ -99,7 +99,7 @@ export class AioBashLauncher implements ProcessLauncher {
     for (;;) {
       let answer: BashOutput;
       try {
-        answer = await this.hooks.api.bashOutput(
+        answer = await this.hooks.api.bash.output(
           { sessionId, commandId, offset, stderrOffset, waitSeconds: POLL_WAIT_SECONDS },
           { timeoutMs: POLL_WAIT_SECONDS * 1000 + POLL_ANSWER_MARGIN_MS },
         );
@@ -138,8 +138,8 @@ export class AioBashLauncher implements ProcessLauncher {
       }
     }
     if (!this.hooks.closed()) {
-      await this.hooks.api
-        .closeBashSession(sessionId, { timeoutMs: 10_000 })
+      await this.hooks.api.bash
+        .closeSession(sessionId, { timeoutMs: 10_000 })
         .catch((error: unknown) =>
           this.hooks.logger.debug('Could not close an AIO bash session', {
             sandbox_id: this.hooks.sandboxId,

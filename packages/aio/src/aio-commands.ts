@@ -96,7 +96,7 @@ export class AioCommandRunner {
     if (outcome.exitCode !== 137 || this.bashExecUnsupported) return outcome;
     let probe;
     try {
-      probe = await this.deps.api.bashExec(
+      probe = await this.deps.api.bash.exec(
         { command: OOM_PROBE, env: {}, hardTimeout: 10 },
         { timeoutMs: 15_000 },
       );
@@ -240,7 +240,7 @@ export class AioCommandRunner {
     const http = this.commandRequest(hardTimeout * 1000, options.signal);
     const attempt = () =>
       withLock(this.deps.lock, options.signal, () =>
-        this.deps.api.bashExec({ command, env, hardTimeout }, http),
+        this.deps.api.bash.exec({ command, env, hardTimeout }, http),
       );
     let first;
     try {
@@ -288,7 +288,7 @@ export class AioCommandRunner {
   async closeBashSession(sessionId: string | undefined): Promise<void> {
     if (sessionId === undefined) return;
     try {
-      await this.deps.api.closeBashSession(sessionId, { timeoutMs: 10_000 });
+      await this.deps.api.bash.closeSession(sessionId, { timeoutMs: 10_000 });
     } catch (err) {
       this.deps.logger.debug('Could not close an AIO bash session', {
         sandbox_id: this.deps.sandboxId,
