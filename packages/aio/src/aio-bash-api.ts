@@ -25,6 +25,9 @@ export interface BashOutput {
   /** `running`, `completed`, `timed_out`, `killed` (`pending` before it starts). */
   status: string | undefined;
   exitCode: number | null;
+  /** The command's text and id, as the image reports its current or latest command. */
+  command: string | undefined;
+  commandId: string | undefined;
 }
 
 /** One `GET /v1/bash/sessions` entry (the fields sbx reads). */
@@ -83,6 +86,8 @@ export class AioBashApi {
       command: string;
       env?: Readonly<Record<string, string>> | undefined;
       execDir?: string | undefined;
+      /** A session made with `createSession`; absent, the image opens a fresh one. */
+      sessionId?: string | undefined;
     },
     options: AioRequestOptions = {},
   ): Promise<{ sessionId: string; commandId: string | undefined }> {
@@ -90,6 +95,7 @@ export class AioBashApi {
       'POST',
       '/v1/bash/exec',
       {
+        ...(request.sessionId ? { session_id: request.sessionId } : {}),
         command: request.command,
         async_mode: true,
         ...(request.env ? { env: request.env } : {}),
@@ -141,6 +147,8 @@ export class AioBashApi {
       stderrOffset: int(data.stderr_offset) ?? request.stderrOffset,
       status: str(command.status),
       exitCode: int(command.exit_code),
+      command: str(command.command),
+      commandId: str(command.command_id),
     };
   }
 
@@ -172,5 +180,25 @@ export class AioBashApi {
       { session_id: request.sessionId, signal: request.signal },
       options,
     );
+  }
+
+  /** `POST /v1/bash/sessions/create`: a session of the caller's id. */
+  async createSession(sessionId: string, options: AioRequestOptions = {}): Promise<void> {
+    await this.call('POST', '/v1/bash/sessions/create', { session_id: sessionId }, options);
+  }
+
+  /** `GET /v1/bash/sessions`: the open sessions (entries without a string id are skipped). */
+  async sessions(options: AioRequestOptions = {}): Promise<BashSessionListing[]> {
+    const env = await this.call('GET', '/v1/bash/sessions', undefined, options);
+    const entries = Array.isArray(env.data) ? env.data : [];
+    const listed: BashSessionListing[] = [];
+    for (const entry of entries) {
+      const info = asObject(entry);
+      const sessionId = str(info?.session_id);
+      if (sessionId !== undefined) {
+        listed.push({ sessionId, currentCommand: str(info?.current_command) });
+      }
+    }
+    return listed;
   }
 }

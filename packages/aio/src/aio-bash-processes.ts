@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   CapabilityNotSupportedError,
   InvalidArgumentError,
@@ -9,6 +9,7 @@ import {
 import { execViaLauncher } from '@sbx/core/provider-kit';
 import type { ExecOptions, ExecResult } from '@sbx/core';
 import type {
+  AttachedProcess,
   LauncherExecOptions,
   LaunchOptions,
   LaunchedExit,
@@ -38,7 +39,18 @@ export interface AioLaunchHooks {
   closed(): boolean;
   /** Waits between failed polls (injected so tests need not sleep). */
   pause(ms: number): Promise<void>;
+  /**
+   * Background processes (the process table's launcher): sessions named `sbxp-<hex>`, which
+   * another client of the container attaches by that name. The launcher of `exec` leaves it off.
+   */
+  readonly attachable?: boolean;
 }
+
+/** The session names of sbx background processes, and nothing else, are attached. */
+const SESSION_PREFIX = 'sbxp-';
+const SESSION_ID_RE = /^sbxp-[0-9a-f]{16}$/;
+/** A longer command text from the image is cut (it is only shown). */
+const MAX_LISTED_COMMAND_CHARS = 4096;
 
 /**
  * Processes on the image's async bash API: each one starts in a bash session of its own
@@ -58,13 +70,73 @@ export class AioBashLauncher implements ProcessLauncher {
   ): Promise<LaunchedProcess> {
     const { api } = this.hooks;
     const execDir = options.cwd === undefined ? undefined : await this.hooks.execDir(options.cwd);
-    const { sessionId, commandId } = await api.bash.start({
-      command,
-      ...(options.env ? { env: options.env } : {}),
-      ...(execDir !== undefined ? { execDir } : {}),
-    });
+    // A background process gets a session of a name sbx chose, so another client of the
+    // container finds it (`discover`) and reaches it by that name (`attach`).
+    const named = this.hooks.attachable
+      ? `${SESSION_PREFIX}${randomBytes(8).toString('hex')}`
+      : undefined;
+    if (named !== undefined) await api.bash.createSession(named, { timeoutMs: 10_000 });
+    const { sessionId, commandId } = await api.bash
+      .start({
+        command,
+        ...(named !== undefined ? { sessionId: named } : {}),
+        ...(options.env ? { env: options.env } : {}),
+        ...(execDir !== undefined ? { execDir } : {}),
+      })
+      .catch(async (error: unknown) => {
+        if (named !== undefined) await this.#close(named);
+        throw error;
+      });
     return {
-      exited: this.#follow(sessionId, commandId, sink),
+      ...(named !== undefined ? { id: sessionId } : {}),
+      ...this.#control(sessionId, commandId, sink, { detached: false }),
+    };
+  }
+
+  /** A running background process another client started, by its session name. */
+  async attach(id: string, sink: ProcessSink): Promise<AttachedProcess | undefined> {
+    if (!this.hooks.attachable || !SESSION_ID_RE.test(id)) return undefined;
+    let probe: BashOutput;
+    try {
+      probe = await this.hooks.api.bash.output(
+        { sessionId: id, offset: 0, stderrOffset: 0, waitSeconds: 0 },
+        { timeoutMs: 10_000 },
+      );
+    } catch (error) {
+      if (isHttpStatus(error, 404)) return undefined;
+      throw error;
+    }
+    if (probe.status !== 'running' && probe.status !== 'pending') return undefined;
+    const follow = { detached: false };
+    return {
+      id,
+      command: (probe.command ?? '').slice(0, MAX_LISTED_COMMAND_CHARS),
+      // From offset 0: what the image kept of the output so far is replayed into the buffer.
+      ...this.#control(id, probe.commandId, sink, follow),
+      detach: async () => {
+        follow.detached = true;
+      },
+    };
+  }
+
+  /** Names of the sbx background sessions with a command running in them now. */
+  async discover(): Promise<readonly string[]> {
+    if (!this.hooks.attachable) return [];
+    const sessions = await this.hooks.api.bash.sessions({ timeoutMs: 10_000 });
+    return sessions
+      .filter((s) => SESSION_ID_RE.test(s.sessionId) && s.currentCommand !== undefined)
+      .map((s) => s.sessionId);
+  }
+
+  #control(
+    sessionId: string,
+    commandId: string | undefined,
+    sink: ProcessSink,
+    follow: { detached: boolean },
+  ): Omit<LaunchedProcess, 'id'> {
+    const { api } = this.hooks;
+    return {
+      exited: this.#follow(sessionId, commandId, sink, follow),
       kill: async (signal) => {
         if (signal === 'SIGHUP') {
           throw new CapabilityNotSupportedError(
@@ -91,12 +163,15 @@ export class AioBashLauncher implements ProcessLauncher {
     sessionId: string,
     commandId: string | undefined,
     sink: ProcessSink,
+    follow: { detached: boolean },
   ): Promise<LaunchedExit> {
     let offset = 0;
     let stderrOffset = 0;
     let failures = 0;
     let exit: LaunchedExit = { exitCode: null };
     for (;;) {
+      // Detached: another record follows this process now; the session is not ours to close.
+      if (follow.detached) return exit;
       let answer: BashOutput;
       try {
         answer = await this.hooks.api.bash.output(
@@ -137,18 +212,21 @@ export class AioBashLauncher implements ProcessLauncher {
         break;
       }
     }
-    if (!this.hooks.closed()) {
-      await this.hooks.api.bash
-        .closeSession(sessionId, { timeoutMs: 10_000 })
-        .catch((error: unknown) =>
-          this.hooks.logger.debug('Could not close an AIO bash session', {
-            sandbox_id: this.hooks.sandboxId,
-            session_id: sessionId,
-            error: errorMessage(error),
-          }),
-        );
-    }
+    if (!this.hooks.closed()) await this.#close(sessionId);
     return exit;
+  }
+
+  /** Closes a session the image would otherwise keep for an hour; a failure is only logged. */
+  async #close(sessionId: string): Promise<void> {
+    await this.hooks.api.bash
+      .closeSession(sessionId, { timeoutMs: 10_000 })
+      .catch((error: unknown) =>
+        this.hooks.logger.debug('Could not close an AIO bash session', {
+          sandbox_id: this.hooks.sandboxId,
+          session_id: sessionId,
+          error: errorMessage(error),
+        }),
+      );
   }
 }
 

@@ -6,7 +6,8 @@ import { startStandin, type StandinFixture } from './aio-standin.fixture.js';
 // The process contract over HTTP against the stand-in server in this process: plain commands on
 // the shell session, streamed ones and background processes on the async bash API. The same suite
 // runs against the stand-in image in a real container in `aio-sandbox.int.test.ts`.
-describeProcessContract('AioSandbox (stand-in server in process)', async () => {
+/** A sandbox on a stand-in of its own; `connect` opens a second client of the same container. */
+async function standinSandbox() {
   const standin = await startStandin();
   const sandbox = new AioSandbox('aio-process', { baseUrl: standin.url, homeDir: standin.home });
   const workdir = `${standin.home}/work`;
@@ -18,7 +19,13 @@ describeProcessContract('AioSandbox (stand-in server in process)', async () => {
       await sandbox.close();
       await standin.close();
     },
+    connect: async () =>
+      new AioSandbox('aio-process', { baseUrl: standin.url, homeDir: standin.home }),
   };
+}
+
+describeProcessContract('AioSandbox (stand-in server in process)', standinSandbox, {
+  secondClient: (sut) => (sut as Awaited<ReturnType<typeof standinSandbox>>).connect(),
 });
 
 describe('AioSandbox background processes against the image faults', () => {
@@ -68,5 +75,70 @@ describe('AioSandbox background processes against the image faults', () => {
     await expect(handle.closeStdin()).rejects.toMatchObject({ code: 'CAPABILITY_NOT_SUPPORTED' });
     await handle.kill('SIGKILL');
     await handle.wait();
+  });
+
+  it('names a background session sbxp-<hex>, the process id another client reaches it by', async () => {
+    const handle = await sandbox.processes.start('sleep 60');
+    expect(handle.id).toMatch(/^sbxp-[0-9a-f]{16}$/);
+    expect(standin.openBashSessionIds()).toEqual([handle.id]);
+    await handle.kill('SIGKILL');
+    await handle.wait();
+  });
+
+  it('another client attaches only sbx background sessions, and never sends a malformed id', async () => {
+    const peer = new AioSandbox('aio-faults', { baseUrl: standin.url, homeDir: standin.home });
+    try {
+      // A streamed exec runs on the async bash API too, in a session the image names: not ours.
+      const streamed = sandbox.exec('sleep 2', { onStdout: () => {} });
+      const before = standin.requests.length;
+      for (const id of [
+        'sbxp-',
+        'sbxp-XYZ',
+        `sbxp-${'0'.repeat(17)}`,
+        '../x',
+        'p1',
+        'SBXP-0123456789abcdef',
+      ]) {
+        expect(await peer.processes.get(id)).toBeUndefined();
+      }
+      expect(standin.requests.length).toBe(before);
+      expect(await peer.processes.list()).toEqual([]);
+      await streamed;
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('a session a crashed client left behind, its command ended, is not attached', async () => {
+    const post = (path: string, body: unknown) =>
+      fetch(`${standin.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const id = 'sbxp-0123456789abcdef';
+    await post('/v1/bash/sessions/create', { session_id: id });
+    await post('/v1/bash/exec', { session_id: id, command: 'true', async_mode: true });
+    // Until the image reports the end (a long-poll returns at once for an ended command).
+    await post('/v1/bash/output', { session_id: id, offset: 0, wait: true, wait_timeout: 10 });
+    const peer = new AioSandbox('aio-faults', { baseUrl: standin.url, homeDir: standin.home });
+    try {
+      expect(await peer.processes.get(id)).toBeUndefined();
+      expect(await peer.processes.list()).toEqual([]);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('an ended background process is not attached', async () => {
+    const handle = await sandbox.processes.start('echo done; sleep 0.2; echo later >&2; sleep 60');
+    const peer = new AioSandbox('aio-faults', { baseUrl: standin.url, homeDir: standin.home });
+    try {
+      await handle.kill('SIGKILL');
+      await handle.wait();
+      expect(await peer.processes.get(handle.id)).toBeUndefined();
+    } finally {
+      await peer.close();
+    }
   });
 });

@@ -29,12 +29,16 @@ async function containerSandbox(tag: string) {
       await sandbox.close();
       await backend.destroy(info);
     },
+    /** A second client of the same container, as another gateway instance would open. */
+    connect: async () => new AioSandbox(info.sandboxId, { baseUrl: info.sandboxUrl }),
   };
 }
 
 if (ready) {
   describeSandboxContract('AioSandbox (stand-in container)', () => containerSandbox('c'));
-  describeProcessContract('AioSandbox (stand-in container)', () => containerSandbox('p'));
+  describeProcessContract('AioSandbox (stand-in container)', () => containerSandbox('p'), {
+    secondClient: (sut) => (sut as Awaited<ReturnType<typeof containerSandbox>>).connect(),
+  });
 }
 
 describe.skipIf(!ready)('AioSandbox in a container', () => {

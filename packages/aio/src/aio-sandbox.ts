@@ -187,16 +187,18 @@ export class AioSandbox extends Sandbox {
       envCommandTimeoutSeconds: this.envCommandTimeoutSeconds,
       httpClosed: () => this.http.closed,
     });
-    this.launcher = new AioBashLauncher({
+    const launchHooks = {
       api: this.api,
       logger: this.logger,
       sandboxId: id,
-      execDir: async (cwd) => cwd,
+      execDir: async (cwd: string) => cwd,
       closed: () => this.http.closed,
-      pause: (ms) => sleep(ms),
-    });
+      pause: (ms: number) => sleep(ms),
+    };
+    this.launcher = new AioBashLauncher(launchHooks);
     this.processTable = new ProcessTable({
-      launcher: this.launcher,
+      // Background processes in named sessions, so another client of the container reaches them.
+      launcher: new AioBashLauncher({ ...launchHooks, attachable: true }),
       stdin: true,
       logger: this.logger,
       sandboxId: id,

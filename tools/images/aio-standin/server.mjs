@@ -112,6 +112,21 @@ export function createAioStandin(options = {}) {
   const requests = [];
   let closed = false;
 
+  /** A `BashSessionInfo`: `current_command` only while a command runs in the session. */
+  function bashSessionInfo(id, workingDir) {
+    const record = bashCommands.get(id);
+    const at = new Date().toISOString();
+    return {
+      session_id: id,
+      status: 'ready',
+      working_dir: workingDir ?? homeDir,
+      created_at: at,
+      last_used_at: at,
+      ...(record && record.status === 'running' ? { current_command: record.command } : {}),
+      command_count: record ? 1 : 0,
+    };
+  }
+
   function sessionLimit(res, err) {
     send(res, 400, { detail: err.message });
   }
@@ -328,6 +343,21 @@ export function createAioStandin(options = {}) {
         return send(res, 400, { detail: `No running command in session ${body.session_id}` });
       }
       return ok(res, null);
+    }
+    if (method === 'POST' && p === '/v1/bash/sessions/create') {
+      const id =
+        typeof body.session_id === 'string' && body.session_id ? body.session_id : randomUUID();
+      bashSessions.add(id);
+      return ok(
+        res,
+        bashSessionInfo(id, typeof body.exec_dir === 'string' ? body.exec_dir : undefined),
+      );
+    }
+    if (method === 'GET' && p === '/v1/bash/sessions') {
+      return ok(
+        res,
+        [...bashSessions].map((id) => bashSessionInfo(id)),
+      );
     }
     const bashClose = /^\/v1\/bash\/sessions\/([^/]+)\/close$/.exec(p);
     if (method === 'POST' && bashClose) {

@@ -9,9 +9,9 @@ import type { OutputListener, ProcessInput } from './sandbox-exec.js';
  * its sandbox. Ids are unique within one sandbox client and not secrets: every call is made
  * through an authorized sandbox, and a thread sees only its own sandbox's processes.
  *
- * Where the backend names its processes (E2B: `p<pid>`), ids are the backend's, and another
- * client of the same sandbox (another gateway instance, or this one after a restart) reaches a
- * running process by its id: `get(id)` and `list()` attach it, with its output from then on.
+ * Where the backend names its processes (E2B: `p<pid>`; AIO: the bash session's name), ids are
+ * the backend's, and another client of the same sandbox (another gateway instance, or this one
+ * after a restart) reaches a running process by its id: `get(id)` and `list()` attach it.
  * Elsewhere ids are the client's own and never reused.
  */
 
