@@ -46,6 +46,13 @@ export interface AioLaunchHooks {
   readonly attachable?: boolean;
 }
 
+/** Where polling a command's output starts, and whether its follower was detached. */
+interface Follow {
+  detached: boolean;
+  readonly offset: number;
+  readonly stderrOffset: number;
+}
+
 /** The session names of sbx background processes, and nothing else, are attached. */
 const SESSION_PREFIX = 'sbxp-';
 const SESSION_ID_RE = /^sbxp-[0-9a-f]{16}$/;
@@ -89,7 +96,7 @@ export class AioBashLauncher implements ProcessLauncher {
       });
     return {
       ...(named !== undefined ? { id: sessionId } : {}),
-      ...this.#control(sessionId, commandId, sink, { detached: false }),
+      ...this.#control(sessionId, commandId, sink, { detached: false, offset: 0, stderrOffset: 0 }),
     };
   }
 
@@ -107,11 +114,13 @@ export class AioBashLauncher implements ProcessLauncher {
       throw error;
     }
     if (probe.status !== 'running' && probe.status !== 'pending') return undefined;
-    const follow = { detached: false };
+    // What the image kept of the output so far goes to the buffer now, before the first poll.
+    if (probe.stdout) sink.stdout(probe.stdout);
+    if (probe.stderr) sink.stderr(probe.stderr);
+    const follow = { detached: false, offset: probe.offset, stderrOffset: probe.stderrOffset };
     return {
       id,
       command: (probe.command ?? '').slice(0, MAX_LISTED_COMMAND_CHARS),
-      // From offset 0: what the image kept of the output so far is replayed into the buffer.
       ...this.#control(id, probe.commandId, sink, follow),
       detach: async () => {
         follow.detached = true;
@@ -132,7 +141,7 @@ export class AioBashLauncher implements ProcessLauncher {
     sessionId: string,
     commandId: string | undefined,
     sink: ProcessSink,
-    follow: { detached: boolean },
+    follow: Follow,
   ): Omit<LaunchedProcess, 'id'> {
     const { api } = this.hooks;
     return {
@@ -163,10 +172,9 @@ export class AioBashLauncher implements ProcessLauncher {
     sessionId: string,
     commandId: string | undefined,
     sink: ProcessSink,
-    follow: { detached: boolean },
+    follow: Follow,
   ): Promise<LaunchedExit> {
-    let offset = 0;
-    let stderrOffset = 0;
+    let { offset, stderrOffset } = follow;
     let failures = 0;
     let exit: LaunchedExit = { exitCode: null };
     for (;;) {

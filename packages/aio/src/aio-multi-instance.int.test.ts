@@ -174,6 +174,43 @@ describe.skipIf(!redis)('AioSandboxProvider across processes (Docker + Redis)', 
     expect(await b!.call('exec', { sandboxId: id, command: 'echo adopted' })).toContain('adopted');
   }, 60_000);
 
+  it('a background process outlives a crashed instance: the adopting one reaches it by its id', async () => {
+    const {
+      instances: [a, b],
+    } = await start(2);
+    const id = await a!.call<string>('acquire', T('server'));
+    const command = 'echo up; while read l; do echo "got:$l"; done';
+    const pid = await a!.call<string>('startProcess', { sandboxId: id, command });
+    await a!.kill();
+    await until('the crashed owner’s lease to lapse', async () =>
+      (await lease(id)) === null ? true : undefined,
+    );
+    await until('adoption', async () =>
+      (await b!.call<ReconcileSummary>('reconcile')).adopted.includes(id) ? true : undefined,
+    );
+    expect(await b!.call('acquire', T('server'))).toBe(id);
+
+    // B's client of the container is new; the process id A handed out still names the process,
+    // and what it printed before is replayed from the image.
+    type Output = { command: string; text: string; status: string };
+    const first = await b!.call<Output>('processOutput', { sandboxId: id, processId: pid });
+    expect(first).toMatchObject({ command, status: 'running' });
+    expect(first.text).toContain('up');
+    expect(await b!.call('processWrite', { sandboxId: id, processId: pid, input: 'ping\n' })).toBe(
+      true,
+    );
+    await until('the answer to reach B', async () =>
+      (await b!.call<Output>('processOutput', { sandboxId: id, processId: pid })).text.includes(
+        'got:ping',
+      )
+        ? true
+        : undefined,
+    );
+    expect(await b!.call('processKill', { sandboxId: id, processId: pid })).toMatchObject({
+      exitCode: null,
+    });
+  }, 60_000);
+
   it('FLUSHALL mid-run drops no live sandbox on any instance', async () => {
     const {
       instances: [a, b, c],

@@ -62,6 +62,24 @@ async function main(): Promise<void> {
     acquire: (a) =>
       provider.acquire({ userId: a.userId as string, threadId: a.threadId as string }),
     exec: (a) => sandbox(a.sandboxId).executeCommand(String(a.command)),
+    startProcess: async (a) => (await sandbox(a.sandboxId).processes.start(String(a.command))).id,
+    processOutput: async (a) => {
+      const handle = await sandbox(a.sandboxId).processes.get(String(a.processId));
+      if (!handle) return null;
+      const output = await handle.output();
+      return { command: handle.command, text: output.text, status: output.status };
+    },
+    processWrite: async (a) => {
+      const handle = await sandbox(a.sandboxId).processes.get(String(a.processId));
+      await handle?.write(String(a.input));
+      return handle !== undefined;
+    },
+    processKill: async (a) => {
+      const handle = await sandbox(a.sandboxId).processes.get(String(a.processId));
+      if (!handle) return null;
+      await handle.kill('SIGKILL');
+      return (await handle.wait()) ?? null;
+    },
     write: (a) => sandbox(a.sandboxId).writeFile(String(a.path), String(a.content)),
     read: (a) => sandbox(a.sandboxId).readFile(String(a.path)),
     has: async (a) => provider.get(String(a.sandboxId)) !== undefined,
