@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { getToolDefinitions } from './tool-definitions.js';
-import { parseToolInput } from './tool-schemas.js';
+import { parseToolInput, type ToolName } from './tool-schemas.js';
 
 type Schema = {
   properties: Record<string, { default?: unknown; type?: unknown }>;
@@ -265,5 +265,80 @@ describe('tool definitions are plain JSON for every SDK', () => {
     expect(strict.read_file?.(call)).toBe(true);
     expect(parseToolInput('read_file', call).ok).toBe(true);
     expect(strict.read_file?.({ ...call, start_line: 0 })).toBe(false);
+  });
+});
+
+describe('the process tools, model-facing (with processTools)', () => {
+  const all = getToolDefinitions({ processTools: true });
+  const schemaOf = (name: string) =>
+    all.find((d) => d.name === name)?.inputSchema as unknown as Schema;
+
+  it('offers the seven, then the four process tools, each with a description and a JSON schema', () => {
+    expect(all.map((d) => d.name)).toEqual([
+      'bash',
+      'ls',
+      'glob',
+      'grep',
+      'read_file',
+      'write_file',
+      'str_replace',
+      'process_output',
+      'process_write',
+      'process_kill',
+      'process_list',
+    ]);
+    for (const def of all) {
+      expect(def.description.length, def.name).toBeGreaterThan(40);
+      expect(def.inputSchema).toMatchObject({ type: 'object' });
+    }
+    expect(Object.keys(schemaOf('bash').properties)).toEqual([
+      'description',
+      'command',
+      'yield_time_ms',
+    ]);
+  });
+
+  it.each([
+    ['process_output', ['description', 'process_id', 'wait_ms'], ['process_id']],
+    ['process_write', ['description', 'process_id', 'input', 'wait_ms'], ['process_id', 'input']],
+    ['process_kill', ['description', 'process_id', 'signal'], ['process_id']],
+    ['process_list', ['description'], []],
+  ])('%s has exactly the fields %j, requiring %j', (name, fields, required) => {
+    const schema = schemaOf(name);
+    expect(Object.keys(schema.properties)).toEqual(fields);
+    expect([...(schema.required ?? [])].sort()).toEqual([...required].sort());
+  });
+
+  it('the strict variants follow the strict-mode rules, and strict calls parse (ajv and the parser agree)', async () => {
+    const strictDefs = getToolDefinitions({ processTools: true, strict: true });
+    for (const def of strictDefs) {
+      expect(strictModeProblems(def.inputSchema), def.name).toEqual([]);
+    }
+    const { Ajv2020 } = await import('ajv/dist/2020.js');
+    const ajv = new Ajv2020({ strict: true });
+    const validate = Object.fromEntries(
+      strictDefs.map((d) => [d.name, ajv.compile(d.inputSchema)]),
+    );
+    const calls: [string, Record<string, unknown>][] = [
+      ['bash', { description: null, command: 'npm run dev', yield_time_ms: 2_000 }],
+      ['process_output', { description: null, process_id: 'p1', wait_ms: null }],
+      ['process_write', { description: null, process_id: 'p1', input: 'q\n', wait_ms: 500 }],
+      ['process_kill', { description: null, process_id: 'p1', signal: null }],
+      ['process_list', { description: null }],
+    ];
+    for (const [name, call] of calls) {
+      expect(validate[name]?.(call), name).toBe(true);
+      expect(parseToolInput(name as ToolName, call).ok, name).toBe(true);
+    }
+    // Past a bound: the plain schema says so, and the parser refuses it whatever the model was
+    // shown (strict mode drops string lengths, so there the parser is the only check).
+    const plain = ajv.compile(
+      getToolDefinitions({ processTools: true, tools: ['process_output'] })[0]!.inputSchema,
+    );
+    const tooLong = { process_id: 'x'.repeat(65) };
+    expect(plain(tooLong)).toBe(false);
+    expect(parseToolInput('process_output', tooLong).ok).toBe(false);
+    expect(validate.process_output?.({ ...tooLong, description: null, wait_ms: null })).toBe(true);
+    expect(parseToolInput('process_output', { ...tooLong, wait_ms: 600_001 }).ok).toBe(false);
   });
 });
