@@ -56,6 +56,8 @@ interface Follow {
 /** The session names of sbx background processes, and nothing else, are attached. */
 const SESSION_PREFIX = 'sbxp-';
 const SESSION_ID_RE = /^sbxp-[0-9a-f]{16}$/;
+/** More running sbx sessions than this are not looked at (the image caps its sessions at 50). */
+const MAX_DISCOVERED = 64;
 /** A longer command text from the image is cut (it is only shown). */
 const MAX_LISTED_COMMAND_CHARS = 4096;
 
@@ -134,6 +136,7 @@ export class AioBashLauncher implements ProcessLauncher {
     const sessions = await this.hooks.api.bash.sessions({ timeoutMs: 10_000 });
     return sessions
       .filter((s) => SESSION_ID_RE.test(s.sessionId) && s.currentCommand !== undefined)
+      .slice(0, MAX_DISCOVERED)
       .map((s) => s.sessionId);
   }
 

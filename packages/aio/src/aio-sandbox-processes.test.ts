@@ -1,5 +1,8 @@
 import { describeProcessContract } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '@sbx/core';
+import type { AioApi } from './aio-api.js';
+import { AioBashLauncher } from './aio-bash-processes.js';
 import { AioSandbox } from './aio-sandbox.js';
 import { startStandin, type StandinFixture } from './aio-standin.fixture.js';
 
@@ -140,5 +143,26 @@ describe('AioSandbox background processes against the image faults', () => {
     } finally {
       await peer.close();
     }
+  });
+});
+
+describe('AioBashLauncher.discover', () => {
+  it('looks at no more than 64 running sbx sessions, however many the image lists', async () => {
+    const sessions = Array.from({ length: 500 }, (_, i) => ({
+      sessionId: `sbxp-${i.toString(16).padStart(16, '0')}`,
+      currentCommand: 'sleep 1',
+    }));
+    const launcher = new AioBashLauncher({
+      api: { bash: { sessions: async () => sessions } } as unknown as AioApi,
+      logger: silentLogger,
+      sandboxId: 'aio-discover',
+      execDir: async (cwd) => cwd,
+      closed: () => false,
+      pause: async () => {},
+      attachable: true,
+    });
+    const ids = await launcher.discover();
+    expect(ids).toHaveLength(64);
+    expect(ids[0]).toBe('sbxp-0000000000000000');
   });
 });

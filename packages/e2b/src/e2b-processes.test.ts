@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { BACKGROUND_PROCESS_ENV, pidOfProcessId } from './e2b-processes.js';
+import { silentLogger } from '@sbx/core';
+import type { E2BRemoteSandbox } from './e2b-client.js';
+import { BACKGROUND_PROCESS_ENV, E2BProcessLauncher, pidOfProcessId } from './e2b-processes.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { FakeE2BClient } from './testing/fake-e2b-client.js';
 
@@ -63,5 +65,25 @@ describe('pidOfProcessId', () => {
     expect(pidOfProcessId('p2147483647')).toBe(2147483647);
     expect(pidOfProcessId('p2147483648')).toBeUndefined();
     expect(pidOfProcessId('p0')).toBeUndefined();
+  });
+});
+
+describe('E2BProcessLauncher.discover', () => {
+  it('looks at no more than 64 marked processes, however many envd lists', async () => {
+    const listed = Array.from({ length: 500 }, (_, i) => ({
+      pid: i + 1,
+      cmd: '/bin/bash',
+      args: ['-l', '-c', 'sleep 1'],
+      envs: { [BACKGROUND_PROCESS_ENV]: '1' },
+    }));
+    const launcher = new E2BProcessLauncher({
+      client: () => ({ commands: { list: async () => listed } }) as unknown as E2BRemoteSandbox,
+      resolvePath: (p) => p,
+      remoteError: (e) => e as Error,
+      logger: silentLogger,
+    });
+    const ids = await launcher.discover();
+    expect(ids).toHaveLength(64);
+    expect(ids[0]).toBe('p1');
   });
 });

@@ -64,6 +64,8 @@ export const BACKGROUND_PROCESS_ENV = 'SBX_BACKGROUND_PROCESS';
 /** The SDK starts every command as `/bin/bash -l -c <command>`; a longer text is cut. */
 const MAX_LISTED_COMMAND_CHARS = 4096;
 const PROCESS_ID_RE = /^p([1-9][0-9]{0,9})$/;
+/** More marked processes than this are not looked at (16 run per client; a few clients). */
+const MAX_DISCOVERED = 64;
 const MAX_PID = 2 ** 31 - 1;
 
 /** `p<pid>` → pid, for an id a caller passed; anything else is no process of ours. */
@@ -137,7 +139,7 @@ export class E2BProcessLauncher implements ProcessLauncher {
 
   async discover(): Promise<readonly string[]> {
     const listed = await this.#backgroundProcesses(this.hooks.client());
-    return listed.map((p) => `p${p.pid}`);
+    return listed.slice(0, MAX_DISCOVERED).map((p) => `p${p.pid}`);
   }
 
   async #backgroundProcesses(client: E2BRemoteSandbox): Promise<E2BProcessInfo[]> {
