@@ -88,6 +88,8 @@ export class AioBashApi {
       execDir?: string | undefined;
       /** A session made with `createSession`; absent, the image opens a fresh one. */
       sessionId?: string | undefined;
+      /** Seconds after which the image kills the command (`timed_out`); absent, no limit. */
+      hardTimeout?: number | undefined;
     },
     options: AioRequestOptions = {},
   ): Promise<{ sessionId: string; commandId: string | undefined }> {
@@ -100,6 +102,7 @@ export class AioBashApi {
         async_mode: true,
         ...(request.env ? { env: request.env } : {}),
         ...(request.execDir ? { exec_dir: request.execDir } : {}),
+        ...(request.hardTimeout ? { hard_timeout: request.hardTimeout } : {}),
       },
       options,
     );

@@ -6,7 +6,7 @@ import {
   type Logger,
   type ProcessInput,
 } from '@sbx/core';
-import { execViaLauncher } from '@sbx/core/provider-kit';
+import { execViaLauncher, limitSeconds } from '@sbx/core/provider-kit';
 import type { ExecOptions, ExecResult } from '@sbx/core';
 import type {
   AttachedProcess,
@@ -91,6 +91,10 @@ export class AioBashLauncher implements ProcessLauncher {
         ...(named !== undefined ? { sessionId: named } : {}),
         ...(options.env ? { env: options.env } : {}),
         ...(execDir !== undefined ? { execDir } : {}),
+        // A backstop for a client that goes away: sbx kills at the limit itself, a second before.
+        ...(options.timeoutMs !== undefined
+          ? { hardTimeout: limitSeconds(options.timeoutMs) + 1 }
+          : {}),
       })
       .catch(async (error: unknown) => {
         if (named !== undefined) await this.#close(named);

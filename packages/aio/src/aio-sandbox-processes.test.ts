@@ -80,6 +80,16 @@ describe('AioSandbox background processes against the image faults', () => {
     await handle.wait();
   });
 
+  it('gives the image its limit as a backstop (a second later); a process without one gets none', async () => {
+    await sandbox.exec('echo x', { onStdout: () => {}, timeoutMs: 2_500 });
+    const handle = await sandbox.processes.start('true');
+    await handle.wait();
+    const starts = standin.requests
+      .filter((r) => r.path === '/v1/bash/exec')
+      .map((r) => r.body as { async_mode?: boolean; hard_timeout?: number });
+    expect(starts.map((b) => b.hard_timeout)).toEqual([4, undefined]);
+  });
+
   it('names a background session sbxp-<hex>, the process id another client reaches it by', async () => {
     const handle = await sandbox.processes.start('sleep 60');
     expect(handle.id).toMatch(/^sbxp-[0-9a-f]{16}$/);

@@ -51,6 +51,17 @@ describe('E2B background processes seen from another client', () => {
     expect(control.gate.count('connectProcess')).toBe(0);
   });
 
+  it('list() on another client lists envd once and connects to each process once', async () => {
+    const { fake: control, mine, theirs } = await twoClients();
+    const started = await Promise.all(['a', 'b', 'c'].map(() => mine.processes.start('sleep 30')));
+    const before = control.gate.count('listProcesses');
+    const listed = await theirs.processes.list();
+    expect(listed.map((p) => p.id).sort()).toEqual(started.map((h) => h.id).sort());
+    expect(control.gate.count('listProcesses') - before).toBe(1);
+    expect(control.gate.count('connectProcess')).toBe(3);
+    for (const handle of started) await handle.kill('SIGKILL');
+  });
+
   it('answers an ended process with undefined', async () => {
     const { mine, theirs } = await twoClients();
     const handle = await mine.processes.start('true');

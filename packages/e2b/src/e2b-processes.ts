@@ -85,6 +85,9 @@ export function pidOfProcessId(id: string): number | undefined {
  * follows it with `commands.connect(pid)`.
  */
 export class E2BProcessLauncher implements ProcessLauncher {
+  /** What the last `discover` listed, by pid, until attached: one listing per `list()`. */
+  #discovered = new Map<number, E2BProcessInfo>();
+
   constructor(private readonly hooks: E2BLaunchHooks) {}
 
   async launch(
@@ -114,7 +117,11 @@ export class E2BProcessLauncher implements ProcessLauncher {
     const pid = pidOfProcessId(id);
     if (pid === undefined) return undefined;
     const client = this.hooks.client();
-    const listed = (await this.#backgroundProcesses(client)).find((p) => p.pid === pid);
+    // `discover` has just listed it when the process table attaches what it discovered; a stale
+    // entry is harmless (the connect below finds the process gone).
+    const known = this.#discovered.get(pid);
+    this.#discovered.delete(pid);
+    const listed = known ?? (await this.#backgroundProcesses(client)).find((p) => p.pid === pid);
     if (listed === undefined) return undefined;
     let handle: E2BCommandHandle;
     try {
@@ -138,8 +145,9 @@ export class E2BProcessLauncher implements ProcessLauncher {
   }
 
   async discover(): Promise<readonly string[]> {
-    const listed = await this.#backgroundProcesses(this.hooks.client());
-    return listed.slice(0, MAX_DISCOVERED).map((p) => `p${p.pid}`);
+    const listed = (await this.#backgroundProcesses(this.hooks.client())).slice(0, MAX_DISCOVERED);
+    this.#discovered = new Map(listed.map((p) => [p.pid, p]));
+    return listed.map((p) => `p${p.pid}`);
   }
 
   async #backgroundProcesses(client: E2BRemoteSandbox): Promise<E2BProcessInfo[]> {
