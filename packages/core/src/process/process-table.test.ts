@@ -180,4 +180,36 @@ describe('ProcessTable', () => {
     expect(next.info().status).toBe('running');
     expect(t.closed).toBe(false);
   });
+
+  it('counts launches in flight against the running limit (concurrent starts cannot all pass)', async () => {
+    const launcher = new ScriptedLauncher();
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const gated: ProcessLauncher = {
+      launch: async (...args) => {
+        await gate;
+        return launcher.launch(...args);
+      },
+    };
+    const t = new ProcessTable({
+      launcher: gated,
+      stdin: true,
+      clock: new ManualClock(),
+      maxRunning: 2,
+    });
+    const starts = [t.start('a'), t.start('b'), t.start('c')];
+    const third = await rejectionOf(starts[2]!);
+    expect(third).toBeInstanceOf(ProcessStateError);
+    open();
+    await Promise.all(starts.slice(0, 2));
+    expect((await t.list()).map((p) => p.command)).toEqual(['a', 'b']);
+    // A launch that failed gives its place back.
+    const failing = new ProcessTable({
+      launcher: { launch: async () => Promise.reject(new Error('no')) },
+      stdin: true,
+      maxRunning: 1,
+    });
+    await rejectionOf(failing.start('x'));
+    expect(await rejectionOf(failing.start('y'))).toMatchObject({ message: 'no' });
+  });
 });

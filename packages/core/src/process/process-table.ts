@@ -81,6 +81,7 @@ export class ProcessTable implements SandboxProcesses {
   readonly #ended: ProcessRecord[] = [];
   readonly #attaching = new Map<string, Promise<ProcessRecord | undefined>>();
   #next = 0;
+  #inFlight = 0;
   #closed = false;
 
   constructor(options: ProcessTableOptions) {
@@ -109,13 +110,15 @@ export class ProcessTable implements SandboxProcesses {
       });
     const out = new Utf8Listener(options.onStdout, report);
     const err = new Utf8Listener(options.onStderr, report);
-    const launched = await this.#options.launcher.launch(
-      command,
-      {
-        ...(options.env ? { env: options.env } : {}),
-        ...(options.cwd ? { cwd: options.cwd } : {}),
-      },
-      sinkInto(ring, out, err),
+    const launched = await this.#holdingRoom(() =>
+      this.#options.launcher.launch(
+        command,
+        {
+          ...(options.env ? { env: options.env } : {}),
+          ...(options.cwd ? { cwd: options.cwd } : {}),
+        },
+        sinkInto(ring, out, err),
+      ),
     );
     id = launched.id ?? `p${++this.#next}`;
     const record = this.#track(id, command, ring, launched, out, err);
@@ -207,8 +210,24 @@ export class ProcessTable implements SandboxProcesses {
     }
   }
 
+  /** Running processes, and launches and attaches in flight (each will be one). */
   #running(): number {
-    return [...this.#records.values()].filter((r) => r.exit === undefined).length;
+    return (
+      [...this.#records.values()].filter((r) => r.exit === undefined).length + this.#inFlight
+    );
+  }
+
+  /**
+   * Runs a launch or an attach with its place counted: concurrent starts must not all pass the
+   * running-process check before any of them is recorded.
+   */
+  async #holdingRoom<T>(run: () => Promise<T>): Promise<T> {
+    this.#inFlight += 1;
+    try {
+      return await run();
+    } finally {
+      this.#inFlight -= 1;
+    }
   }
 
   #limit(): number {
@@ -240,7 +259,9 @@ export class ProcessTable implements SandboxProcesses {
       const ring = new OutputRing(this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES);
       const out = new Utf8Listener(undefined, () => {});
       const err = new Utf8Listener(undefined, () => {});
-      const attached = await attach.call(this.#options.launcher, id, sinkInto(ring, out, err));
+      const attached = await this.#holdingRoom(() =>
+        attach.call(this.#options.launcher, id, sinkInto(ring, out, err)),
+      );
       if (attached === undefined) return undefined;
       const known = this.#records.get(id);
       if (known) {
