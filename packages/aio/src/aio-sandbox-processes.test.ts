@@ -143,6 +143,22 @@ describe('AioSandbox background processes against the image faults', () => {
     }
   });
 
+  it('list() probes only the sbx sessions with a command running', async () => {
+    await fetch(`${standin.url}/v1/bash/sessions/create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ session_id: 'sbxp-00000000000000aa' }),
+    });
+    const peer = new AioSandbox('aio-faults', { baseUrl: standin.url, homeDir: standin.home });
+    try {
+      const before = standin.requests.length;
+      expect(await peer.processes.list()).toEqual([]);
+      expect(standin.requests.slice(before).map((r) => r.path)).toEqual(['/v1/bash/sessions']);
+    } finally {
+      await peer.close();
+    }
+  });
+
   it('an ended background process is not attached', async () => {
     const handle = await sandbox.processes.start('echo done; sleep 0.2; echo later >&2; sleep 60');
     const peer = new AioSandbox('aio-faults', { baseUrl: standin.url, homeDir: standin.home });
