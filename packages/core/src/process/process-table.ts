@@ -212,9 +212,7 @@ export class ProcessTable implements SandboxProcesses {
 
   /** Running processes, and launches and attaches in flight (each will be one). */
   #running(): number {
-    return (
-      [...this.#records.values()].filter((r) => r.exit === undefined).length + this.#inFlight
-    );
+    return [...this.#records.values()].filter((r) => r.exit === undefined).length + this.#inFlight;
   }
 
   /**
