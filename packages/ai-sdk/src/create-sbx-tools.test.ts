@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SandboxAuthorizationError, silentLogger } from '@sbx/core';
+import { ALL_TOOL_NAMES, SandboxAuthorizationError, silentLogger } from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
@@ -206,19 +206,7 @@ describe('@sbx/ai-sdk with the process tools on', () => {
       ],
     ]);
     const tools = createSbxTools({ provider, threadId: 't1', config: { processTools: true } });
-    expect(Object.keys(tools)).toEqual([
-      'bash',
-      'ls',
-      'glob',
-      'grep',
-      'read_file',
-      'write_file',
-      'str_replace',
-      'process_output',
-      'process_write',
-      'process_kill',
-      'process_list',
-    ]);
+    expect(Object.keys(tools)).toEqual([...ALL_TOOL_NAMES]);
     const result = await generateText({ model, tools, stopWhen: stepCountIs(10), prompt: 'go' });
     const outputs = result.steps.flatMap((s) =>
       s.toolResults.map((r) => [r.toolName, String(r.output)]),

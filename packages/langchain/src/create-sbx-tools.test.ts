@@ -2,7 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ToolMessage, type BaseMessage } from '@langchain/core/messages';
-import { SandboxAuthorizationError, getToolDefinitions, silentLogger } from '@sbx/core';
+import {
+  ALL_TOOL_NAMES,
+  SandboxAuthorizationError,
+  getToolDefinitions,
+  silentLogger,
+} from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
 import { createAgent } from 'langchain';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -154,19 +159,7 @@ describe('@sbx/langchain with real LangChain and a scripted chat model', () => {
       ],
       { config: { processTools: true } },
     );
-    expect(model.boundTools.map((t) => t.function.name)).toEqual([
-      'bash',
-      'ls',
-      'glob',
-      'grep',
-      'read_file',
-      'write_file',
-      'str_replace',
-      'process_output',
-      'process_write',
-      'process_kill',
-      'process_list',
-    ]);
+    expect(model.boundTools.map((t) => t.function.name)).toEqual([...ALL_TOOL_NAMES]);
     const results = toolMessages(messages).map((m) => [m.name, m.status, String(m.content)]);
     expect(results.map(([name, status]) => `${name}:${status}`)).toEqual([
       'bash:success',

@@ -10,7 +10,12 @@ import {
   type ModelRequest,
   type ModelResponse,
 } from '@openai/agents';
-import { SandboxAuthorizationError, getToolDefinitions, silentLogger } from '@sbx/core';
+import {
+  ALL_TOOL_NAMES,
+  SandboxAuthorizationError,
+  getToolDefinitions,
+  silentLogger,
+} from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSbxTools } from './create-sbx-tools.js';
@@ -226,19 +231,7 @@ describe('@sbx/openai-agents with the real Agents SDK and a scripted model', () 
       ],
       { config: { processTools: true } },
     );
-    expect(model.requests[0]?.tools.map((t) => t.name)).toEqual([
-      'bash',
-      'ls',
-      'glob',
-      'grep',
-      'read_file',
-      'write_file',
-      'str_replace',
-      'process_output',
-      'process_write',
-      'process_kill',
-      'process_list',
-    ]);
+    expect(model.requests[0]?.tools.map((t) => t.name)).toEqual([...ALL_TOOL_NAMES]);
     expect(outputs.map((o) => [o.name, o.customData])).toEqual([
       ['bash', { sbx: { isError: false } }],
       ['process_write', { sbx: { isError: false } }],
