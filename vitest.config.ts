@@ -13,7 +13,9 @@ export default defineConfig({
           name: 'tools',
           root: './tools',
           include: ['**/*.test.ts'],
-          testTimeout: 60_000,
+          // Hooks start registries and pack tarballs: a minute or more on a busy 2-core machine.
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
     ],

@@ -15,8 +15,10 @@ export function sbxProject(name: string): UserWorkspaceConfig {
       name,
       root: `${root}packages/${name}`,
       include: ['src/**/*.test.ts'],
-      testTimeout: 30_000,
-      hookTimeout: 60_000,
+      // Generous: many tests spawn processes, start servers or child runtimes, and must pass on a
+      // loaded 2-core machine; a hang still fails, only later.
+      testTimeout: 120_000,
+      hookTimeout: 120_000,
     },
   };
 }

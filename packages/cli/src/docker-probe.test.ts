@@ -49,7 +49,7 @@ describe('Docker probes against an Engine API stand-in', () => {
     const docker = await startFakeDocker(socketPath, ['registry.example/ns/img:1']);
     try {
       const endpoint = { kind: 'socket' as const, socketPath };
-      const signal = AbortSignal.timeout(5000);
+      const signal = AbortSignal.timeout(30_000);
       expect(await dockerVersion(endpoint, signal)).toBe('27.0.1');
       expect(await dockerImagePresent(endpoint, 'registry.example/ns/img:1', signal)).toBe(true);
       expect(await dockerImagePresent(endpoint, 'other:latest', signal)).toBe(false);

@@ -37,7 +37,7 @@ describe('sbx provisioner', () => {
           return health?.status;
           // Starting loads the provisioner and the Kubernetes client: seconds on a busy machine.
         },
-        { timeout: 20_000 },
+        { timeout: 60_000 },
       )
       .toBe(200);
     const created = await fetch(`http://127.0.0.1:${port}/api/sandboxes`, {

@@ -11,7 +11,7 @@ describe('pingRedis', () => {
   it('times a PING', async () => {
     const redis = await startFakeRedis();
     cleanups.push(redis.close);
-    const { rttMs } = await pingRedis(redis.url, AbortSignal.timeout(5000));
+    const { rttMs } = await pingRedis(redis.url, AbortSignal.timeout(30_000));
     expect(rttMs).toBeGreaterThanOrEqual(0);
     expect(redis.commands).toEqual([['PING']]);
   });
@@ -20,7 +20,7 @@ describe('pingRedis', () => {
     const redis = await startFakeRedis({ password: 'p@ss' });
     cleanups.push(redis.close);
     const url = redis.url.replace('redis://', 'redis://ops:p%40ss@');
-    await pingRedis(url, AbortSignal.timeout(5000));
+    await pingRedis(url, AbortSignal.timeout(30_000));
     expect(redis.commands).toEqual([['AUTH', 'ops', 'p@ss'], ['PING']]);
   });
 
@@ -28,10 +28,10 @@ describe('pingRedis', () => {
     const redis = await startFakeRedis({ password: 'right' });
     cleanups.push(redis.close);
     const wrong = redis.url.replace('redis://', 'redis://:wrong@');
-    await expect(pingRedis(wrong, AbortSignal.timeout(5000))).rejects.toThrow(
+    await expect(pingRedis(wrong, AbortSignal.timeout(30_000))).rejects.toThrow(
       /AUTH failed: WRONGPASS/,
     );
-    await expect(pingRedis(redis.url, AbortSignal.timeout(5000))).rejects.toThrow(
+    await expect(pingRedis(redis.url, AbortSignal.timeout(30_000))).rejects.toThrow(
       /PING failed: NOAUTH/,
     );
   });
@@ -39,7 +39,7 @@ describe('pingRedis', () => {
   it('fails on a closed port and on an aborted signal', async () => {
     const port = await closedPort();
     await expect(
-      pingRedis(`redis://127.0.0.1:${port}`, AbortSignal.timeout(5000)),
+      pingRedis(`redis://127.0.0.1:${port}`, AbortSignal.timeout(30_000)),
     ).rejects.toMatchObject({
       code: 'ECONNREFUSED',
     });

@@ -123,7 +123,7 @@ describe('the SDK pool (#16 item 6)', () => {
     for (const t of threads) await h.fake.seed({ metadata: tagged(t, 1) });
     h.fake.gate.pause('connect');
     const acquires = threads.map((t) => h.provider.acquire(T(t)).catch(() => undefined));
-    await expect.poll(() => h.fake.gate.waiting('connect'), { timeout: 10_000 }).toBe(limit);
+    await expect.poll(() => h.fake.gate.waiting('connect'), { timeout: 60_000 }).toBe(limit);
     await settle(); // more turns of the loop: nothing else gets in
     expect(h.fake.gate.waiting('connect')).toBe(limit);
     h.fake.gate.resume('connect');

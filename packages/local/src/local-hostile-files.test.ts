@@ -60,7 +60,7 @@ describe('large files are streamed, never read whole', () => {
     await once(out, 'finish');
 
     const run = await runIsolated({
-      timeoutMs: 30_000,
+      timeoutMs: 60_000,
       maxOldSpaceMb: 128,
       script: `
         import { createToolContext, runTool } from '@sbx/core';

@@ -25,7 +25,7 @@ interface Timed {
  */
 async function toolCall(tool: string, args: string, allowHostBash = false): Promise<Timed> {
   const run = await runIsolated({
-    timeoutMs: 30_000,
+    timeoutMs: 60_000,
     maxOldSpaceMb: 256,
     script: `
       import { createToolContext, runTool } from '@sbx/core';

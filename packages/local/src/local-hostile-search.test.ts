@@ -26,7 +26,7 @@ interface Report {
 describe('a hostile grep of one thread leaves other threads unaffected', () => {
   it('another thread reads within 100 ms and a 20 ms timer is never 100 ms late; the grep stops at its limit with what it found', async () => {
     const run = await runIsolated({
-      timeoutMs: 30_000,
+      timeoutMs: 60_000,
       script: `
         import { createToolContext, runTool } from '@sbx/core';
         import { LocalSandboxProvider } from '@sbx/local';
@@ -63,7 +63,7 @@ describe('a hostile grep of one thread leaves other threads unaffected', () => {
 
   it('hostile glob, write and path arguments of one thread: another thread reads within 100 ms, the timer is never 100 ms late', async () => {
     const run = await runIsolated({
-      timeoutMs: 30_000,
+      timeoutMs: 60_000,
       script: `
         import { mkdirSync, writeFileSync } from 'node:fs';
         import { createToolContext, runTool } from '@sbx/core';

@@ -174,7 +174,7 @@ describe('provisioner API against the Kubernetes stand-in', () => {
     expect(res.status).toBe(500);
     expect(String(res.body.detail)).toMatch(/^Service creation failed/);
     expect(standin.calls('delete', 'pods')).toHaveLength(1);
-    await expect.poll(() => standin.pods().length, { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => standin.pods().length, { timeout: 60_000 }).toBe(0);
   });
 
   it('transient 503 / 429 answers to a create call are retried', async () => {
@@ -318,7 +318,7 @@ describe('garbage collection never races a create or a delete', () => {
     const creating = create('busy1');
     // The Service create was refused once; the retry waits its back-off: the Pod is alone now.
     await expect
-      .poll(() => standin.calls('create', 'services').length, { timeout: 10_000 })
+      .poll(() => standin.calls('create', 'services').length, { timeout: 60_000 })
       .toBe(1);
     expect(await p.pods.collectGarbage()).toEqual({ pods: [], services: [] });
     expect((await creating).status).toBe(200);

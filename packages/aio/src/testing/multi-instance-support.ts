@@ -74,7 +74,7 @@ export function redisCommand(port: number, ...args: string[]): Promise<RedisRepl
       socket.destroy();
       fn();
     };
-    socket.setTimeout(5000, () => done(() => reject(new Error('redis command timed out'))));
+    socket.setTimeout(30_000, () => done(() => reject(new Error('redis command timed out'))));
     socket.once('error', (err) => done(() => reject(err)));
     socket.on('data', (chunk: Buffer) => {
       buffer = Buffer.concat([buffer, chunk]);

@@ -140,7 +140,7 @@ describe('validateLocalBashCommandPaths', () => {
 describe('validateLocalBashCommandPaths is linear (hostile commands)', () => {
   it.each([["'$('"], ['$('], ['"$(']])('%s x 100,000 is screened at once', async (unit) => {
     const run = await runIsolated({
-      timeoutMs: 20_000,
+      timeoutMs: 60_000,
       script: `
         import { validateLocalBashCommandPaths } from '@sbx/core';
         const td = { workspacePath: '/w', uploadsPath: '/u', outputsPath: '/o', acpWorkspacePath: '/a' };
@@ -204,7 +204,7 @@ describe('urlSpans (the linear URL scan of the bash path guard)', () => {
 
   it("is linear where the regex is not: 'a.' x 60,000 is screened at once", async () => {
     const run = await runIsolated({
-      timeoutMs: 20_000,
+      timeoutMs: 60_000,
       script: `
         import { validateLocalBashCommandPaths } from '@sbx/core';
         const t0 = performance.now();

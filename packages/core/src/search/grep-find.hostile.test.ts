@@ -37,7 +37,7 @@ interface Outcome {
 
 async function hostileGrep(pattern: string, timeoutMs: number): Promise<Outcome> {
   const run = await runIsolated({
-    timeoutMs: 30_000,
+    timeoutMs: 60_000,
     script: `
       import { findGrepMatches } from '@sbx/core';
       ${LOOP_PROBE_SCRIPT}

@@ -25,7 +25,10 @@ export interface IsolatedRunOptions {
    * tsx, so no build is needed. Whatever it prints to stdout is returned.
    */
   script: string;
-  /** Wall clock after which the child is killed with SIGKILL. Default 20 s. */
+  /**
+   * Wall clock after which the child is killed with SIGKILL. Default 60 s: starting a TypeScript
+   * child takes seconds on a loaded machine; a catastrophic case still never ends.
+   */
   timeoutMs?: number;
   /** `--max-old-space-size` of the child, in MB. Default 256. */
   maxOldSpaceMb?: number;
@@ -50,7 +53,7 @@ export interface IsolatedRunResult {
  * test runner down out of memory. Test support only.
  */
 export function runIsolated(options: IsolatedRunOptions): Promise<IsolatedRunResult> {
-  const timeoutMs = options.timeoutMs ?? 20_000;
+  const timeoutMs = options.timeoutMs ?? 60_000;
   const require = createRequire(import.meta.url);
   // Resolved from here, so the child finds tsx whichever package's test starts it.
   const tsx = require.resolve('tsx');
