@@ -215,16 +215,17 @@ describe('ProcessTable: processes other clients started', () => {
     expect((await table.get('p7'))?.command).toBe('fresh');
   });
 
-  it('kills what it attached when the client closes, and attaches nothing after', async () => {
+  it('lets go of what it attached when the client closes (the other client still runs it), and attaches nothing after', async () => {
     const backend = new SharedBackend();
     const id = backend.spawn('server');
     const later = backend.spawn('later');
     const { table } = client(backend);
     await table.get(id);
     await table.close();
-    expect(backend.processes.has(id)).toBe(false);
+    expect(backend.processes.get(id)?.kills).toEqual([]);
+    expect(backend.detached).toEqual([id]);
     expect(await table.get(later)).toBeUndefined();
-    expect(await table.list()).toHaveLength(1);
+    expect(await table.list()).toHaveLength(0);
     expect(backend.attachCalls).toEqual([id]);
   });
 });

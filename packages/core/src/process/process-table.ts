@@ -21,6 +21,7 @@ import {
 import { silentLogger, type Logger } from '../observability/logger.js';
 import { DEFAULT_PROCESS_OUTPUT_BYTES, OutputRing } from './output-ring.js';
 import type {
+  AttachedProcess,
   LaunchedExit,
   LaunchedProcess,
   ProcessLauncher,
@@ -60,12 +61,16 @@ interface ProcessRecord {
   readonly startedAt: number;
   readonly ring: OutputRing;
   readonly launched: LaunchedProcess;
+  /** Set when this client attached a process another client started: closing only lets go. */
+  readonly attached: AttachedProcess | undefined;
   readonly ended: Promise<ProcessExit>;
   exit: ProcessExit | undefined;
   endedAt: number | undefined;
   stdinClosed: boolean;
   timer: ClockTimer | undefined;
   timedOut: boolean;
+  /** No longer followed (let go of by `killRunning` / `close`): its end is not recorded. */
+  detached: boolean;
 }
 
 /**
@@ -110,18 +115,24 @@ export class ProcessTable implements SandboxProcesses {
       });
     const out = new Utf8Listener(options.onStdout, report);
     const err = new Utf8Listener(options.onStderr, report);
-    const launched = await this.#holdingRoom(() =>
-      this.#options.launcher.launch(
+    // The place is held from the check until the record is in the table, in one continuation:
+    // a start reacting to the launch's settlement must see this process counted.
+    this.#inFlight += 1;
+    let launched: LaunchedProcess;
+    try {
+      launched = await this.#options.launcher.launch(
         command,
         {
           ...(options.env ? { env: options.env } : {}),
           ...(options.cwd ? { cwd: options.cwd } : {}),
         },
         sinkInto(ring, out, err),
-      ),
-    );
+      );
+    } finally {
+      this.#inFlight -= 1;
+    }
     id = launched.id ?? `p${++this.#next}`;
-    const record = this.#track(id, command, ring, launched, out, err);
+    const record = this.#track(id, command, ring, launched, undefined, out, err);
     if (options.timeoutMs !== undefined) {
       record.timer = this.#clock.setTimeout(() => {
         record.timedOut = true;
@@ -178,8 +189,8 @@ export class ProcessTable implements SandboxProcesses {
   }
 
   /**
-   * Kills every running process (`SIGKILL`) and refuses new ones; waits a bounded time for their
-   * ends to be reported. Idempotent.
+   * Kills every running process this client started (`SIGKILL`), lets go of the ones it only
+   * attached, and refuses new ones; waits a bounded time for the ends to be reported. Idempotent.
    */
   async close(): Promise<void> {
     this.#closed = true;
@@ -187,12 +198,16 @@ export class ProcessTable implements SandboxProcesses {
   }
 
   /**
-   * Kills every running process (`SIGKILL`) and waits a bounded time for their ends to be
-   * reported; the table stays open (a provider that keeps the sandbox between turns ends its
-   * processes at release this way).
+   * Kills every running process this client started (`SIGKILL`) and waits a bounded time for
+   * their ends to be reported; the table stays open (a provider that keeps the sandbox between
+   * turns ends its processes at release this way). A process another client started and this one
+   * only attached is that client's: it is detached and forgotten here, not signalled, so closing
+   * one client never kills what another still runs (and polls).
    */
   async killRunning(): Promise<void> {
-    const running = [...this.#records.values()].filter((r) => r.exit === undefined);
+    const live = [...this.#records.values()].filter((r) => r.exit === undefined);
+    await Promise.all(live.filter((r) => r.attached !== undefined).map((r) => this.#letGo(r)));
+    const running = live.filter((r) => r.attached === undefined);
     await Promise.all(running.map((r) => this.#kill(r, 'SIGKILL')));
     if (running.length === 0) return;
     let timer: ClockTimer | undefined;
@@ -215,17 +230,21 @@ export class ProcessTable implements SandboxProcesses {
     return [...this.#records.values()].filter((r) => r.exit === undefined).length + this.#inFlight;
   }
 
-  /**
-   * Runs a launch or an attach with its place counted: concurrent starts must not all pass the
-   * running-process check before any of them is recorded.
-   */
-  async #holdingRoom<T>(run: () => Promise<T>): Promise<T> {
-    this.#inFlight += 1;
-    try {
-      return await run();
-    } finally {
-      this.#inFlight -= 1;
-    }
+  /** Stops following a process another client started; it keeps running there. */
+  async #letGo(record: ProcessRecord): Promise<void> {
+    record.detached = true;
+    if (this.#records.get(record.id) === record) this.#records.delete(record.id);
+    await this.#detach(record.id, record.attached);
+  }
+
+  async #detach(id: string, attached: AttachedProcess | undefined): Promise<void> {
+    await attached?.detach().catch((error: unknown) =>
+      this.#logger.warn('detaching an attached process failed', {
+        sandboxId: this.#options.sandboxId,
+        processId: id,
+        error: error instanceof Error ? error.message : String(error),
+      }),
+    );
   }
 
   #limit(): number {
@@ -257,25 +276,27 @@ export class ProcessTable implements SandboxProcesses {
       const ring = new OutputRing(this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES);
       const out = new Utf8Listener(undefined, () => {});
       const err = new Utf8Listener(undefined, () => {});
-      const attached = await this.#holdingRoom(() =>
-        attach.call(this.#options.launcher, id, sinkInto(ring, out, err)),
-      );
+      // Counted from the check until recorded, in one continuation (see `start`).
+      this.#inFlight += 1;
+      let attached: AttachedProcess | undefined;
+      try {
+        attached = await attach.call(this.#options.launcher, id, sinkInto(ring, out, err));
+      } finally {
+        this.#inFlight -= 1;
+      }
       if (attached === undefined) return undefined;
+      if (this.#closed) {
+        // close() ran while the attach was in flight: it is another client's process; let go.
+        await this.#detach(id, attached);
+        return undefined;
+      }
       const known = this.#records.get(id);
       if (known) {
         // This client started it meanwhile under the same id: one record per process.
-        await attached.detach().catch((error: unknown) =>
-          this.#logger.warn('detaching a doubly attached process failed', {
-            sandboxId: this.#options.sandboxId,
-            processId: id,
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        );
+        await this.#detach(id, attached);
         return known;
       }
-      const record = this.#track(id, attached.command, ring, attached, out, err);
-      if (this.#closed) await this.#kill(record, 'SIGKILL');
-      return record;
+      return this.#track(id, attached.command, ring, attached, attached, out, err);
     })().finally(() => this.#attaching.delete(id));
     this.#attaching.set(id, attaching);
     return attaching;
@@ -286,6 +307,7 @@ export class ProcessTable implements SandboxProcesses {
     command: string,
     ring: OutputRing,
     launched: LaunchedProcess,
+    attached: AttachedProcess | undefined,
     out: Utf8Listener,
     err: Utf8Listener,
   ): ProcessRecord {
@@ -302,12 +324,14 @@ export class ProcessTable implements SandboxProcesses {
       startedAt: this.#clock.now(),
       ring,
       launched,
+      attached,
       ended: undefined as unknown as Promise<ProcessExit>,
       exit: undefined,
       endedAt: undefined,
       stdinClosed: false,
       timer: undefined,
       timedOut: false,
+      detached: false,
     };
     (record as { ended: Promise<ProcessExit> }).ended = launched.exited.then(
       (exit) => this.#finish(record, exit, out, err),
@@ -338,6 +362,8 @@ export class ProcessTable implements SandboxProcesses {
     };
     record.exit = result;
     record.endedAt = this.#clock.now();
+    // A process this client let go of is no longer in the table; its end is another client's.
+    if (record.detached) return result;
     this.#ended.push(record);
     const keep = this.#options.keepEnded ?? DEFAULT_KEPT_ENDED_PROCESSES;
     while (this.#ended.length > keep) {

@@ -1,0 +1,234 @@
+import { describe, expect, it } from 'vitest';
+import { ProcessStateError } from '../errors/process-errors.js';
+import { Deferred } from '../testing/deferred.js';
+import { ManualClock } from '../testing/manual-clock.js';
+import { recordingLogger } from '../testing/recording-logger.js';
+import { rejectionOf } from '../testing/rejection.js';
+import type {
+  AttachedProcess,
+  LaunchedExit,
+  LaunchedProcess,
+  ProcessLauncher,
+  ProcessSink,
+} from './process-launcher.js';
+import { ProcessTable } from './process-table.js';
+
+/** One process the test controls: it ends when told, and records what it was sent. */
+class Controlled {
+  readonly exit = new Deferred<LaunchedExit>();
+  readonly kills: string[] = [];
+  detached = false;
+  sink: ProcessSink | undefined;
+  /** When set, a kill is recorded but does not end the process (a backend that never answers). */
+  ignoresKill = false;
+  /** When set, a kill rejects with it. */
+  killFails: Error | undefined;
+  /** With `killFails`: the process ends on its own just before the kill fails (it was gone). */
+  endsOnFailedKill = false;
+
+  launched(id?: string): LaunchedProcess {
+    return {
+      ...(id !== undefined ? { id } : {}),
+      exited: this.exit.promise,
+      kill: async (signal) => {
+        this.kills.push(signal);
+        if (this.killFails) {
+          if (this.endsOnFailedKill) {
+            this.exit.resolve({ exitCode: 1 });
+            await new Promise((resolve) => setImmediate(resolve));
+          }
+          throw this.killFails;
+        }
+        if (!this.ignoresKill) this.exit.resolve({ exitCode: null, signal });
+      },
+    };
+  }
+
+  attached(id: string, command: string): AttachedProcess {
+    return {
+      ...this.launched(id),
+      id,
+      command,
+      detach: async () => {
+        this.detached = true;
+      },
+    };
+  }
+}
+
+/** Lets every pending promise reaction run. */
+function settled(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+function tableOf(launcher: ProcessLauncher, options: { maxRunning?: number } = {}) {
+  const clock = new ManualClock();
+  const logger = recordingLogger();
+  const table = new ProcessTable({ launcher, stdin: false, clock, logger, ...options });
+  return { table, clock, logger };
+}
+
+describe('ProcessTable lifecycle guards', () => {
+  it('a start that lands just as a launch gives its place back still counts that launch (no room for one more)', async () => {
+    // The launch resolves; a caller reacting to that same moment starts another process. The
+    // finished launch must be running in the count by then, or the limit is exceeded by one.
+    const first = new Controlled();
+    const landed = new Deferred<LaunchedProcess>();
+    const second = new Controlled();
+    const launches = [() => landed.promise, async () => second.launched()];
+    const { table } = tableOf({ launch: () => launches.shift()!() }, { maxRunning: 1 });
+    const starting = table.start('first');
+    let racing: Promise<unknown> | undefined;
+    void landed.promise.then(() => {
+      racing = table.start('second').catch((error: unknown) => error);
+    });
+    landed.resolve(first.launched());
+    await starting;
+    expect(await racing).toBeInstanceOf(ProcessStateError);
+    expect((await table.list()).map((p) => p.command)).toEqual(['first']);
+  });
+
+  it('an attach that lands the same way counts too', async () => {
+    const running = new Controlled();
+    const landed = new Deferred<AttachedProcess | undefined>();
+    const other = new Controlled();
+    const { table } = tableOf(
+      {
+        launch: async () => other.launched(),
+        attach: () => landed.promise,
+      },
+      { maxRunning: 1 },
+    );
+    const attaching = table.get('p1');
+    let racing: Promise<unknown> | undefined;
+    void landed.promise.then(() => {
+      racing = table.start('mine').catch((error: unknown) => error);
+    });
+    landed.resolve(running.attached('p1', 'theirs'));
+    expect((await attaching)?.command).toBe('theirs');
+    expect(await racing).toBeInstanceOf(ProcessStateError);
+  });
+
+  it('the time limit is cleared when the process ends: it is not reported as timed out later', async () => {
+    const proc = new Controlled();
+    const { table, clock } = tableOf({ launch: async () => proc.launched() });
+    const handle = await table.start('quick', { timeoutMs: 1_000 });
+    proc.exit.resolve({ exitCode: 0 });
+    expect(await handle.wait()).toEqual({ exitCode: 0, timedOut: false });
+    await clock.advance(5_000);
+    expect(handle.info().timedOut).toBe(false);
+    expect(clock.pendingTimers).toBe(0);
+    expect(proc.kills).toEqual([]);
+  });
+
+  it('sends no signal to a process that has ended (its pid may be another process by now)', async () => {
+    const proc = new Controlled();
+    const { table } = tableOf({ launch: async () => proc.launched() });
+    const handle = await table.start('done');
+    proc.exit.resolve({ exitCode: 0 });
+    await handle.wait();
+    await handle.kill('SIGKILL');
+    await table.close();
+    expect(proc.kills).toEqual([]);
+  });
+
+  it('a failed kill reaches the caller while the process runs, and not when it ended meanwhile', async () => {
+    const proc = new Controlled();
+    proc.killFails = new Error('backend refused');
+    const { table, logger } = tableOf({ launch: async () => proc.launched() });
+    const handle = await table.start('x');
+    expect(await rejectionOf(handle.kill('SIGTERM'))).toMatchObject({
+      message: 'backend refused',
+    });
+    expect(logger.text('warn')).toContain('killing a background process failed');
+
+    const gone = new Controlled();
+    gone.killFails = new Error('no such process');
+    gone.endsOnFailedKill = true;
+    const { table: other } = tableOf({ launch: async () => gone.launched() });
+    const ending = await other.start('y');
+    await ending.kill('SIGTERM');
+    expect(gone.kills).toEqual(['SIGTERM']);
+  });
+
+  it('a start whose launch is in flight when the client closes is killed once it lands', async () => {
+    const proc = new Controlled();
+    const landed = new Deferred<LaunchedProcess>();
+    const { table } = tableOf({ launch: () => landed.promise });
+    const starting = table.start('late');
+    await table.close();
+    landed.resolve(proc.launched());
+    const handle = await starting;
+    expect(proc.kills).toEqual(['SIGKILL']);
+    expect(await handle.wait()).toMatchObject({ signal: 'SIGKILL' });
+  });
+
+  it('close waits a bounded time for a killed process that never reports its end, and says so', async () => {
+    const proc = new Controlled();
+    proc.ignoresKill = true;
+    const { table, clock, logger } = tableOf({ launch: async () => proc.launched() });
+    await table.start('stuck');
+    let closed = false;
+    const closing = table.close().then(() => (closed = true));
+    await settled();
+    expect(proc.kills).toEqual(['SIGKILL']);
+    await clock.advance(4_999);
+    await settled();
+    expect(closed).toBe(false);
+    await clock.advance(1);
+    await closing;
+    expect(proc.kills).toEqual(['SIGKILL']);
+    expect(logger.text('warn')).toContain('did not report their end after a kill');
+    expect(clock.pendingTimers).toBe(0);
+  });
+});
+
+describe('ProcessTable: what closing does to processes another client started', () => {
+  it('close lets go of a process it only attached (another client runs it) and kills its own', async () => {
+    const theirs = new Controlled();
+    const mine = new Controlled();
+    const { table } = tableOf({
+      launch: async () => mine.launched('p2'),
+      attach: async (id) => (id === 'p1' ? theirs.attached('p1', 'their server') : undefined),
+    });
+    const attached = await table.get('p1');
+    expect(attached?.command).toBe('their server');
+    await table.start('my build');
+    await table.close();
+    expect(mine.kills).toEqual(['SIGKILL']);
+    expect(theirs.kills).toEqual([]);
+    expect(theirs.detached).toBe(true);
+    // It is no longer followed from here: not listed as running, and not attached again.
+    expect((await table.list()).map((p) => p.id)).toEqual(['p2']);
+  });
+
+  it('an attach that lands after close is let go: not killed, not kept', async () => {
+    const theirs = new Controlled();
+    const landed = new Deferred<AttachedProcess | undefined>();
+    const { table } = tableOf({
+      launch: async () => new Controlled().launched(),
+      attach: () => landed.promise,
+    });
+    const attaching = table.get('p9');
+    await table.close();
+    landed.resolve(theirs.attached('p9', 'theirs'));
+    expect(await attaching).toBeUndefined();
+    expect(theirs.kills).toEqual([]);
+    expect(theirs.detached).toBe(true);
+    expect(await table.list()).toEqual([]);
+  });
+
+  it('killRunning (a release that keeps the client) lets go of attached processes the same way', async () => {
+    const theirs = new Controlled();
+    const { table } = tableOf({
+      launch: async () => new Controlled().launched(),
+      attach: async (id) => theirs.attached(id, 'theirs'),
+    });
+    await table.get('p5');
+    await table.killRunning();
+    expect(theirs.kills).toEqual([]);
+    expect(theirs.detached).toBe(true);
+    // Still open: the process can be reached again.
+    expect((await table.get('p5'))?.id).toBe('p5');
+  });
+});
