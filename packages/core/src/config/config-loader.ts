@@ -1,7 +1,4 @@
-import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { createRequire } from 'node:module';
-import type * as Yaml from 'yaml';
 import type { z } from 'zod';
 import type { SandboxConfig } from './config.js';
 import { ConfigError } from '../errors/errors.js';
@@ -13,6 +10,8 @@ import {
   normalizeSandboxInput,
 } from './config-input.js';
 import { closestKey } from './config-block.js';
+import { readConfigFile } from './config-file.js';
+import { parseConfigYaml } from './config-yaml.js';
 import {
   createSandboxConfigSchema,
   sandboxConfigSchema,
@@ -181,16 +180,10 @@ function parseWithHeading(
   return deepFreeze(result.data);
 }
 
-// The YAML parser is loaded on the first parse, not with @sbx/core: most hosts configure sbx in
-// code, and importing the parser costs tens of milliseconds of every process start.
-const requireHere = createRequire(import.meta.url);
-let yamlModule: typeof Yaml | undefined;
-function yaml(): typeof Yaml {
-  yamlModule ??= requireHere('yaml') as typeof Yaml;
-  return yamlModule;
-}
-
-/** Parses YAML text (errors such as duplicate keys become issues with line and column). */
+/**
+ * Parses YAML text. Every refusal is a `ConfigError`: text over `MAX_CONFIG_BYTES`, syntax errors
+ * and duplicate keys (with line and column), too many aliases, types sbx does not read.
+ */
 export function parseSandboxConfigYaml(
   text: string,
   options: ParseSandboxConfigOptions = {},
@@ -203,18 +196,7 @@ function parseYamlWithHeading(
   options: ParseSandboxConfigOptions,
   heading: string | undefined,
 ): SandboxConfig {
-  // Merge keys (`<<: *base`) are common in deployment files and accepted by the reference loader.
-  const doc = yaml().parseDocument(text, { merge: true, prettyErrors: true });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      doc.errors.map((e) => ({
-        path: '',
-        message: `YAML: ${e.message.split('\n')[0] ?? e.message}`,
-      })),
-      heading,
-    );
-  }
-  return parseWithHeading(doc.toJS({ maxAliasCount: 100 }) as unknown, options, heading);
+  return parseWithHeading(parseConfigYaml(text, heading), options, heading);
 }
 
 function isYamlText(s: string): boolean {
@@ -236,22 +218,6 @@ export async function loadSandboxConfig(
     return parseSandboxConfigYaml(source, options);
   const file = typeof source === 'string' || source instanceof URL ? source : source.path;
   const shown = file instanceof URL ? fileURLToPath(file) : file;
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    throw new ConfigError(
-      [
-        {
-          path: '',
-          message:
-            code === 'ENOENT' ? 'file not found' : `cannot read file (${String(code ?? err)})`,
-        },
-      ],
-      `Cannot read sbx configuration file ${shown}`,
-      { cause: err },
-    );
-  }
+  const text = await readConfigFile(file, shown);
   return parseYamlWithHeading(text, options, `Invalid sbx configuration in ${shown}`);
 }
