@@ -27,6 +27,7 @@ export type {
   ProcessSignal,
   ProcessStartOptions,
   ProcessStatus,
+  ProcessWriteOptions,
   SandboxProcesses,
 } from './contract/sandbox-processes.js';
 export type {

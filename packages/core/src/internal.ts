@@ -88,6 +88,7 @@ export { SandboxProviderEventEmitter } from './observability/observability-event
 export { ProcessTable } from './process/process-table.js';
 export type { ProcessTableOptions } from './process/process-table.js';
 export type {
+  InputWriteOptions,
   LaunchOptions,
   LaunchedExit,
   LaunchedProcess,

@@ -10,6 +10,7 @@ import type {
 } from '@sbx/core/internal';
 import { SandboxRuntimeError, type Logger } from '@sbx/core';
 import { rewritingListener, type PreparedHostCommand } from './local-exec.js';
+import { writeInput } from './stdin-writer.js';
 
 /** After the shell exits, how long output still in the pipes may take to arrive. */
 const DRAIN_AFTER_EXIT_MS = 250;
@@ -95,14 +96,7 @@ export class LocalProcessLauncher implements ProcessLauncher {
     return {
       exited,
       kill: async (signal) => signalGroup(pid, signal),
-      write: (input) =>
-        new Promise<void>((resolve, reject) => {
-          if (!stdin || stdin.destroyed || stdin.writableEnded) {
-            reject(new SandboxRuntimeError('the process input is closed'));
-            return;
-          }
-          stdin.write(input, (error) => (error ? reject(error) : resolve()));
-        }),
+      write: (input, writeOptions) => writeInput(stdin, input, writeOptions),
       closeStdin: async () => {
         stdin?.end();
       },

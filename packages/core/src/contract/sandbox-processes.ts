@@ -84,6 +84,15 @@ export interface ProcessOutput {
   readonly exitCode: number | null;
 }
 
+export interface ProcessWriteOptions {
+  /**
+   * How long to wait for the process to take the input (default 10 s). A process that does not
+   * read its input blocks a write once the pipe is full; past this the write fails with
+   * `ProcessInputBlockedError`, which says how many bytes were taken.
+   */
+  timeoutMs?: number;
+}
+
 export interface ProcessHandle {
   readonly id: string;
   readonly command: string;
@@ -92,8 +101,11 @@ export interface ProcessHandle {
   wait(options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<ProcessExit | undefined>;
   /** Signals the process's whole group (default `SIGTERM`). Killing an ended process is a no-op. */
   kill(signal?: ProcessSignal): Promise<void>;
-  /** Writes to the process's standard input. */
-  write(input: ProcessInput): Promise<void>;
+  /**
+   * Writes to the process's standard input; resolves once the process has taken all of it, and
+   * fails with `ProcessInputBlockedError` when it has not within `timeoutMs`.
+   */
+  write(input: ProcessInput, options?: ProcessWriteOptions): Promise<void>;
   /** Closes standard input (the process reads EOF). */
   closeStdin(): Promise<void>;
   output(options?: ProcessOutputOptions): Promise<ProcessOutput>;

@@ -31,3 +31,32 @@ export class ProcessStateError extends SbxError {
     super(message, options);
   }
 }
+
+/**
+ * A write to a process's standard input was not taken within its time limit (the process does
+ * not read its input, and the pipe is full). `acceptedBytes` were taken; the rest was not sent,
+ * except what was already on its way, which still reaches the process if it reads.
+ */
+export class ProcessInputBlockedError extends SbxError {
+  static override readonly CODE = 'PROCESS_INPUT_BLOCKED';
+  readonly processId: string;
+  readonly acceptedBytes: number;
+  readonly totalBytes: number;
+  readonly timeoutMs: number;
+  constructor(
+    processId: string,
+    progress: { acceptedBytes: number; totalBytes: number; timeoutMs: number },
+    options: SbxErrorOptions = {},
+  ) {
+    super(
+      `Process ${processId} did not take its input within ${progress.timeoutMs} ms (it is not reading it): ` +
+        `${progress.acceptedBytes} of ${progress.totalBytes} bytes were accepted; the rest was not sent ` +
+        `(a part already on its way still reaches it if it reads)`,
+      options,
+    );
+    this.processId = processId;
+    this.acceptedBytes = progress.acceptedBytes;
+    this.totalBytes = progress.totalBytes;
+    this.timeoutMs = progress.timeoutMs;
+  }
+}

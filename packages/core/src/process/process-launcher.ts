@@ -7,6 +7,14 @@ export interface ProcessSink {
   stderr(chunk: Uint8Array | string): void;
 }
 
+/** How the process table bounds a write to a process's input. */
+export interface InputWriteOptions {
+  /** Aborted when the caller stops waiting: send no more of the input. */
+  readonly signal?: AbortSignal;
+  /** Told the running total of bytes the process has taken, each time it grows. */
+  readonly onAccepted?: (bytes: number) => void;
+}
+
 export interface LaunchedExit {
   readonly exitCode: number | null;
   readonly signal?: string;
@@ -27,8 +35,11 @@ export interface LaunchedProcess {
   readonly id?: string;
   /** Signals the process (and what it started, where the backend can). */
   kill(signal: ProcessSignal): Promise<void>;
-  /** Present when the backend can feed standard input. */
-  write?(input: ProcessInput): Promise<void>;
+  /**
+   * Present when the backend can feed standard input. Resolves once the input was taken; a
+   * backend that can tell reports progress through `onAccepted` and stops at `signal`.
+   */
+  write?(input: ProcessInput, options?: InputWriteOptions): Promise<void>;
   closeStdin?(): Promise<void>;
 }
 

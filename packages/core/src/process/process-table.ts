@@ -10,11 +10,13 @@ import {
   type ProcessOutputOptions,
   type ProcessSignal,
   type ProcessStartOptions,
+  type ProcessWriteOptions,
   type SandboxProcesses,
 } from '../contract/sandbox-processes.js';
 import { InvalidArgumentError } from '../errors/errors.js';
 import {
   CapabilityNotSupportedError,
+  ProcessInputBlockedError,
   ProcessNotFoundError,
   ProcessStateError,
 } from '../errors/process-errors.js';
@@ -32,6 +34,8 @@ import { Utf8Listener } from './utf8-listener.js';
 
 /** Largest single `write()` to a process's standard input. */
 export const MAX_PROCESS_WRITE_BYTES = 1024 * 1024;
+/** How long a `write()` waits for the process to take its input, unless the caller says. */
+export const DEFAULT_PROCESS_WRITE_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_RUNNING_PROCESSES = 16;
 export const DEFAULT_KEPT_ENDED_PROCESSES = 32;
 /** Longer ids are never a process's: they are refused before reaching the backend. */
@@ -407,7 +411,8 @@ export class ProcessTable implements SandboxProcesses {
         }
         await this.#kill(record, signal, true);
       },
-      write: (input: ProcessInput) => this.#write(record, input),
+      write: (input: ProcessInput, options?: ProcessWriteOptions) =>
+        this.#write(record, input, options),
       closeStdin: async () => {
         const close = record.launched.closeStdin;
         if (!this.#options.stdin || close === undefined) {
@@ -428,7 +433,11 @@ export class ProcessTable implements SandboxProcesses {
     };
   }
 
-  async #write(record: ProcessRecord, input: ProcessInput): Promise<void> {
+  async #write(
+    record: ProcessRecord,
+    input: ProcessInput,
+    options: ProcessWriteOptions = {},
+  ): Promise<void> {
     const write = record.launched.write;
     if (!this.#options.stdin || write === undefined) {
       throw new CapabilityNotSupportedError(
@@ -451,7 +460,39 @@ export class ProcessTable implements SandboxProcesses {
     if (record.stdinClosed) {
       throw new ProcessStateError(`The input of process ${record.id} was closed`);
     }
-    await write.call(record.launched, input);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_PROCESS_WRITE_TIMEOUT_MS;
+    assertProcessTimeout(timeoutMs, 'write timeoutMs');
+    // A process that does not read its input never takes what does not fit in the pipe: the
+    // wait is bounded, the backend told to stop sending, and the caller learns what was taken.
+    const stop = new AbortController();
+    let accepted = 0;
+    const timer = this.#clock.setTimeout(() => stop.abort(), timeoutMs);
+    const blocked = new Promise<'blocked'>((resolve) =>
+      stop.signal.addEventListener('abort', () => resolve('blocked'), { once: true }),
+    );
+    const writing = write.call(record.launched, input, {
+      signal: stop.signal,
+      onAccepted: (bytes) => (accepted = Math.max(accepted, Math.min(bytes, size))),
+    });
+    try {
+      const outcome = await Promise.race([writing.then(() => 'written' as const), blocked]);
+      if (outcome === 'blocked') {
+        writing.catch((error: unknown) =>
+          this.#logger.warn('a blocked write to a process input failed later', {
+            sandboxId: this.#options.sandboxId,
+            processId: record.id,
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
+        throw new ProcessInputBlockedError(record.id, {
+          acceptedBytes: accepted,
+          totalBytes: size,
+          timeoutMs,
+        });
+      }
+    } finally {
+      this.#clock.clearTimeout(timer);
+    }
   }
 }
 

@@ -179,7 +179,10 @@ export function processWriteTool(context: ToolContext, input: ProcessWriteInput)
     if (!parsed.ok) return parsed.error;
     const { process_id: id, input: text, wait_ms: waitMs } = parsed.value;
     return withProcess(context, id, async (sandbox, handle) => {
-      await handle!.write(text);
+      // A process that does not read its input must not hold the call: the write waits as long
+      // as the call would for an answer, then fails typed, saying how much was taken.
+      const bound = typeof waitMs === 'number' && waitMs > 0 ? waitMs : DEFAULT_WRITE_WAIT_MS;
+      await handle!.write(text, { timeoutMs: bound });
       const exit = await waitFor(handle!, waitMs ?? DEFAULT_WRITE_WAIT_MS, context);
       return readNew(sandbox, handle!, exit);
     });
