@@ -5,7 +5,7 @@ import {
   type ExecResult,
   type SandboxProvider,
 } from '@sbx/core';
-import { timeoutNotice, withWorkspaceCwd } from '@sbx/core/internal';
+import { timeoutNotice, workspaceCommand } from '@sbx/core/internal';
 import { loadCliConfig } from './cli-config.js';
 import { writeLine } from './cli-io.js';
 import { stderrLogger } from './cli-logger.js';
@@ -84,7 +84,9 @@ export async function execCommand(
     // Output goes out as the command prints it: stdout to stdout, stderr to stderr. With --json
     // nothing streams; the one JSON document carries both.
     const stream = !options.json;
-    const result = await sandbox.exec(withWorkspaceCwd(context, sandbox, command), {
+    const started = workspaceCommand(context, sandbox, command);
+    const result = await sandbox.exec(started.command, {
+      ...(started.cwd !== undefined ? { cwd: started.cwd } : {}),
       ...(options.timeout !== undefined ? { timeoutMs: options.timeout * 1000 } : {}),
       // Ctrl-C aborts the call, which kills the command in the sandbox.
       ...(signal ? { signal } : {}),

@@ -74,7 +74,8 @@ export { assertPathArgument } from './paths/path-limits.js';
 export { ensureDirectoryConfined, openConfined } from './host/host-confinement.js';
 export { TOOL_NAMES, isToolName, MAX_PATTERN_LENGTH } from './tools/tool-schemas.js';
 export { describingToolSchema } from './tools/tool-standard-schema.js';
-export { withWorkspaceCwd } from './tools/bash-tool.js';
+export { workspaceCommand } from './tools/bash-tool.js';
+export type { WorkspaceCommand } from './tools/bash-tool.js';
 export { resolveToolConfig } from './tools/tool-config.js';
 export {
   recordFileContent,
@@ -96,5 +97,6 @@ export type {
   ProcessSink,
 } from './process/process-launcher.js';
 export { Utf8Listener } from './process/utf8-listener.js';
+export { StreamRewriter } from './process/stream-rewriter.js';
 export { execResultText } from './command/exec-result-text.js';
 export { assertCommandText, assertExecSupported } from './process/process-limits.js';

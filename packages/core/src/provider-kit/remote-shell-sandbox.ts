@@ -40,7 +40,14 @@ export abstract class RemoteShellSandbox extends Sandbox {
   /**
    * `command` run from `cwd`, a caller's path checked and mapped like every other. The `cd` is a
    * line of its own with `|| exit`, so a failing `cd` stops the whole command (a `cd x && a; b`
-   * would still run `b` in the wrong directory).
+   * would still run `b` in the wrong directory, and `cd x && a & b` runs all of `cd x && a` in a
+   * background subshell, `b` where the shell started).
+   *
+   * Equivalent to a spawn with `cwd`: the first line is a complete command of our own (a quoted
+   * word, `||`, `exit`: no open quote, bracket or here-document), and a shell reads and runs a
+   * `-c` script one complete command at a time, so it has changed directory (or exited) before it
+   * reads a byte of `command`, which then runs entirely in that same shell. The process contract
+   * holds every sandbox to it (`&`, `;`, `||`, newlines).
    */
   protected commandInCwd(command: string, cwd: string | undefined): string {
     if (cwd === undefined) return command;

@@ -55,6 +55,20 @@ function collector(): {
 }
 
 /**
+ * Commands whose parts are joined by every shell operator that could split a `cd <dir> && `
+ * prefix from what follows it (`(cd <dir> && a) & b` runs `b` elsewhere). Each writes `file` and
+ * prints `pwd` once, after the operator; a sandbox passes when both happen in the given cwd.
+ */
+const CWD_SHAPES: readonly { name: string; make: (file: string) => string }[] = [
+  { name: 'a & b; c', make: (file) => `true & echo x > ${file}; pwd` },
+  { name: 'a & b & wait', make: (file) => `echo x > ${file} & pwd & wait` },
+  { name: 'x || y', make: (file) => `false || { pwd; echo x > ${file}; }` },
+  { name: 'a; b', make: (file) => `true; pwd; echo x > ${file}` },
+  { name: 'a newline b', make: (file) => `true &\npwd\necho x > ${file}` },
+  { name: 'a subshell, then b', make: (file) => `(cd -P . && true) & pwd; echo x > ${file}; wait` },
+];
+
+/**
  * Commands as processes, for every sandbox that runs a real shell: `exec`'s structured result
  * (status, separate streams, env, cwd, stdin, time limit, abort, output bound, streaming) and
  * `sandbox.processes` (start, poll, write, kill, list, cleanup when the client closes). Cases a
@@ -119,6 +133,26 @@ export function describeProcessContract(
         const r = await sb.exec('cat marker.txt', { cwd: target });
         expect(r).toMatchObject({ exitCode: 0, stdout: 'here\n' });
       });
+
+      it(
+        'runs every part of a command in the given cwd, whatever operator joins them',
+        { timeout },
+        async () => {
+          const target = fresh();
+          await sb.writeFile(`${target}/.keep`, '');
+          const where = (await sb.exec('pwd', { cwd: target })).stdout;
+          expect(where).toMatch(/^\/.*\n$/);
+          for (const [i, shape] of CWD_SHAPES.entries()) {
+            const r = await sb.exec(shape.make(`amp-${i}`), { cwd: target });
+            expect({ shape: shape.name, exitCode: r.exitCode, stdout: r.stdout }).toEqual({
+              shape: shape.name,
+              exitCode: 0,
+              stdout: where,
+            });
+            expect(await sb.readFile(`${target}/amp-${i}`)).toBe('x\n');
+          }
+        },
+      );
 
       it('kills a command at its time limit', { timeout }, async () => {
         const r = await sb.exec('echo before; sleep 30', { timeoutMs: 1_500 });
@@ -304,6 +338,26 @@ export function describeProcessContract(
         const slow = await sb.processes.start('sleep 60', { timeoutMs: 1_000 });
         expect(await slow.wait()).toMatchObject({ timedOut: true });
       });
+
+      it(
+        'runs every part of a background command in its cwd, whatever operator joins them',
+        { timeout },
+        async () => {
+          if (!background()) return;
+          const target = fresh();
+          await sb.writeFile(`${target}/.keep`, '');
+          const where = (await sb.exec('pwd', { cwd: target })).stdout;
+          for (const [i, shape] of CWD_SHAPES.entries()) {
+            const handle = await sb.processes.start(shape.make(`bg-amp-${i}`), { cwd: target });
+            expect(await handle.wait()).toMatchObject({ exitCode: 0 });
+            expect({ shape: shape.name, stdout: (await handle.output()).stdout }).toEqual({
+              shape: shape.name,
+              stdout: where,
+            });
+            expect(await sb.readFile(`${target}/bg-amp-${i}`)).toBe('x\n');
+          }
+        },
+      );
 
       it('waits with a limit, and does not know ids it never gave out', { timeout }, async () => {
         if (!background()) return;

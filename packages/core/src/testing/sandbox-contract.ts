@@ -95,6 +95,11 @@ export function describeSandboxContract(
           await sb.executeCommand(`test -e ${marker} && echo exists || echo absent`),
         ).toContain('absent');
       });
+      it('runs every part of a command where it starts: `true & pwd` prints what `pwd` does', async () => {
+        const where = await sb.executeCommand('pwd');
+        expect(await sb.executeCommand('true & pwd')).toBe(where);
+        expect(await sb.executeCommand('true &\npwd; wait')).toBe(where);
+      });
       it('runs scoped commands (pass-through or session) with the same output contract', async () => {
         expect(
           await sb.executeCommandInScope('echo scoped-ok', { scopeId: 'contract-scope' }),

@@ -152,14 +152,18 @@ describe('§10.5 bash on a local (host) sandbox', () => {
     expect(sandbox().commands).toEqual([]);
   });
 
-  it('starts in the quoted host workspace and rewrites user-data paths (#67)', async () => {
-    const { ctx, sandbox } = local();
+  it('starts in the workspace set as cwd, never prefixed to the command, and rewrites user-data paths (#67)', async () => {
+    const cwds: (string | undefined)[] = [];
+    const { ctx, sandbox } = local(undefined, (_command, options) => {
+      cwds.push((options as { cwd?: string }).cwd);
+      return '';
+    });
     await bashTool(ctx, { command: 'cat /mnt/user-data/uploads/a.txt && /bin/echo ok' });
-    const quoted = `'${workspace}'`;
     expect(sandbox().commands[0]).toMatchObject({
-      command: `cd ${quoted} && cat ${path.join(base, 'user-data', 'uploads')}/a.txt && /bin/echo ok`,
+      command: `cat ${path.join(base, 'user-data', 'uploads')}/a.txt && /bin/echo ok`,
       timeoutMs: 600_000,
     });
+    expect(cwds).toEqual(['/mnt/user-data/workspace']);
   });
 
   it('passes the configured timeout and masks host paths in the output', async () => {

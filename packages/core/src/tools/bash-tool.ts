@@ -21,19 +21,41 @@ import { parseToolInput, type BashInput } from './tool-schemas.js';
 import { truncateBashOutput } from './truncation.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 
-function shellQuote(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
+/** A bash command as a sandbox is given it: the command text and the directory it starts in. */
+export interface WorkspaceCommand {
+  readonly command: string;
+  readonly cwd?: string;
 }
 
 /**
- * Every command starts in the workspace. A local sandbox gets the workspace's host directory (quoted,
- * it may contain spaces) and `&&`, so a failing `cd` stops the command instead of running it in the
- * host's current directory; a remote sandbox addresses the workspace by its virtual path.
+ * Every command starts in the workspace.
+ *
+ * A local sandbox is given the command exactly as the agent wrote it (virtual paths translated)
+ * and the workspace as `cwd`, which the spawn sets: a `cd '<dir>' && ` prefix is read by the
+ * shell as `(cd <dir> && a) & b` for `a & b`, so `b` ran in the gateway's own directory. Nothing
+ * of ours is composed with the agent's text; the sandbox resolves the virtual workspace through
+ * its own mount table, like every other path.
+ *
+ * A remote sandbox's background process (`mode: 'process'`) gets the same `cwd`. A remote
+ * command run to completion keeps a `cd <workspace>; ` prefix: session shells (AIO) keep `cd` and
+ * `export` across commands only on the path an explicit `cwd` would leave. The prefix is a
+ * constant, complete command ended by `;`, run by the command's own shell before a byte of the
+ * agent's text is read, so no operator in that text (`&`, `||`, a newline) can move any of it
+ * out of the workspace; and the remote machine, not the directory, is the boundary there.
  */
-export function withWorkspaceCwd(context: ToolContext, sandbox: Sandbox, command: string): string {
-  if (!isLocalSandbox(sandbox)) return `cd ${VIRTUAL_WORKSPACE_PATH}; ${command}`;
+export function workspaceCommand(
+  context: ToolContext,
+  sandbox: Sandbox,
+  command: string,
+  mode: 'exec' | 'process' = 'exec',
+): WorkspaceCommand {
+  if (!isLocalSandbox(sandbox)) {
+    return mode === 'process'
+      ? { command, cwd: VIRTUAL_WORKSPACE_PATH }
+      : { command: `cd ${VIRTUAL_WORKSPACE_PATH}; ${command}` };
+  }
   const workspace = localToolEnvironment(context, sandbox)?.threadData?.workspacePath;
-  return workspace ? `cd ${shellQuote(workspace)} && ${command}` : command;
+  return workspace ? { command, cwd: VIRTUAL_WORKSPACE_PATH } : { command };
 }
 
 /** The failure codes of a command that ran but did not succeed. */
@@ -95,16 +117,18 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
       }
       env = await requestEnvOf(context);
       const prepared = prepareLocalBashCommand(context, sandbox, command);
-      const full = withWorkspaceCwd(context, sandbox, prepared);
       if (yieldTimeMs !== undefined) {
-        result = await runYielded(context, sandbox, full, env, yieldTimeMs);
+        const started = workspaceCommand(context, sandbox, prepared, 'process');
+        result = await runYielded(context, sandbox, started, env, yieldTimeMs);
       } else {
+        const full = workspaceCommand(context, sandbox, prepared);
         const options: ExecOptions = {};
+        if (full.cwd !== undefined) options.cwd = full.cwd;
         if (Object.keys(env).length > 0) options.env = env;
         if (local) options.timeoutMs = config.bashCommandTimeoutSeconds * 1000;
         if (context.signal) options.signal = context.signal;
         if (context.commandScopeId) options.scopeId = context.commandScopeId;
-        const outcome = await sandbox.exec(full, options);
+        const outcome = await sandbox.exec(full.command, options);
         result = recordCommandOutcome(outcome, execResultText(outcome));
       }
     } catch (err) {

@@ -80,12 +80,13 @@ async function readNew(
 export async function runYielded(
   context: ToolContext,
   sandbox: Sandbox,
-  command: string,
+  started: { readonly command: string; readonly cwd?: string },
   env: Readonly<Record<string, string>>,
   yieldTimeMs: number,
 ): Promise<string> {
-  const handle = await sandbox.processes.start(command, {
+  const handle = await sandbox.processes.start(started.command, {
     ...(Object.keys(env).length > 0 ? { env } : {}),
+    ...(started.cwd !== undefined ? { cwd: started.cwd } : {}),
   });
   const exit =
     yieldTimeMs > 0
