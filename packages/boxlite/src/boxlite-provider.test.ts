@@ -307,6 +307,38 @@ describe('§8.6 BoxLite provider', () => {
       expect(healthChecks(h)).toBe(0);
     });
 
+    it('a reclaim whose health check was still running when shutdown began stops the box and fails', async () => {
+      const h = harness();
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      const box = h.runtime.latest(h.provider.boxName(id));
+      await h.provider.release(id);
+      h.runtime.gate.pause('exec', { times: 1 });
+      const acquiring = track(h.provider.acquire({ userId: 'u', threadId: 't' }));
+      const check = await h.runtime.gate.nextCall('exec');
+      await h.provider.shutdown();
+      await check.release();
+      expect(await rejectionOf(acquiring.promise)).toBeInstanceOf(ProviderClosedError);
+      expect(h.provider.activeIds).toEqual([]);
+      expect(box?.running).toBe(false);
+    });
+
+    it('a background process whose launch is still in flight at release is ended with the turn', async () => {
+      const h = harness();
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      const box = h.runtime.latest(h.provider.boxName(id))!;
+      h.runtime.gate.pause('start', { times: 1 });
+      const starting = h.provider.get(id)!.processes.start('sleep 300');
+      const launch = await h.runtime.gate.nextCall('start');
+      const releasing = h.provider.release(id);
+      await settle();
+      await launch.release();
+      const server = await starting;
+      await releasing;
+      expect(server.info().status).toBe('exited');
+      expect(box.signals).toEqual(['SIGKILL']);
+      expect(h.provider.warmIds).toEqual([id]);
+    });
+
     it('an acquire abandoned while queued leaves no trace and creates nothing', async () => {
       const h = harness();
       h.runtime.gate.pause('create', { times: 1 });

@@ -1,4 +1,9 @@
-import { ConfigError, MissingDependencyError, SandboxRuntimeError } from '@sbx/core';
+import {
+  ConfigError,
+  MissingDependencyError,
+  ProviderClosedError,
+  SandboxRuntimeError,
+} from '@sbx/core';
 import { disposedAfterEach, rejectionOf, settle, track } from '@sbx/core/testing';
 import { describe, expect, it } from 'vitest';
 import type { FakeExecCall } from './testing/fake-tenki-client.js';
@@ -223,6 +228,64 @@ describe('§8.7 Tenki provider', () => {
     it('a thread-less acquire gets an anon- id of its own', async () => {
       const h = harness();
       expect(await h.provider.acquire()).toMatch(/^anon-[0-9a-f]{12}$/);
+    });
+
+    it('a reclaim whose liveness check was still running when shutdown began terminates the VM and fails', async () => {
+      const h = harness();
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      await h.provider.release(id);
+      h.client.gate.pause('exec', { times: 1 });
+      const acquiring = track(h.provider.acquire({ userId: 'u', threadId: 't' }));
+      const check = await h.client.gate.nextCall('exec');
+      await h.provider.shutdown();
+      await check.release();
+      expect(await rejectionOf(acquiring.promise)).toBeInstanceOf(ProviderClosedError);
+      expect(h.provider.activeIds).toEqual([]);
+      expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    });
+
+    it('a release whose locked section starts after shutdown began terminates the VM instead of parking it', async () => {
+      const h = harness();
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      // Same tick: the release has passed its unlocked shutdown check and waits for the per-id
+      // lock when the shutdown starts; its section runs with the provider already closed.
+      const releasing = h.provider.release(id);
+      const shuttingDown = h.provider.shutdown();
+      await Promise.all([releasing, shuttingDown]);
+      expect(h.provider.warmIds).toEqual([]);
+      expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    });
+
+    it('a release while shutdown is under way terminates the VM and does not fail', async () => {
+      const h = harness();
+      const parked = await h.provider.acquire({ userId: 'u', threadId: 'parked' });
+      await h.provider.release(parked);
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      h.client.gate.pause('terminate', { times: 1 });
+      const shuttingDown = h.provider.shutdown();
+      // Shutdown is stopping the warm VM; the active one is released meanwhile.
+      const stopping = await h.client.gate.nextCall('terminate');
+      await h.provider.release(id);
+      expect(h.client.latest(h.provider.sandboxName(id))?.terminated).toBe(true);
+      await stopping.release();
+      await shuttingDown;
+      expect(h.client.sandboxes.every((s) => s.terminated)).toBe(true);
+    });
+
+    it('a background process whose launch is still in flight at release is ended with the turn', async () => {
+      const h = harness();
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      h.client.gate.pause('start', { times: 1 });
+      const starting = h.provider.get(id)!.processes.start('sleep 300');
+      const launch = await h.client.gate.nextCall('start');
+      const releasing = h.provider.release(id);
+      await settle();
+      await launch.release();
+      const server = await starting;
+      await releasing;
+      expect(server.info().status).toBe('exited');
+      expect(h.client.sandboxes[0]?.signals).toEqual(['SIGKILL']);
+      expect(h.provider.warmIds).toEqual([id]);
     });
 
     it('a connection reset during a download evicts the VM', async () => {

@@ -156,9 +156,11 @@ describe('ProcessTable lifecycle guards', () => {
     const landed = new Deferred<LaunchedProcess>();
     const { table } = tableOf({ launch: () => landed.promise });
     const starting = table.start('late');
-    await table.close();
+    // close() waits for the launch (bounded) so the kill is sent while the client is still open.
+    const closing = table.close();
     landed.resolve(proc.launched());
     const handle = await starting;
+    await closing;
     expect(proc.kills).toEqual(['SIGKILL']);
     expect(await handle.wait()).toMatchObject({ signal: 'SIGKILL' });
   });

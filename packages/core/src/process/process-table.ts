@@ -91,6 +91,10 @@ export class ProcessTable implements SandboxProcesses {
   readonly #attaching = new Map<string, Promise<ProcessRecord | undefined>>();
   #next = 0;
   #inFlight = 0;
+  /** Launches in flight, each settling once its process has ended (at once if it failed). */
+  readonly #launching = new Set<Promise<unknown>>();
+  /** Moved on by every `killRunning()`: a launch begun before it is killed as it lands. */
+  #generation = 0;
   #closed = false;
 
   constructor(options: ProcessTableOptions) {
@@ -122,6 +126,14 @@ export class ProcessTable implements SandboxProcesses {
     // The place is held from the check until the record is in the table, in one continuation:
     // a start reacting to the launch's settlement must see this process counted.
     this.#inFlight += 1;
+    // A `killRunning()` (a release ending the turn) cannot see a process still launching: it
+    // waits for `landing` instead, and the process is killed as it lands.
+    const generation = this.#generation;
+    let landed: (ended: Promise<unknown> | undefined) => void = () => undefined;
+    const landing = new Promise<unknown>((resolve) => {
+      landed = resolve;
+    });
+    this.#launching.add(landing);
     let launched: LaunchedProcess;
     try {
       launched = await this.#options.launcher.launch(
@@ -132,19 +144,25 @@ export class ProcessTable implements SandboxProcesses {
         },
         sinkInto(ring, out, err),
       );
+    } catch (error) {
+      landed(undefined);
+      throw error;
     } finally {
       this.#inFlight -= 1;
+      this.#launching.delete(landing);
     }
     id = launched.id ?? `p${++this.#next}`;
     const record = this.#track(id, command, ring, launched, undefined, out, err);
+    landed(record.ended);
     if (options.timeoutMs !== undefined) {
       record.timer = this.#clock.setTimeout(() => {
         record.timedOut = true;
         return this.#kill(record, 'SIGKILL');
       }, options.timeoutMs);
     }
-    if (this.#closed) {
-      // close() ran while the launch was in flight: nobody is left to stop this process.
+    if (this.#closed || this.#generation !== generation) {
+      // close() or killRunning() ran while the launch was in flight: the client or the turn that
+      // started this process is over, and nobody is left to stop it.
       await this.#kill(record, 'SIGKILL');
     }
     return this.#handle(record);
@@ -193,8 +211,9 @@ export class ProcessTable implements SandboxProcesses {
   }
 
   /**
-   * Kills every running process this client started (`SIGKILL`), lets go of the ones it only
-   * attached, and refuses new ones; waits a bounded time for the ends to be reported. Idempotent.
+   * Kills every running process this client started (`SIGKILL`), each one still launching as it
+   * lands, lets go of the ones it only attached, and refuses new ones; waits a bounded time for
+   * the ends to be reported. Idempotent.
    */
   async close(): Promise<void> {
     this.#closed = true;
@@ -202,29 +221,35 @@ export class ProcessTable implements SandboxProcesses {
   }
 
   /**
-   * Kills every running process this client started (`SIGKILL`) and waits a bounded time for
-   * their ends to be reported; the table stays open (a provider that keeps the sandbox between
-   * turns ends its processes at release this way). A process another client started and this one
-   * only attached is that client's: it is detached and forgotten here, not signalled, so closing
-   * one client never kills what another still runs (and polls).
+   * Kills every running process this client started (`SIGKILL`), and each one still launching as
+   * it lands, and waits a bounded time for their ends to be reported; the table stays open (a
+   * provider that keeps the sandbox between turns ends its processes at release this way). A
+   * process another client started and this one only attached is that client's: it is detached
+   * and forgotten here, not signalled, so closing one client never kills what another still runs
+   * (and polls).
    */
   async killRunning(): Promise<void> {
+    this.#generation += 1;
+    const launching = [...this.#launching];
     const live = [...this.#records.values()].filter((r) => r.exit === undefined);
     await Promise.all(live.filter((r) => r.attached !== undefined).map((r) => this.#letGo(r)));
     const running = live.filter((r) => r.attached === undefined);
     await Promise.all(running.map((r) => this.#kill(r, 'SIGKILL')));
-    if (running.length === 0) return;
+    if (running.length === 0 && launching.length === 0) return;
     let timer: ClockTimer | undefined;
     const gaveUp = new Promise<'timeout'>((resolve) => {
       timer = this.#clock.setTimeout(() => resolve('timeout'), CLOSE_WAIT_MS);
     });
-    const all = Promise.all(running.map((r) => r.ended)).then(() => 'ended' as const);
+    const all = Promise.all([...running.map((r) => r.ended), ...launching]).then(
+      () => 'ended' as const,
+    );
     const outcome = await Promise.race([all, gaveUp]);
     if (timer) this.#clock.clearTimeout(timer);
     if (outcome === 'timeout') {
       this.#logger.warn('background processes did not report their end after a kill', {
         sandboxId: this.#options.sandboxId,
         processIds: running.filter((r) => r.exit === undefined).map((r) => r.id),
+        launchesInFlight: launching.length,
       });
     }
   }
