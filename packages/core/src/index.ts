@@ -85,6 +85,12 @@ export type { ConfigKeyInfo } from './config/config-reference.js';
 // @section identity
 export type { ThreadIdentity } from './identity/thread-identity.js';
 export { isValidSandboxId, resolveEffectiveUserId } from './identity/identity.js';
+export {
+  MAX_ID_LENGTH,
+  assertValidThreadIdentity,
+  isValidThreadIdentity,
+} from './identity/thread-id-rules.js';
+export type { ThreadIdentityInput } from './identity/thread-id-rules.js';
 export type { SandboxScope, SandboxScopeTokenInput } from './identity/identity.js';
 
 // @section provisioner-contract

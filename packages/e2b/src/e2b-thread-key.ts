@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { isValidThreadIdentity } from '@sbx/core';
 import type { LeaseHolder, SandboxSpec } from '@sbx/core';
 import {
   deriveSandboxScopeToken,
@@ -95,11 +96,18 @@ export function groupByThread(entries: readonly E2BSandboxInfo[]): {
   return { groups: [...groups.values()], orphans };
 }
 
+/**
+ * The thread a VM's tags name. Tags are read back from the E2B API, so they are checked like any
+ * id arriving from outside: a VM whose tags break the id rule (a `:` that would make two
+ * identities share a token, a path separator) belongs to no thread and is treated as an orphan,
+ * never adopted into a thread that could be someone else's.
+ */
 export function taggedThread(info: E2BSandboxInfo): ThreadKey | undefined {
   const userId = info.metadata[E2B_TAGS.user];
   const threadId = info.metadata[E2B_TAGS.thread];
   const spec = info.metadata[E2B_TAGS.spec] || undefined;
-  return userId && threadId ? { userId, threadId, ...(spec ? { spec } : {}) } : undefined;
+  if (!userId || !threadId || !isValidThreadIdentity({ userId, threadId })) return undefined;
+  return { userId, threadId, ...(spec ? { spec } : {}) };
 }
 
 export function isoTime(ms: number | undefined): string | undefined {

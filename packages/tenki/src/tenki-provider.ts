@@ -11,6 +11,7 @@ import {
   type SandboxSpec,
   type SandboxSpecPolicy,
   type SandboxSpecSupport,
+  assertValidThreadIdentity,
   resolveEffectiveUserId,
   shellQuote,
   throwIfAborted,
@@ -133,6 +134,9 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
 
   /** The sandbox id of (user, thread), scoped by the spec when it changes what the VM is. */
   sandboxIdFor(userId: string | undefined, threadId: string, spec?: SandboxSpec): string {
+    // Checked here, not only in the default derivation: an override must not name a sandbox after
+    // an id the rule refuses either.
+    assertValidThreadIdentity({ userId, threadId });
     const scope = specIdentityScope(spec);
     const identity = {
       userId: resolveEffectiveUserId(userId),

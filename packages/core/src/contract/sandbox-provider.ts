@@ -1,4 +1,5 @@
 import { SandboxRuntimeError } from '../errors/errors.js';
+import { assertValidThreadIdentity } from '../identity/thread-id-rules.js';
 import type { Sandbox } from './sandbox.js';
 import {
   DEFAULT_SPEC_POLICY,
@@ -98,10 +99,16 @@ export abstract class SandboxProvider {
   async syncAgentSkills(_sandboxId: string, _options: SyncAgentSkillsOptions): Promise<void> {}
 
   /**
-   * Called before acquisition. Fails closed when an explicit skill policy meets a provider that
+   * Called before acquisition (every provider's `acquire` starts with it). Refuses a user or thread
+   * id outside the id rule of `identity/thread-id-rules.ts`, so no provider names a sandbox after
+   * an id another would refuse. Fails closed when an explicit skill policy meets a provider that
    * cannot enforce it, so no sandbox is created or reused for such a run.
    */
   admit(options: AcquireOptions = {}): void {
+    // `null` is how some JavaScript callers say "no thread" (an anonymous sandbox).
+    if (options.threadId !== undefined && options.threadId !== null) {
+      assertValidThreadIdentity({ userId: options.userId, threadId: options.threadId });
+    }
     if (options.skillPolicy && !this.supportsAgentSkillIsolation) {
       throw new SandboxRuntimeError(
         `Sandbox provider ${this.constructor.name} cannot enforce per-Agent skill filesystem isolation`,

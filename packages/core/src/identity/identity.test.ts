@@ -19,6 +19,10 @@ const VECTORS: ReadonlyArray<[string, string, string]> = [
   ['user-94361', 'thread-94361', '7f7b984c6fc4f156'],
 ];
 
+/** Ids that pass the id rule: letters, digits and `._-`, never `.` or `..` alone. */
+const idArb = fc.stringMatching(/^[A-Za-z0-9_.-]{1,24}$/).filter((id) => id !== '.' && id !== '..');
+const userArb = fc.oneof(idArb, fc.constant(''));
+
 const scopeArb = fc.record({
   kind: fc.stringMatching(/^[a-z][a-z0-9-]{0,15}$/),
   value: fc.string(),
@@ -52,9 +56,44 @@ describe('deriveSandboxScopeToken (base identity)', () => {
     expect(deriveSandboxScopeToken({ userId: '', threadId: 'alpha' })).toBe(expected);
   });
 
-  it('keeps the reference ambiguity for ids containing ":" (compatibility, not a feature)', () => {
-    expect(deriveSandboxScopeToken({ userId: 'a:b', threadId: 'c' })).toBe(
-      deriveSandboxScopeToken({ userId: 'a', threadId: 'b:c' }),
+  it('attack: ("acme", "bob:notes") and ("acme:bob", "notes") cannot meet under one token: both are refused', () => {
+    // Built at run time: the two spellings hash the same text under the base formula.
+    const colon = String.fromCharCode(58);
+    const pairs: [string, string][] = [
+      ['acme', `bob${colon}notes`],
+      [`acme${colon}bob`, 'notes'],
+    ];
+    for (const [userId, threadId] of pairs) {
+      expect(() => deriveSandboxScopeToken({ userId, threadId })).toThrow(InvalidArgumentError);
+      expect(() =>
+        deriveSandboxScopeToken({
+          userId,
+          threadId,
+          scope: { kind: SandboxScopeKinds.skillsRoot, value: '/opt/skills' },
+        }),
+      ).toThrow(InvalidArgumentError);
+    }
+  });
+
+  it('refuses ids that are not one safe path segment, user and thread alike', () => {
+    for (const bad of ['.', '..', 'a/b', 'a\\b', 'a\u0000b', 'a\nb', 'x'.repeat(256)]) {
+      expect(() => deriveSandboxScopeToken({ userId: 'u', threadId: bad })).toThrow(
+        InvalidArgumentError,
+      );
+      expect(() => deriveSandboxScopeToken({ userId: bad, threadId: 't' })).toThrow(
+        InvalidArgumentError,
+      );
+    }
+  });
+
+  it('property: different valid (user, thread) pairs give different base tokens', () => {
+    fc.assert(
+      fc.property(fc.tuple(userArb, idArb), fc.tuple(userArb, idArb), ([u1, t1], [u2, t2]) => {
+        const same = resolveEffectiveUserId(u1) === resolveEffectiveUserId(u2) && t1 === t2;
+        const a = deriveSandboxScopeToken({ userId: u1, threadId: t1 });
+        const b = deriveSandboxScopeToken({ userId: u2, threadId: t2 });
+        expect(a === b).toBe(same);
+      }),
     );
   });
 
@@ -91,12 +130,6 @@ describe('deriveSandboxScopeToken (scoped identity)', () => {
     expect(a).not.toBe(deriveSandboxScopeToken({ userId: 'u', threadId: 't', scope }));
   });
 
-  it('is unambiguous where the base formula is not (":" inside ids)', () => {
-    expect(deriveSandboxScopeToken({ userId: 'a:b', threadId: 'c', scope })).not.toBe(
-      deriveSandboxScopeToken({ userId: 'a', threadId: 'b:c', scope }),
-    );
-  });
-
   it('rejects malformed scopes', () => {
     const bad = (s: unknown) => () =>
       deriveSandboxScopeToken({ userId: 'u', threadId: 't', scope: s as never });
@@ -109,11 +142,11 @@ describe('deriveSandboxScopeToken (scoped identity)', () => {
   it('property: a scoped token never equals the base token of any (user, thread)', () => {
     fc.assert(
       fc.property(
-        fc.string(),
-        fc.string({ minLength: 1 }),
+        userArb,
+        idArb,
         fc.array(scopeArb, { minLength: 1, maxLength: 3 }),
-        fc.string(),
-        fc.string({ minLength: 1 }),
+        userArb,
+        idArb,
         (u, t, scopes, u2, t2) => {
           const unique = [...new Map(scopes.map((s) => [s.kind, s])).values()];
           const scoped = deriveSandboxScopeToken({ userId: u, threadId: t, scope: unique });
@@ -129,8 +162,8 @@ describe('deriveSandboxScopeToken (scoped identity)', () => {
   it('property: different (user, thread, scope) inputs give different scoped tokens', () => {
     fc.assert(
       fc.property(
-        fc.tuple(fc.string(), fc.string({ minLength: 1 }), scopeArb),
-        fc.tuple(fc.string(), fc.string({ minLength: 1 }), scopeArb),
+        fc.tuple(userArb, idArb, scopeArb),
+        fc.tuple(userArb, idArb, scopeArb),
         ([u1, t1, s1], [u2, t2, s2]) => {
           const same =
             resolveEffectiveUserId(u1) === resolveEffectiveUserId(u2) &&

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InvalidArgumentError } from '../errors/errors.js';
+import { assertSafePathSegment } from './thread-id-rules.js';
 
 /**
  * Deterministic sandbox identity. Remote providers name their containers / VMs after a token
@@ -76,9 +77,13 @@ function normalizeScopes(scope: SandboxScopeTokenInput['scope']): SandboxScope[]
 /**
  * The deterministic sandbox token of (user, thread), optionally scoped.
  *
+ * Both ids must pass the id rule (`thread-id-rules.ts`), checked here so that no provider can
+ * derive a token from an id another provider would refuse.
+ *
  * Base (no scope): the first 16 lower-case hex characters of sha256(UTF-8 `"<user>:<thread>"`) —
- * bit-compatible with the reference, including its ambiguity when ids contain `:`
- * (`("a:b", "c")` and `("a", "b:c")` share a token), which callers avoid by validating ids.
+ * bit-compatible with the reference for every id that passes. The formula alone is ambiguous when
+ * ids contain `:` (`("a:b", "c")` and `("a", "b:c")` would share a token); the id rule refuses `:`,
+ * so it never is.
  *
  * Scoped: `"s"` followed by 16 hex characters of sha256 over a JSON array of a version tag, the
  * user, the thread and the sorted scopes. Two guarantees:
@@ -87,14 +92,11 @@ function normalizeScopes(scope: SandboxScopeTokenInput['scope']): SandboxScope[]
  * - it is unambiguous: JSON string encoding is injective, so ids containing `:` (or anything else)
  *   cannot make two different (user, thread, scopes) inputs hash the same text.
  *
- * @throws InvalidArgumentError for an empty thread id or a malformed scope
+ * @throws InvalidArgumentError for an invalid user or thread id or a malformed scope
  */
 export function deriveSandboxScopeToken(input: SandboxScopeTokenInput): string {
-  const { threadId } = input;
-  if (typeof threadId !== 'string' || threadId === '') {
-    throw new InvalidArgumentError('deriveSandboxScopeToken needs a non-empty threadId');
-  }
-  const userId = resolveEffectiveUserId(input.userId);
+  const threadId = assertSafePathSegment('threadId', input.threadId);
+  const userId = assertSafePathSegment('userId', resolveEffectiveUserId(input.userId));
   const scopes = normalizeScopes(input.scope);
   if (scopes.length === 0) return sha256Hex(`${userId}:${threadId}`).slice(0, 16);
   const canonical = JSON.stringify([

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { InvalidArgumentError } from '../errors/errors.js';
+import { assertSafePathSegment } from '../identity/thread-id-rules.js';
 import type { SkillCategory, ThreadDataPaths } from './virtual-paths.js';
 
 /**
@@ -13,8 +13,9 @@ import type { SkillCategory, ThreadDataPaths } from './virtual-paths.js';
  * <base>/users/<user>/threads/<thread>/skills_view/            thread view of a policy-scoped run
  * ```
  *
- * User and thread ids become directory names, so each must be one safe path segment; anything that
- * could climb out of `<base>/users` (or out of the user's own directory) is refused up front.
+ * User and thread ids become directory names, so each must be one safe path segment (the id rule of
+ * `identity/thread-id-rules.ts`); anything that could climb out of `<base>/users` (or out of the
+ * user's own directory) is refused up front.
  */
 export interface ThreadLayout extends Required<ThreadDataPaths> {
   readonly threadDir: string;
@@ -23,35 +24,8 @@ export interface ThreadLayout extends Required<ThreadDataPaths> {
   readonly threadSkillsViewPath: string;
 }
 
-const MAX_SEGMENT_LENGTH = 255;
-
-/**
- * Throws `InvalidArgumentError` unless `value` is usable as one directory name: non-empty, at most
- * 255 characters, not `.` or `..`, and free of `/`, `\`, NUL and other control characters. User
- * ids additionally may not contain `:`, because sandbox ids like `local:<user>:<thread>` split at
- * the first colon.
- */
-export function assertSafePathSegment(kind: 'userId' | 'threadId', value: unknown): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new InvalidArgumentError(`Invalid ${kind}: must be a non-empty string`);
-  }
-  if (value.length > MAX_SEGMENT_LENGTH) {
-    throw new InvalidArgumentError(`Invalid ${kind}: longer than ${MAX_SEGMENT_LENGTH} characters`);
-  }
-  if (value === '.' || value === '..') {
-    throw new InvalidArgumentError(`Invalid ${kind}: '${value}' is not a directory name`);
-  }
-  // eslint-disable-next-line no-control-regex
-  if (/[/\\\u0000-\u001f\u007f]/.test(value)) {
-    throw new InvalidArgumentError(
-      `Invalid ${kind}: must not contain '/', '\\', NUL or control characters`,
-    );
-  }
-  if (kind === 'userId' && value.includes(':')) {
-    throw new InvalidArgumentError(`Invalid userId: must not contain ':'`);
-  }
-  return value;
-}
+// The id rule lives with the identities it protects; ids become directory names here.
+export { assertSafePathSegment };
 
 export function userDir(baseDir: string, userId: string): string {
   return path.join(baseDir, 'users', assertSafePathSegment('userId', userId));

@@ -53,9 +53,9 @@ describe('thread layout', () => {
     },
   );
 
-  it('rejects a colon in user ids only (sandbox ids split at the first colon)', () => {
+  it('rejects a colon in user and thread ids (identities are joined with colons)', () => {
     expect(() => assertSafePathSegment('userId', 'a:b')).toThrow(/must not contain ':'/);
-    expect(assertSafePathSegment('threadId', 'a:b')).toBe('a:b');
+    expect(() => assertSafePathSegment('threadId', 'a:b')).toThrow(/must not contain ':'/);
     expect(assertSafePathSegment('userId', 'user@example.com')).toBe('user@example.com');
   });
 });

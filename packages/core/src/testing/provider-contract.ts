@@ -73,6 +73,38 @@ export function describeProviderContract(
       expect(otherUser).not.toBe(a);
     });
 
+    it('attack: a ":" in a user or thread id is refused, typed, so ("acme", "bob:x") never gets the sandbox of ("acme:bob", "x")', async () => {
+      // Built at run time: the base token hashes "<user>:<thread>", where these two spellings meet.
+      const colon = String.fromCharCode(58);
+      const t = thread('colon');
+      const attempts = [
+        { userId: 'acme', threadId: `bob${colon}${t}` },
+        { userId: `acme${colon}bob`, threadId: t },
+      ];
+      for (const attempt of attempts) {
+        const failure = await provider.acquire(attempt).then(
+          (id) => `acquired ${id}`,
+          (err: unknown) => err,
+        );
+        expect(isSbxError(failure) && failure.code, JSON.stringify(attempt)).toBe(
+          'INVALID_ARGUMENT',
+        );
+        let admitted: unknown;
+        try {
+          provider.admit(attempt);
+        } catch (err) {
+          admitted = err;
+        }
+        expect(isSbxError(admitted) && admitted.code, JSON.stringify(attempt)).toBe(
+          'INVALID_ARGUMENT',
+        );
+      }
+      // The lookalikes the rule lets through stay two tenants.
+      const a = await provider.acquire({ userId: 'acme', threadId: `bob-${t}` });
+      const b = await provider.acquire({ userId: 'acme-bob', threadId: t });
+      expect(a).not.toBe(b);
+    });
+
     it('concurrent acquires for one thread converge on one sandbox', async () => {
       const t = thread('race');
       const ids = await Promise.all(

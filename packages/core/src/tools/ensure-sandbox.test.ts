@@ -3,6 +3,7 @@ import {
   SandboxAuthorizationError,
   SandboxNotFoundError,
   SandboxRuntimeError,
+  isSbxError,
 } from '../errors/errors.js';
 import { SandboxLeaseManager } from '../execution-leases/lease-manager.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
@@ -10,6 +11,7 @@ import { createToolContext } from './create-tool-context.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';
 import type { SandboxAcquireRequest, ToolContext, ToolLeaseManager } from './tool-context.js';
 import { runToolInvocation } from './tool-invocation.js';
+import { sandboxForTool } from './tool-sandbox.js';
 
 /** A provider whose `get` misses right after `acquire` (the sandbox vanished meanwhile). */
 class VanishingProvider extends MemorySandboxProvider {
@@ -260,5 +262,70 @@ describe('authorization hook (sandbox:execute gate)', () => {
       await expect(ensureSandboxInitialized(ctx)).rejects.toBeInstanceOf(SandboxAuthorizationError);
     });
     expect(calls).toBe(2);
+  });
+});
+
+describe('the ids of a tool context', () => {
+  // Built at run time: ("acme", "bob:notes") and ("acme:bob", "notes") join to the same text.
+  const colon = String.fromCharCode(58);
+  const victim = { userId: `acme${colon}bob`, threadId: 'notes' };
+  const attacker = { userId: 'acme', threadId: `bob${colon}notes` };
+
+  it('attack: a ":" in the context’s ids never reaches another tenant’s sandbox, by any acquisition path', async () => {
+    const provider = new MemorySandboxProvider();
+    // The victim's sandbox, made before ids were checked (the memory provider has no admit call).
+    const victimId = await provider.acquire(victim);
+    await provider.get(victimId)!.writeFile('/mnt/user-data/workspace/secret.txt', 'victim');
+    const decisions: string[] = [];
+    const leaseManager = new RecordingLeaseManager(provider);
+    const strategy: string[] = [];
+    const paths: Partial<ToolContext>[] = [
+      {},
+      { leaseManager, leaseOwnerId: 'agent:1' },
+      { acquireSandbox: async () => (strategy.push('called'), victimId) },
+      { state: { sandboxId: victimId } },
+    ];
+    for (const overrides of paths) {
+      // Built by hand, as hosts may: the tool layer's own check is the one that counts.
+      const ctx: ToolContext = {
+        provider,
+        ...attacker,
+        state: {},
+        authorize: async () => {
+          decisions.push('asked');
+        },
+        ...overrides,
+      };
+      const err = await ensureSandboxInitialized(ctx).catch((e: unknown) => e);
+      expect(isSbxError(err) && err.code).toBe('INVALID_ARGUMENT');
+      expect(ctx.state.sandboxId).toBe(overrides.state?.sandboxId);
+    }
+    expect(provider.acquireCalls).toHaveLength(1);
+    expect(leaseManager.calls).toEqual([]);
+    expect(strategy).toEqual([]);
+    expect(decisions).toEqual([]);
+  });
+
+  it('a tool reports the refusal as its typed error result', async () => {
+    const ctx: ToolContext = { provider: new MemorySandboxProvider(), ...attacker, state: {} };
+    const result = await sandboxForTool(ctx);
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error).toMatch(/^Error: Invalid threadId: must not contain ':'/);
+  });
+
+  it('createToolContext refuses them at once, user and thread alike', () => {
+    const provider = new MemorySandboxProvider();
+    for (const ids of [attacker, victim, { userId: 'u', threadId: '..' }]) {
+      let err: unknown;
+      try {
+        createToolContext({ provider, ...ids });
+      } catch (e) {
+        err = e;
+      }
+      expect(isSbxError(err) && err.code, JSON.stringify(ids)).toBe('INVALID_ARGUMENT');
+    }
+    expect(() =>
+      createToolContext({ provider, userId: 'acme', threadId: 'bob-notes' }),
+    ).not.toThrow();
   });
 });

@@ -1,4 +1,5 @@
 import { SandboxNotFoundError, SandboxRuntimeError } from '../errors/errors.js';
+import { assertValidThreadIdentity } from '../identity/thread-id-rules.js';
 import { silentLogger } from '../observability/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { SandboxAcquireRequest, ToolContext } from './tool-context.js';
@@ -10,6 +11,8 @@ import { errorMessage } from './tool-errors.js';
  * thread's sandbox on first use and revalidates a persisted id on every later use.
  *
  * Order matters:
+ * 0. The context's user and thread ids pass the id rule (`identity/thread-id-rules.ts`) before
+ *    anything else, whatever provider or acquisition strategy follows.
  * 1. Authorization runs before reusing a persisted id as well as before any acquisition. An id that
  *    survived in a checkpoint or warm pool confers no standing permission, because configuration and
  *    roles change while the sandbox stays alive.
@@ -27,9 +30,12 @@ export async function ensureSandboxInitialized(
   if (!context) throw new SandboxRuntimeError('Tool runtime not available');
   if (!context.state) throw new SandboxRuntimeError('Tool runtime state not available');
 
+  const threadId = context.threadId;
+  // The context's ids are the caller's: checked before they select, authorize or name anything.
+  if (threadId) assertValidThreadIdentity({ userId: context.userId, threadId });
+
   await authorizeSandboxUse(context);
 
-  const threadId = context.threadId;
   const request: SandboxAcquireRequest | undefined = threadId
     ? {
         threadId,
