@@ -15,6 +15,11 @@ import {
   urlProblem,
 } from './config-schema.js';
 import { ENV_POLICY_MODES } from './env-policy.js';
+import {
+  DEFAULT_SPEC_MAXIMA,
+  MIN_SPEC_CPUS,
+  SPEC_CEILINGS,
+} from '../contract/sandbox-spec-bounds.js';
 import { lazily, zod } from './zod-runtime.js';
 import type { Zod } from './zod-runtime.js';
 import {
@@ -205,19 +210,45 @@ function buildSectionInputSchema(z: Zod) {
           .number()
           .int()
           .gt(0)
+          .lte(SPEC_CEILINGS.memoryMb)
           .optional()
-          .describe('Largest spec.resources.memoryMb.'),
-        max_cpus: z.number().gt(0).optional().describe('Largest spec.resources.cpus.'),
-        max_pids: z.number().int().gt(0).optional().describe('Largest spec.resources.pids.'),
-        max_disk_gb: z.number().int().gt(0).optional().describe('Largest spec.resources.diskGb.'),
+          .describe(
+            `Largest spec.resources.memoryMb (absent: ${DEFAULT_SPEC_MAXIMA.memoryMb}, the hardened default).`,
+          ),
+        max_cpus: z
+          .number()
+          .gte(MIN_SPEC_CPUS)
+          .lte(SPEC_CEILINGS.cpus)
+          .optional()
+          .describe(
+            `Largest spec.resources.cpus (absent: ${DEFAULT_SPEC_MAXIMA.cpus}, the hardened default).`,
+          ),
+        max_pids: z
+          .number()
+          .int()
+          .gt(0)
+          .lte(SPEC_CEILINGS.pids)
+          .optional()
+          .describe(
+            `Largest spec.resources.pids (absent: ${DEFAULT_SPEC_MAXIMA.pids}, the hardened default).`,
+          ),
+        max_disk_gb: z
+          .number()
+          .int()
+          .gt(0)
+          .lte(SPEC_CEILINGS.diskGb)
+          .optional()
+          .describe(`Largest spec.resources.diskGb (absent: ${DEFAULT_SPEC_MAXIMA.diskGb}).`),
         max_timeout_seconds: timerSeconds()
           .gt(0)
           .optional()
-          .describe('Largest spec.timeoutSeconds.'),
+          .describe(
+            `Largest spec.timeoutSeconds (absent: ${DEFAULT_SPEC_MAXIMA.timeoutSeconds}, the default idle timeout of E2B).`,
+          ),
       })
       .default({ images: [] })
       .describe(
-        'Bounds of the per-acquire sandbox spec (image, resources, timeout, labels) a host application may pass.',
+        'Bounds of the per-acquire sandbox spec (image, resources, timeout, labels) a host application may pass; an absent max_* is the hardened default, so a spec may only narrow the default sandbox.',
       ),
     mounts: z
       .array(mountSchema)

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/errors.js';
 import { deriveSandboxScopeToken } from '../identity/identity.js';
+import { DEFAULT_SPEC_MAXIMA, SPEC_CEILINGS } from './sandbox-spec-bounds.js';
 import {
+  DEFAULT_SPEC_POLICY,
   NO_SPEC_SUPPORT,
   SandboxSpecError,
   checkSandboxSpec,
@@ -90,5 +92,103 @@ describe('specIdentityScope', () => {
     expect(id({ resources: { memoryMb: 1024 } })).not.toBe(small);
     expect(id({ image: 'img:1' })).not.toBe(base);
     expect(id({ image: 'img:1', resources: { memoryMb: 512 } })).not.toBe(small);
+  });
+});
+
+describe('spec bounds when nothing is configured', () => {
+  // The values of the attack, built at run time: 2^31 processes, 1e300 MiB, a million CPUs.
+  const huge = {
+    pids: 2 ** 31,
+    memoryMb: Number(`1e${300}`),
+    cpus: 10 ** 6,
+    diskGb: 10 ** 9,
+  } as const;
+
+  it.each(Object.entries(huge))(
+    'attack: resources.%s = %d is refused, typed, by the default policy (the hardened limit stays)',
+    (name, value) => {
+      const spec = { resources: { [name]: value } };
+      let error: unknown;
+      try {
+        checkSandboxSpec(spec, ALL, DEFAULT_SPEC_POLICY, 'P');
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(SandboxSpecError);
+      expect((error as Error).message).toContain('over the default maximum');
+    },
+  );
+
+  it('attack: a huge or endless timeout is refused by the default policy', () => {
+    expect(() =>
+      checkSandboxSpec({ timeoutSeconds: Number(`1e${300}`) }, ALL, DEFAULT_SPEC_POLICY, 'P'),
+    ).toThrow(SandboxSpecError);
+    expect(() =>
+      checkSandboxSpec({ timeoutSeconds: Infinity }, ALL, DEFAULT_SPEC_POLICY, 'P'),
+    ).toThrow(InvalidArgumentError);
+  });
+
+  it.each([NaN, Infinity, -Infinity, 0, -1])(
+    'refuses the non-finite or non-positive %d for every resource with a typed error',
+    (value) => {
+      for (const name of ['memoryMb', 'cpus', 'pids', 'diskGb']) {
+        expect(() =>
+          checkSandboxSpec({ resources: { [name]: value } }, ALL, DEFAULT_SPEC_POLICY, 'P'),
+        ).toThrow(InvalidArgumentError);
+      }
+    },
+  );
+
+  it('admits what narrows the hardened sandbox, up to its limits', () => {
+    const max = DEFAULT_SPEC_MAXIMA;
+    const spec = {
+      resources: { memoryMb: max.memoryMb, cpus: 0.5, pids: 256, diskGb: max.diskGb },
+      timeoutSeconds: max.timeoutSeconds,
+    };
+    expect(checkSandboxSpec(spec, ALL, DEFAULT_SPEC_POLICY, 'P')).toEqual(spec);
+    expect(() =>
+      checkSandboxSpec({ resources: { pids: max.pids + 1 } }, ALL, DEFAULT_SPEC_POLICY, 'P'),
+    ).toThrow(SandboxSpecError);
+    expect(() =>
+      checkSandboxSpec({ resources: { cpus: max.cpus + 0.5 } }, ALL, DEFAULT_SPEC_POLICY, 'P'),
+    ).toThrow(SandboxSpecError);
+  });
+
+  it('a configured maximum widens the bound, never past the ceiling, and only the field it names', () => {
+    const wide = { images: [], maxPids: 4096, maxMemoryMb: Number(`1e${300}`) };
+    expect(checkSandboxSpec({ resources: { pids: 4096 } }, ALL, wide, 'P')).toEqual({
+      resources: { pids: 4096 },
+    });
+    expect(() =>
+      checkSandboxSpec({ resources: { memoryMb: SPEC_CEILINGS.memoryMb + 1 } }, ALL, wide, 'P'),
+    ).toThrow('over the configured maximum');
+    expect(() =>
+      checkSandboxSpec({ resources: { cpus: DEFAULT_SPEC_MAXIMA.cpus * 2 } }, ALL, wide, 'P'),
+    ).toThrow('over the default maximum');
+  });
+
+  it('a configured maximum that is not a positive number is refused, not read as "no bound"', () => {
+    for (const maxPids of [NaN, 0, -5]) {
+      expect(() =>
+        checkSandboxSpec({ resources: { pids: 2 ** 31 } }, ALL, { images: [], maxPids }, 'P'),
+      ).toThrow(InvalidArgumentError);
+    }
+  });
+
+  it('refuses a CPU share engines cannot run, and malformed resources or labels', () => {
+    expect(() =>
+      checkSandboxSpec({ resources: { cpus: Number(`1e-${300}`) } }, ALL, DEFAULT_SPEC_POLICY, 'P'),
+    ).toThrow(SandboxSpecError);
+    for (const spec of [
+      { resources: null },
+      { resources: [1] },
+      { resources: 'cpus' },
+      { labels: null },
+      { labels: ['a'] },
+    ]) {
+      expect(() => checkSandboxSpec(spec as never, ALL, DEFAULT_SPEC_POLICY, 'P')).toThrow(
+        InvalidArgumentError,
+      );
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, SbxError } from '../errors/errors.js';
 import type { SandboxScope } from '../identity/identity.js';
+import { MIN_SPEC_CPUS, effectiveSpecMaxima } from './sandbox-spec-bounds.js';
 
 /** Resources one acquire may ask for; each provider says which it can honour. */
 export interface SandboxResources {
@@ -42,7 +43,11 @@ export const NO_SPEC_SUPPORT: SandboxSpecSupport = {
   labels: false,
 };
 
-/** The operator's bounds on what an acquire may ask (`sandbox.spec` in the configuration). */
+/**
+ * The operator's bounds on what an acquire may ask (`sandbox.spec` in the configuration). An absent
+ * `max*` is not "unbounded": it is the hardened default of `sandbox-spec-bounds.ts`, so a spec can
+ * only narrow the sandbox an unconfigured deployment hands out.
+ */
 export interface SandboxSpecPolicy {
   /** Images an acquire may name; empty: none (the configured default image only). */
   readonly images: readonly string[];
@@ -84,18 +89,28 @@ function positive(name: string, value: unknown, integer: boolean): number {
   return value;
 }
 
-function bounded(name: string, value: number, max: number | undefined): void {
-  if (max !== undefined && value > max) {
-    throw new SandboxSpecError(`spec.${name} ${value} is over the configured maximum ${max}`);
+function bounded(name: string, value: number, max: number, configured: boolean): void {
+  if (value > max) {
+    throw new SandboxSpecError(
+      configured
+        ? `spec.${name} ${value} is over the configured maximum ${max}`
+        : `spec.${name} ${value} is over the default maximum ${max} (the hardened limit; set sandbox.spec.max_* to allow more)`,
+    );
   }
 }
+
+const has = (configured: number | undefined): boolean => configured !== undefined;
+
+const isPlainObject = (value: unknown): value is object =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Checks one acquire's spec against what the provider honours and the operator allows, and
  * returns it normalized (empty parts dropped); `undefined` for no spec at all.
  *
  * @throws SandboxSpecError for a field the provider cannot honour, an image not in the allowlist
- *   or a value over its bound; InvalidArgumentError for a malformed value
+ *   or a value over its bound (the configured `max_*`, else the hardened default); InvalidArgumentError
+ *   for a malformed value (not a positive finite number, a fractional count)
  */
 export function checkSandboxSpec(
   spec: SandboxSpec | undefined,
@@ -108,6 +123,8 @@ export function checkSandboxSpec(
   const refuse = (what: string) =>
     new SandboxSpecError(`${provider} cannot honour ${what}; leave it out or use another provider`);
   const out: { -readonly [K in keyof SandboxSpec]: SandboxSpec[K] } = {};
+  // Every numeric field has a bound, configured or not (see `sandbox-spec-bounds.ts`).
+  const max = effectiveSpecMaxima(policy);
   if (spec.image !== undefined) {
     if (!support.image) throw refuse('spec.image');
     if (typeof spec.image !== 'string' || spec.image === '') {
@@ -121,6 +138,9 @@ export function checkSandboxSpec(
     out.image = spec.image;
   }
   if (spec.resources !== undefined) {
+    if (!isPlainObject(spec.resources)) {
+      throw new InvalidArgumentError('spec.resources must be an object');
+    }
     const resources: { -readonly [K in SandboxResourceName]?: number } = {};
     for (const [name, value] of Object.entries(spec.resources)) {
       if (value === undefined) continue;
@@ -131,19 +151,31 @@ export function checkSandboxSpec(
       if (!support.resources.includes(key)) throw refuse(`spec.resources.${key}`);
       resources[key] = positive(`resources.${key}`, value, key !== 'cpus');
     }
-    bounded('resources.memoryMb', resources.memoryMb ?? 0, policy.maxMemoryMb);
-    bounded('resources.cpus', resources.cpus ?? 0, policy.maxCpus);
-    bounded('resources.pids', resources.pids ?? 0, policy.maxPids);
-    bounded('resources.diskGb', resources.diskGb ?? 0, policy.maxDiskGb);
+    if (resources.cpus !== undefined && resources.cpus < MIN_SPEC_CPUS) {
+      throw new SandboxSpecError(
+        `spec.resources.cpus ${resources.cpus} is under the smallest share ${MIN_SPEC_CPUS}`,
+      );
+    }
+    bounded('resources.memoryMb', resources.memoryMb ?? 0, max.memoryMb, has(policy.maxMemoryMb));
+    bounded('resources.cpus', resources.cpus ?? 0, max.cpus, has(policy.maxCpus));
+    bounded('resources.pids', resources.pids ?? 0, max.pids, has(policy.maxPids));
+    bounded('resources.diskGb', resources.diskGb ?? 0, max.diskGb, has(policy.maxDiskGb));
     if (Object.keys(resources).length > 0) out.resources = resources;
   }
   if (spec.timeoutSeconds !== undefined) {
     if (!support.timeout) throw refuse('spec.timeoutSeconds');
     out.timeoutSeconds = positive('timeoutSeconds', spec.timeoutSeconds, false);
-    bounded('timeoutSeconds', out.timeoutSeconds, policy.maxTimeoutSeconds);
+    bounded(
+      'timeoutSeconds',
+      out.timeoutSeconds,
+      max.timeoutSeconds,
+      has(policy.maxTimeoutSeconds),
+    );
   }
   if (spec.labels !== undefined) {
     if (!support.labels) throw refuse('spec.labels');
+    if (!isPlainObject(spec.labels))
+      throw new InvalidArgumentError('spec.labels must be an object');
     const entries = Object.entries(spec.labels);
     if (entries.length > MAX_LABELS) {
       throw new InvalidArgumentError(`spec.labels: at most ${MAX_LABELS} labels`);

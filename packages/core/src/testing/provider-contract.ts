@@ -196,6 +196,30 @@ export function describeProviderContract(
       }
     });
 
+    it('attack: a resource or timeout past every bound (2^31 pids, 1e300 MiB, a million CPUs) is refused, typed, before acquiring', async () => {
+      const support = provider.specSupport;
+      // Past the ceilings no configuration lifts, so this holds whatever sandbox.spec.max_* says.
+      const huge: Record<SandboxResourceName, number> = {
+        pids: 2 ** 31,
+        memoryMb: Number(`1e${300}`),
+        cpus: 10 ** 6,
+        diskGb: 10 ** 9,
+      };
+      const specs: SandboxSpec[] = support.resources.map((name) => ({
+        resources: { [name]: huge[name] },
+      }));
+      if (support.timeout) specs.push({ timeoutSeconds: Number(`1e${300}`) });
+      for (const spec of specs) {
+        const failure = await provider
+          .acquire({ userId: 'u1', threadId: thread('spec-huge'), spec })
+          .then(
+            () => undefined,
+            (err: unknown) => err,
+          );
+        expect(isSbxError(failure) && failure.code, JSON.stringify(spec)).toBe('SANDBOX_SPEC');
+      }
+    });
+
     it('a spec changing what the sandbox is names another sandbox; the same spec the same one', async (ctx) => {
       const support = provider.specSupport;
       const resource = (['cpus', 'memoryMb', 'pids'] as const).find((r) =>
