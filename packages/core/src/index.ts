@@ -422,6 +422,12 @@ export type {
   TelemetryTracer,
 } from './observability/observability-otel.js';
 export { SandboxSpecError } from './contract/sandbox-spec.js';
+export {
+  DEFAULT_SPEC_MAXIMA,
+  MIN_SPEC_CPUS,
+  SPEC_CEILINGS,
+} from './contract/sandbox-spec-bounds.js';
+export type { SpecMaxima } from './contract/sandbox-spec-bounds.js';
 export type {
   SandboxResourceName,
   SandboxResources,
