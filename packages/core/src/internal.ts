@@ -98,5 +98,8 @@ export type {
 } from './process/process-launcher.js';
 export { Utf8Listener } from './process/utf8-listener.js';
 export { StreamRewriter } from './process/stream-rewriter.js';
+export { OutputPacer, sharedOutputPacer } from './process/output-pacer.js';
+export type { OutputPacerOptions, PacedStream } from './process/output-pacer.js';
+export { decodeInTurns, rewriteInTurns } from './process/text-in-turns.js';
 export { execResultText } from './command/exec-result-text.js';
 export { assertCommandText, assertExecSupported } from './process/process-limits.js';

@@ -1,3 +1,5 @@
+import { decodeInTurns } from '@sbx/core/internal';
+
 /** Per-stream capture limit of host commands: the head is kept, the rest is only counted. */
 export const COMMAND_CAPTURE_LIMIT_BYTES = 10 * 1024 * 1024;
 
@@ -39,9 +41,13 @@ export class BoundedCapture {
     this.sealed = true;
   }
 
-  /** UTF-8 text with replacement characters, no newline translation, plus a truncation note. */
-  text(): string {
-    const out = Buffer.concat(this.chunks, this.kept).toString('utf8');
+  /**
+   * UTF-8 text with replacement characters, no newline translation, plus a truncation note;
+   * decoded a slice per turn of the loop (10 MiB of invalid UTF-8 is a quarter second of work).
+   * Bytes past the limit were never kept, so they are never decoded.
+   */
+  async text(): Promise<string> {
+    const out = await decodeInTurns(Buffer.concat(this.chunks, this.kept));
     if (this.total <= this.kept) return out;
     return `${out}\n... [output truncated after ${this.kept} of ${this.total} bytes; remaining output discarded] ...`;
   }

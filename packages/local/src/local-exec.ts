@@ -1,7 +1,6 @@
 import { AbortedError, type ExecOptions, type ExecResult, type Logger } from '@sbx/core';
-import { Utf8Listener } from '@sbx/core/internal';
+import { StreamRewriter, Utf8Listener, rewriteInTurns } from '@sbx/core/internal';
 import type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
-import { StreamRewriter } from './stream-rewriter.js';
 
 /** A host command ready to spawn: shell, translated command, final env and host cwd. */
 export interface PreparedHostCommand {
@@ -71,8 +70,8 @@ export async function runHostExec(
   if (options.signal?.aborted) throw new AbortedError(undefined, { cause: options.signal.reason });
   return {
     exitCode: result.timedOut ? null : result.exitCode,
-    stdout: rewrite(result.stdout),
-    stderr: rewrite(result.stderr),
+    stdout: await rewriteInTurns(result.stdout, rewrite),
+    stderr: await rewriteInTurns(result.stderr, rewrite),
     durationMs: performance.now() - started,
     truncated: result.truncated ?? false,
     timedOut: result.timedOut,

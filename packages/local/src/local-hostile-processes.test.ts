@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rejectionOf } from '@sbx/core/testing';
 import type { Sandbox } from '@sbx/core';
 import { LocalSandboxProvider } from './local-sandbox-provider.js';
-import { StreamRewriter } from './stream-rewriter.js';
+import { StreamRewriter } from '@sbx/core/internal';
 
 /** What a hostile agent can throw at exec and the background processes of a host sandbox. */
 describe('LocalSandbox exec and processes under hostile input', () => {

@@ -9,7 +9,8 @@ import type {
   ProcessSink,
 } from '@sbx/core/internal';
 import { SandboxRuntimeError, type Logger } from '@sbx/core';
-import { rewritingListener, type PreparedHostCommand } from './local-exec.js';
+import { sharedOutputPacer, type OutputPacer } from '@sbx/core/internal';
+import type { PreparedHostCommand } from './local-exec.js';
 import { writeInput } from './stdin-writer.js';
 
 /** After the shell exits, how long output still in the pipes may take to arrive. */
@@ -34,15 +35,22 @@ export interface LocalLaunchHooks {
   rewrite(env: Readonly<Record<string, string>> | undefined): Promise<(text: string) => string>;
   readonly logger: Logger;
   readonly sandboxId: string;
+  /** Back-pressure on the children's output (default: the one every host command shares). */
+  readonly pacer?: OutputPacer;
 }
 
 /**
  * Background processes on the host: the shell leads its own process group (`detached`), so a kill
- * reaches everything it started; stdin is a pipe the caller writes to; output goes through the
- * same masking and redaction as `exec`, a line at a time, before anything keeps it.
+ * reaches everything it started; stdin is a pipe the caller writes to. Output is read under the
+ * shared pacer's back-pressure and handed on raw: the process table applies the same masking and
+ * redaction as `exec` (`outputRewrite`), a line at a time, to what it still keeps when read.
  */
 export class LocalProcessLauncher implements ProcessLauncher {
   constructor(private readonly hooks: LocalLaunchHooks) {}
+
+  outputRewrite(options: LaunchOptions): Promise<(text: string) => string> {
+    return this.hooks.rewrite(options.env);
+  }
 
   async launch(
     command: string,
@@ -50,7 +58,6 @@ export class LocalProcessLauncher implements ProcessLauncher {
     sink: ProcessSink,
   ): Promise<LaunchedProcess> {
     const prepared = await this.hooks.prepare(command, options);
-    const rewrite = await this.hooks.rewrite(options.env);
     const child = spawn(prepared.shell, shellArgs(prepared.shell, prepared.command), {
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -67,13 +74,11 @@ export class LocalProcessLauncher implements ProcessLauncher {
       );
     });
     const pid = child.pid as number;
-    const { logger, sandboxId } = this.hooks;
-    const out = rewritingListener((t) => sink.stdout(t), rewrite, logger, sandboxId);
-    const err = rewritingListener((t) => sink.stderr(t), rewrite, logger, sandboxId);
     const stdout = child.stdout as Readable;
     const stderr = child.stderr as Readable;
-    stdout.on('data', (chunk: Buffer) => out?.write(chunk));
-    stderr.on('data', (chunk: Buffer) => err?.write(chunk));
+    const pacer = this.hooks.pacer ?? sharedOutputPacer;
+    pacer.pace(stdout, (chunk) => sink.stdout(chunk));
+    pacer.pace(stderr, (chunk) => sink.stderr(chunk));
     const stdin = child.stdin;
     stdin?.on('error', () => {});
 
@@ -82,8 +87,6 @@ export class LocalProcessLauncher implements ProcessLauncher {
         const drained = Promise.all([closed(stdout), closed(stderr)]);
         const bound = new Promise<void>((r) => setTimeout(r, DRAIN_AFTER_EXIT_MS).unref());
         void Promise.race([drained, bound]).then(() => {
-          out?.end();
-          err?.end();
           // What the group left behind may keep the pipes open; it must not keep Node alive.
           (stdout as Readable & { unref?: () => void }).unref?.();
           (stderr as Readable & { unref?: () => void }).unref?.();

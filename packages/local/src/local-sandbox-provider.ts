@@ -283,8 +283,9 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   }
 
   /**
-   * Ends what the sandbox's commands left running (background jobs, `setsid`, double forks);
-   * the sandbox itself (and what it remembers about written files) stays cached.
+   * Ends what the sandbox's commands left running (background jobs, `setsid`, double forks) and
+   * frees the output its ended processes kept; the sandbox itself (and what it remembers about
+   * written files) stays cached.
    */
   override async release(sandboxId: string): Promise<void> {
     const cached =
@@ -294,6 +295,9 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     // A cached sandbox that ran no command since its last release left nothing to find; one no
     // longer cached (evicted) may have, so it is scanned for.
     if (cached) {
+      // The turn's background processes end, and the output kept for ended ones is freed: a
+      // cached sandbox must not hold it until the thread's next turn.
+      await cached.processes.killRunning();
       if (cached.hasUnreapedCommands) await cached.killProcesses();
       return;
     }

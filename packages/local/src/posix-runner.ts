@@ -3,6 +3,7 @@ import { shellArgs } from './shell.js';
 import { constants as osConstants } from 'node:os';
 import type { Readable } from 'node:stream';
 import { AbortedError, SandboxRuntimeError } from '@sbx/core';
+import { sharedOutputPacer, type OutputPacer, type PacedStream } from '@sbx/core/internal';
 import { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
 
 export interface PosixRunOptions {
@@ -22,6 +23,8 @@ export interface PosixRunOptions {
   /** Raw output as it arrives, before any capture limit. */
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
+  /** Back-pressure on the output (default: the pacer every host command shares). */
+  pacer?: OutputPacer;
 }
 
 export interface PosixRunResult {
@@ -108,14 +111,18 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
   const stdout = child.stdout as Readable;
   const stderr = child.stderr as Readable;
   const { onStdout, onStderr } = options;
-  stdout.on('data', (chunk: Buffer) => {
-    stdoutCapture.append(chunk);
-    onStdout?.(chunk);
-  });
-  stderr.on('data', (chunk: Buffer) => {
-    stderrCapture.append(chunk);
-    onStderr?.(chunk);
-  });
+  // Paced: a command printing faster than the loop should spend on it blocks on a full pipe.
+  const pacer = options.pacer ?? sharedOutputPacer;
+  const paced = [
+    pacer.pace(stdout, (chunk) => {
+      stdoutCapture.append(chunk);
+      onStdout?.(chunk);
+    }),
+    pacer.pace(stderr, (chunk) => {
+      stderrCapture.append(chunk);
+      onStderr?.(chunk);
+    }),
+  ];
   if (options.stdin !== undefined && child.stdin) {
     // A command that exits without reading its input closes the pipe under us: EPIPE is its
     // choice, not a failure of the call.
@@ -168,7 +175,7 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
     // process that left the group with `setsid` while keeping the pipes.
     await Promise.race([bothClosed, delay(options.closeWaitMs ?? DEFAULT_CLOSE_WAIT_MS)]);
   }
-  await settle([stdoutCapture, stderrCapture]);
+  await settle([stdoutCapture, stderrCapture], paced);
 
   stdoutCapture.seal();
   stderrCapture.seal();
@@ -180,8 +187,8 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
 
   if (aborted) throw new AbortedError(undefined, { cause: signal?.reason });
   return {
-    stdout: stdoutCapture.text(),
-    stderr: stderrCapture.text(),
+    stdout: await stdoutCapture.text(),
+    stderr: await stderrCapture.text(),
     exitCode: exitCodeOf(status),
     timedOut,
     pid: pid ?? -1,
@@ -190,14 +197,20 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
   };
 }
 
-/** Reads until a full event-loop turn brings no new bytes (bounded), i.e. the pipes are empty. */
-async function settle(captures: readonly BoundedCapture[]): Promise<void> {
+/**
+ * Reads until a full event-loop turn brings no new bytes and no stream waits for the pacer
+ * (bounded), i.e. the pipes are empty.
+ */
+async function settle(
+  captures: readonly BoundedCapture[],
+  paced: readonly PacedStream[],
+): Promise<void> {
   const total = () => captures.reduce((n, c) => n + c.totalBytes, 0);
   const started = Date.now();
   let before = -1;
   while (Date.now() - started < SETTLE_LIMIT_MS) {
     const now = total();
-    if (now === before) return;
+    if (now === before && !paced.some((p) => p.waiting)) return;
     before = now;
     // Two turns: the first may run in the same loop iteration that delivered `exit`.
     await nextTurn();

@@ -61,3 +61,107 @@ describe('OutputRing', () => {
     expect(() => new OutputRing(0)).toThrow(RangeError);
   });
 });
+
+describe('OutputRing with a rewrite (masking and redaction at read)', () => {
+  const mask = (text: string) => text.replaceAll('/host/secret/dir', '/mnt/x');
+
+  it('rewrites whole lines of each stream, a path split across chunks included', async () => {
+    const ring = new OutputRing({ capacity: 1024, rewrite: mask });
+    ring.append('stdout', 'in /host/sec');
+    ring.append('stderr', 'warn\n');
+    ring.append('stdout', 'ret/dir now\npartial /host/secret');
+    await ring.settle();
+    expect(ring.read()).toMatchObject({
+      text: 'warn\nin /mnt/x now\n',
+      stdout: 'in /mnt/x now\n',
+      stderr: 'warn\n',
+      droppedBytes: 0,
+      more: false,
+    });
+    const first = ring.read();
+    ring.append('stdout', '/dir\n');
+    await ring.settle();
+    expect(ring.read({ since: first.cursor }).text).toBe('partial /mnt/x\n');
+  });
+
+  it('shows the last partial line once the process has ended', async () => {
+    const ring = new OutputRing({ capacity: 1024, rewrite: mask });
+    ring.append('stdout', 'no newline at /host/secret/dir');
+    await ring.settle();
+    expect(ring.read().text).toBe('');
+    ring.seal();
+    await ring.settle();
+    expect(ring.read().text).toBe('no newline at /mnt/x');
+  });
+
+  it('a flood of invalid UTF-8 stays within capacity, and what it dropped is counted, never decoded', async () => {
+    const capacity = 64 * 1024;
+    let rewritten = 0;
+    const ring = new OutputRing({
+      capacity,
+      rewrite: (text) => {
+        rewritten += text.length;
+        return text;
+      },
+    });
+    const junk = Buffer.alloc(16 * 1024, 0xff);
+    const total = 4096 * junk.length; // 64 MiB
+    for (let i = 0; i < 4096; i++) {
+      ring.append(i % 2 === 0 ? 'stdout' : 'stderr', junk);
+      expect(ring.keptBytes).toBeLessThanOrEqual(capacity);
+    }
+    ring.seal();
+    await ring.settle();
+    const read = ring.read();
+    // Only what was still kept at the read was decoded and rewritten.
+    expect(rewritten).toBeLessThanOrEqual(capacity);
+    expect(read.droppedBytes).toBeGreaterThanOrEqual(total - capacity);
+    expect(Buffer.byteLength(read.text)).toBeLessThanOrEqual(3 * capacity);
+    expect(read.more).toBe(false);
+  });
+
+  it('after a gap a stream resumes at its next line end, so half a path is never shown', async () => {
+    const ring = new OutputRing({ capacity: 32, rewrite: mask });
+    ring.append('stdout', 'path: /host/sec');
+    ring.append('stdout', 'x'.repeat(40)); // pushes the start of the path out unread
+    ring.append('stdout', 'ret/dir/f\nafter\n');
+    await ring.settle();
+    const read = ring.read();
+    expect(read.text).toBe('after\n');
+    expect(read.droppedBytes).toBe(15 + 40 + 'ret/dir/f\n'.length);
+  });
+
+  it('clear() frees everything and a reader learns it was dropped', async () => {
+    const ring = new OutputRing({ capacity: 1024, rewrite: mask });
+    ring.append('stdout', 'kept\n');
+    await ring.settle();
+    ring.append('stdout', 'pending\n');
+    ring.clear();
+    expect(ring.keptBytes).toBe(0);
+    await ring.settle();
+    expect(ring.read()).toMatchObject({ text: '', droppedBytes: 13, cursor: 13 });
+  });
+
+  it('settles a slice per turn of the loop, and concurrent settles share one run', async () => {
+    let turns = 0;
+    const ring = new OutputRing({
+      capacity: 1024 * 1024,
+      rewrite: (t) => t,
+      yieldTurn: async () => {
+        turns += 1;
+      },
+    });
+    for (let i = 0; i < 16; i++) ring.append('stdout', `${'y'.repeat(32 * 1024 - 1)}\n`);
+    await Promise.all([ring.settle(), ring.settle()]);
+    expect(turns).toBeGreaterThanOrEqual(7);
+    expect(ring.read().text.length).toBe(16 * 32 * 1024);
+  });
+
+  it('a small view into a large buffer is kept as a copy (the ring counts only the view)', () => {
+    const ring = new OutputRing({ capacity: 1024 });
+    const frame = new Uint8Array(1024 * 1024);
+    ring.append('stdout', frame.subarray(10, 20));
+    expect(ring.keptBytes).toBe(10);
+    expect(ring.read().text.length).toBe(10);
+  });
+});

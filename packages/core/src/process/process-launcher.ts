@@ -70,6 +70,14 @@ export interface LaunchOptions {
 export interface ProcessLauncher {
   launch(command: string, options: LaunchOptions, sink: ProcessSink): Promise<LaunchedProcess>;
   /**
+   * Optional: how this backend shows a process's output text (the host provider masks host
+   * paths and redacts the call's secrets), asked once before `launch` with the same options. The
+   * sink then gets raw bytes, and the table applies the rewrite a line at a time to the output it
+   * still keeps when it is read (and to what listeners stream), so output dropped unread is never
+   * decoded nor rewritten.
+   */
+  outputRewrite?(options: LaunchOptions): Promise<((text: string) => string) | undefined>;
+  /**
    * Optional: connects to a running background process that another client of this sandbox
    * started (another gateway instance, or this one before a restart), by the id that client
    * handed out. Output from the moment of attaching goes to `sink`; what the process printed

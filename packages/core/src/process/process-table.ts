@@ -30,6 +30,7 @@ import type {
   ProcessSink,
 } from './process-launcher.js';
 import { assertCommandText, assertProcessTimeout } from './process-limits.js';
+import { sharedRetainedOutput, type RetainedOutput } from './retained-output.js';
 import { Utf8Listener } from './utf8-listener.js';
 
 /** Largest single `write()` to a process's standard input. */
@@ -47,6 +48,11 @@ export interface ProcessTableOptions {
   readonly launcher: ProcessLauncher;
   /** Bytes of output each process keeps for `output()`. Default 1 MiB. */
   readonly outputBytes?: number;
+  /**
+   * The budget ended processes' output counts against, across every table that shares it
+   * (default: one for the whole Node process, 64 MiB; the oldest ended output is freed first).
+   */
+  readonly retainedOutput?: RetainedOutput;
   /** Processes running at once per sandbox; a start beyond it is refused. Default 16. */
   readonly maxRunning?: number;
   /** Ended processes `list()` / `get()` still know. Default 32 (oldest forgotten first). */
@@ -89,6 +95,7 @@ export class ProcessTable implements SandboxProcesses {
   readonly #records = new Map<string, ProcessRecord>();
   readonly #ended: ProcessRecord[] = [];
   readonly #attaching = new Map<string, Promise<ProcessRecord | undefined>>();
+  readonly #retained: RetainedOutput;
   #next = 0;
   #inFlight = 0;
   /** Launches in flight, each settling once its process has ended (at once if it failed). */
@@ -101,6 +108,7 @@ export class ProcessTable implements SandboxProcesses {
     this.#options = options;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
+    this.#retained = options.retainedOutput ?? sharedRetainedOutput;
   }
 
   get closed(): boolean {
@@ -113,7 +121,6 @@ export class ProcessTable implements SandboxProcesses {
     if (options.timeoutMs !== undefined) assertProcessTimeout(options.timeoutMs);
     if (this.#closed) throw new ProcessStateError('The sandbox client is closed');
     this.#assertRoom();
-    const ring = new OutputRing(this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES);
     let id = 'launching';
     const report = (error: unknown): void =>
       this.#logger.warn('a process output listener threw; it gets no more output', {
@@ -121,8 +128,13 @@ export class ProcessTable implements SandboxProcesses {
         processId: id,
         error: error instanceof Error ? error.message : String(error),
       });
-    const out = new Utf8Listener(options.onStdout, report);
-    const err = new Utf8Listener(options.onStderr, report);
+    const launchOptions = {
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    };
+    let ring: OutputRing;
+    let out: Utf8Listener;
+    let err: Utf8Listener;
     // The place is held from the check until the record is in the table, in one continuation:
     // a start reacting to the launch's settlement must see this process counted.
     this.#inFlight += 1;
@@ -136,12 +148,14 @@ export class ProcessTable implements SandboxProcesses {
     this.#launching.add(landing);
     let launched: LaunchedProcess;
     try {
+      // How the launcher shows output (masked, redacted): applied to what is kept, when read.
+      const rewrite = await this.#options.launcher.outputRewrite?.(launchOptions);
+      ring = this.#ring(rewrite);
+      out = new Utf8Listener(options.onStdout, report, rewrite);
+      err = new Utf8Listener(options.onStderr, report, rewrite);
       launched = await this.#options.launcher.launch(
         command,
-        {
-          ...(options.env ? { env: options.env } : {}),
-          ...(options.cwd ? { cwd: options.cwd } : {}),
-        },
+        launchOptions,
         sinkInto(ring, out, err),
       );
     } catch (error) {
@@ -235,7 +249,7 @@ export class ProcessTable implements SandboxProcesses {
     await Promise.all(live.filter((r) => r.attached !== undefined).map((r) => this.#letGo(r)));
     const running = live.filter((r) => r.attached === undefined);
     await Promise.all(running.map((r) => this.#kill(r, 'SIGKILL')));
-    if (running.length === 0 && launching.length === 0) return;
+    if (running.length === 0 && launching.length === 0) return this.#freeEndedOutput();
     let timer: ClockTimer | undefined;
     const gaveUp = new Promise<'timeout'>((resolve) => {
       timer = this.#clock.setTimeout(() => resolve('timeout'), CLOSE_WAIT_MS);
@@ -252,6 +266,24 @@ export class ProcessTable implements SandboxProcesses {
         launchesInFlight: launching.length,
       });
     }
+    this.#freeEndedOutput();
+  }
+
+  /**
+   * At the end of a turn (release, close) the output of ended processes goes: a cached sandbox
+   * client must not hold it until its next turn, or for good.
+   */
+  #freeEndedOutput(): void {
+    for (const record of this.#records.values()) {
+      if (record.exit !== undefined) this.#freeOutput(record);
+    }
+  }
+
+  #ring(rewrite: ((text: string) => string) | undefined): OutputRing {
+    return new OutputRing({
+      capacity: this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES,
+      ...(rewrite ? { rewrite } : {}),
+    });
   }
 
   /** Running processes, and launches and attaches in flight (each will be one). */
@@ -259,9 +291,16 @@ export class ProcessTable implements SandboxProcesses {
     return [...this.#records.values()].filter((r) => r.exit === undefined).length + this.#inFlight;
   }
 
+  /** The output of a process nobody reads here any more goes (its reader learns it was dropped). */
+  #freeOutput(record: ProcessRecord): void {
+    record.ring.clear();
+    this.#retained.drop(record.ring);
+  }
+
   /** Stops following a process another client started; it keeps running there. */
   async #letGo(record: ProcessRecord): Promise<void> {
     record.detached = true;
+    this.#freeOutput(record);
     if (this.#records.get(record.id) === record) this.#records.delete(record.id);
     await this.#detach(record.id, record.attached);
   }
@@ -302,7 +341,7 @@ export class ProcessTable implements SandboxProcesses {
     if (pending) return pending;
     const attaching = (async () => {
       this.#assertRoom();
-      const ring = new OutputRing(this.#options.outputBytes ?? DEFAULT_PROCESS_OUTPUT_BYTES);
+      const ring = this.#ring(undefined);
       const out = new Utf8Listener(undefined, () => {});
       const err = new Utf8Listener(undefined, () => {});
       // Counted from the check until recorded, in one continuation (see `start`).
@@ -391,12 +430,15 @@ export class ProcessTable implements SandboxProcesses {
     };
     record.exit = result;
     record.endedAt = this.#clock.now();
+    record.ring.seal();
     // A process this client let go of is no longer in the table; its end is another client's.
     if (record.detached) return result;
     this.#ended.push(record);
+    this.#retained.keep(record.ring);
     const keep = this.#options.keepEnded ?? DEFAULT_KEPT_ENDED_PROCESSES;
     while (this.#ended.length > keep) {
       const forgotten = this.#ended.shift() as ProcessRecord;
+      this.#freeOutput(forgotten);
       // Its id may name a newer process by now (see `#track`).
       if (this.#records.get(forgotten.id) === forgotten) this.#records.delete(forgotten.id);
     }
@@ -450,11 +492,16 @@ export class ProcessTable implements SandboxProcesses {
         record.stdinClosed = true;
         await close.call(record.launched);
       },
-      output: async (options: ProcessOutputOptions = {}): Promise<ProcessOutput> => ({
-        ...record.ring.read(options),
-        status: record.exit === undefined ? 'running' : 'exited',
-        exitCode: record.exit?.exitCode ?? null,
-      }),
+      output: async (options: ProcessOutputOptions = {}): Promise<ProcessOutput> => {
+        // Status first: output that arrived before the end is all in the ring by then.
+        const exit = record.exit;
+        await record.ring.settle();
+        return {
+          ...record.ring.read(options),
+          status: exit === undefined ? 'running' : 'exited',
+          exitCode: exit?.exitCode ?? null,
+        };
+      },
     };
   }
 

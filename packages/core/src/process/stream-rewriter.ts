@@ -1,5 +1,5 @@
 /** Longest text held back waiting for a line end before it is rewritten and passed on anyway. */
-const MAX_HELD_CHARS = 64 * 1024;
+export const MAX_HELD_LINE_CHARS = 64 * 1024;
 
 /**
  * Applies a whole-text rewrite (host-path masking, secret redaction) to streamed output. A rewrite
@@ -18,7 +18,7 @@ export class StreamRewriter {
   write = (text: string): void => {
     const joined = this.#held + text;
     const cut = joined.lastIndexOf('\n');
-    if (cut === -1 && joined.length <= MAX_HELD_CHARS) {
+    if (cut === -1 && joined.length <= MAX_HELD_LINE_CHARS) {
       this.#held = joined;
       return;
     }
