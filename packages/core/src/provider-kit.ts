@@ -98,7 +98,19 @@ export {
   MAX_PROCESS_OUTPUT_READ_BYTES,
   OutputRing,
 } from './process/output-ring.js';
-export type { OutputStream } from './process/output-ring.js';
+export type { OutputRingOptions, OutputStream } from './process/output-ring.js';
+export {
+  DEFAULT_RETAINED_OUTPUT_BYTES,
+  RetainedOutput,
+  sharedRetainedOutput,
+} from './process/retained-output.js';
+export {
+  DEFAULT_OUTPUT_BYTES_PER_SECOND,
+  DEFAULT_OUTPUT_BYTES_PER_TURN,
+  OutputPacer,
+  sharedOutputPacer,
+} from './process/output-pacer.js';
+export type { OutputPacerOptions, PacedStream } from './process/output-pacer.js';
 export { Utf8Listener } from './process/utf8-listener.js';
 export { execResultText } from './command/exec-result-text.js';
 export {
