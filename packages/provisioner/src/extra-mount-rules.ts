@@ -3,15 +3,14 @@ import { provisionerExtraMountPaths } from '@sbx/core';
 import { PROVISIONER_MAX_EXTRA_MOUNTS } from '@sbx/core/internal';
 import type { ExtraMountRequest } from './create-request.js';
 import { ProvisionerHttpError } from './provisioner-errors.js';
+import { tenantRootProblem } from './tenant-roots.js';
+import type { MountTenancy } from './tenant-roots.js';
 
 /** An extra mount that passed the rules: both paths normalised, the host path under the base. */
 export interface ValidatedExtraMount extends ExtraMountRequest {
   /** The host path relative to the host base (for the user-data PVC sub-path); never empty. */
   relativeHostPath: string;
 }
-
-/** The directory name of thread user data on the host (agent-writable). */
-const USER_DATA_SEGMENT = 'user-data';
 
 function refuse(message: string): never {
   throw new ProvisionerHttpError(400, message);
@@ -23,11 +22,13 @@ function normalised(p: string): string {
 }
 
 /**
- * The rules of an extra mount request, checked on the normalised paths:
- * at most ten; the host path absolute and under the host base (by path segments, so
- * `/data-evil` is not under `/data`); the container path absolute and in the allowlist shared with
- * the gateway (derived from the request's skills root); no container path twice; and no host
- * path inside a thread's user data (a `user-data` segment), which agents write to.
+ * The rules of an extra mount request, checked on the normalised paths (`..`, `.`, repeated and
+ * trailing `/` resolved by segments before any comparison; nothing on the node is resolved, see
+ * below): at most ten; the host path absolute and under the host base (by path segments, so
+ * `/data-evil` is not under `/data`); the host path neither containing nor inside a root that is
+ * not the request's own (`tenantRootProblem`: every tenant, another user or thread, any user data,
+ * a skills root, the former threads directory); the container path absolute and in the allowlist
+ * shared with the gateway (derived from the request's skills root); no container path twice.
  *
  * What this cannot check: the kubelet resolves the host path on the node, so a symlink placed
  * under the host base by someone who can write there could point elsewhere. Apart from the user
@@ -39,6 +40,7 @@ export function validateExtraMounts(
   mounts: readonly ExtraMountRequest[],
   hostBase: string,
   skillsRoot: string,
+  tenancy: MountTenancy,
 ): ValidatedExtraMount[] {
   if (mounts.length > PROVISIONER_MAX_EXTRA_MOUNTS) {
     refuse(
@@ -65,11 +67,8 @@ export function validateExtraMounts(
     ) {
       refuse(`extra_mounts[${i}]: host_path ${hostPath} is not under the host base ${hostBase}`);
     }
-    // Thread user data is where agents write (symlinks included), and the kubelet follows a
-    // symlink on a host path: no extra mount may be taken from inside it.
-    if (relative.split('/').includes(USER_DATA_SEGMENT)) {
-      refuse(`extra_mounts[${i}]: host_path ${hostPath} is inside a thread's user data`);
-    }
+    const problem = tenantRootProblem(relative, tenancy);
+    if (problem !== undefined) refuse(`extra_mounts[${i}]: host_path ${hostPath} ${problem}`);
     if (!m.containerPath.startsWith('/'))
       refuse(`extra_mounts[${i}]: container_path must be absolute`);
     const containerPath = normalised(m.containerPath);

@@ -116,6 +116,7 @@ describe('the objects the provisioner creates', () => {
   const request = parseCreateRequest({
     sandbox_id: 'abc123',
     thread_id: 't1',
+    user_id: 'u',
     provision_lark_cli_broker: true,
     extra_mounts: [
       {

@@ -392,6 +392,50 @@ describe('provisioner HTTP surface', () => {
     );
   });
 
+  it('attack: two users with one thread id get two user-data directories on the node', async () => {
+    await start({ THREADS_HOST_PATH: '/var/lib/sbx/threads' });
+    const a = await call('POST', '/api/sandboxes', {
+      sandbox_id: 'ua1',
+      thread_id: 'shared-thread',
+      user_id: 'alice',
+    });
+    const b = await call('POST', '/api/sandboxes', {
+      sandbox_id: 'ub1',
+      thread_id: 'shared-thread',
+      user_id: 'bob',
+    });
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const userData = (name: string) =>
+      standin
+        .pods('sbx-test')
+        .find((p) => p.metadata!.name === name)!
+        .spec!.volumes!.find((v) => v.name === 'user-data')!.hostPath!.path;
+    expect(userData('sandbox-ua1')).toBe(
+      '/var/lib/sbx/users/alice/threads/shared-thread/user-data',
+    );
+    expect(userData('sandbox-ub1')).toBe('/var/lib/sbx/users/bob/threads/shared-thread/user-data');
+  });
+
+  it('attack: a parent of every tenant’s user data is refused as an extra mount, 400, nothing created', async () => {
+    await start({ THREADS_HOST_PATH: '/var/lib/sbx/threads' });
+    for (const host_path of [
+      '/var/lib/sbx/threads',
+      '/var/lib/sbx/threads/',
+      '/var/lib/sbx//threads',
+      '/var/lib/sbx/x/../threads',
+      '/var/lib/sbx/users',
+      '/var/lib/sbx/users/u1',
+    ]) {
+      const refused = await create('p1', {
+        extra_mounts: [{ host_path, container_path: '/mnt/acp-workspace', read_only: false }],
+      });
+      expect(refused.status, host_path).toBe(400);
+    }
+    expect([...standin.calls('create', 'pods'), ...standin.calls('create', 'services')]).toEqual(
+      [],
+    );
+  });
+
   it('unknown routes are 404 and wrong methods 405', async () => {
     await start();
     expect((await call('GET', '/api/nothing')).status).toBe(404);

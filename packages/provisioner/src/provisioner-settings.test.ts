@@ -27,7 +27,9 @@ describe('provisioner settings', () => {
     });
     expect(s.hostBaseDir).toBe('/var/lib/sbx');
     expect(
-      resolveProvisionerSettings({ env: { THREADS_HOST_PATH: '/srv/data' } }).hostBaseDir,
+      resolveProvisionerSettings({
+        env: { THREADS_HOST_PATH: '/srv/data', USERDATA_PVC_NAME: 'data' },
+      }).hostBaseDir,
     ).toBe('');
     expect(
       resolveProvisionerSettings({
@@ -92,6 +94,31 @@ describe('provisioner settings', () => {
         resolveProvisionerSettings({ env: { USERDATA_PVC_SUBPATH_PREFIX: '../up' } }),
       ),
     ).toContain('USERDATA_PVC_SUBPATH_PREFIX');
+  });
+
+  it('hostPath user data needs a host base, and the former threads directory lies strictly below it', () => {
+    // Without a base, user data would have no per-user place: refused at start-up, not per create.
+    expect(
+      configError(() => resolveProvisionerSettings({ env: { THREADS_HOST_PATH: '/srv/data' } })),
+    ).toContain('SBX_HOST_BASE_DIR');
+    for (const [threads, base] of [
+      ['/srv/sbx', '/srv/sbx'],
+      ['/srv/sbx/', '/srv/sbx'],
+      ['/srv', '/srv/sbx'],
+    ]) {
+      expect(
+        configError(() =>
+          resolveProvisionerSettings({
+            env: { THREADS_HOST_PATH: threads!, SBX_HOST_BASE_DIR: base! },
+          }),
+        ),
+      ).toContain('THREADS_HOST_PATH');
+    }
+    expect(
+      resolveProvisionerSettings({
+        env: { THREADS_HOST_PATH: '/srv/old-threads', SBX_HOST_BASE_DIR: '/srv/sbx' },
+      }).hostBaseDir,
+    ).toBe('/srv/sbx');
   });
 
   it('seconds settings become milliseconds; an empty API server is none', () => {

@@ -19,11 +19,17 @@ export interface ProvisionerSettings {
   ensureNamespace: boolean;
   /** Image of the sandbox container. */
   sandboxImage: string;
-  /** Host directory holding `<thread>/user-data` (hostPath mode). */
+  /**
+   * The former user-data directory (`<thread>/user-data`, not keyed by user). Its parent is the
+   * host base when it is named `threads`; nothing is mounted from it any more, and nothing may be
+   * mounted from it or above it as an extra mount.
+   */
   threadsHostPath: string;
   /**
-   * The host base extra mounts must lie under, and skills views are read from. Empty: the parent
-   * of `threadsHostPath` when that is named `threads`, else none (every extra mount is refused).
+   * The host base: thread user data lives at `users/<user>/threads/<thread>/user-data` below it
+   * (hostPath mode), extra mounts must lie under it, and skills views are read from it. Empty: the
+   * parent of `threadsHostPath` when that is named `threads`, else none — then the user data must
+   * be on a PVC (`userDataPvcName`) and every extra mount is refused.
    */
   hostBaseDir: string;
   skillsPvcName: string;
@@ -269,6 +275,25 @@ function checkSettings(s: ProvisionerSettings): void {
     );
   }
   if (s.sandboxImage === '') throw settingError('SANDBOX_IMAGE', 'must not be empty');
+  if (s.userDataPvcName === '' && s.hostBaseDir === '') {
+    throw settingError(
+      'SBX_HOST_BASE_DIR',
+      'hostPath user data (no USERDATA_PVC_NAME) lives at <base>/users/<user>/threads/<thread>/user-data: ' +
+        'set SBX_HOST_BASE_DIR, or a THREADS_HOST_PATH named "threads" (its parent is the base)',
+    );
+  }
+  const base = s.hostBaseDir.replace(/(.)\/+$/, '$1');
+  const threads = s.threadsHostPath.replace(/(.)\/+$/, '$1');
+  if (
+    base !== '' &&
+    threads !== '' &&
+    (threads === base || base.startsWith(threads === '/' ? '/' : `${threads}/`))
+  ) {
+    throw settingError(
+      'THREADS_HOST_PATH',
+      `must lie below the host base ${base}, not be it or contain it: it holds the former layout's user data of every thread`,
+    );
+  }
 }
 
 export interface SettingsSources {

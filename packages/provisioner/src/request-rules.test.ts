@@ -6,6 +6,8 @@ import { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
 import { ProvisionerHttpError } from './provisioner-errors.js';
 
 const BASE = '/data/sbx';
+/** The request's own user and thread, and the former threads directory below the base. */
+const TENANCY = { userId: 'u', threadId: 't', legacyThreadsDir: 'threads' };
 
 function statusOf(fn: () => unknown): number | undefined {
   try {
@@ -91,22 +93,25 @@ describe('extra mount rules', () => {
         paths.map((p) => ok(p)),
         BASE,
         '/mnt/skills',
+        TENANCY,
       ),
     ).toHaveLength(paths.length);
     for (const gatewayDrops of ['/mnt/user-data/workspace', '/mnt/skills']) {
-      expect(statusOf(() => validateExtraMounts([ok(gatewayDrops)], BASE, '/mnt/skills'))).toBe(
-        400,
-      );
+      expect(
+        statusOf(() => validateExtraMounts([ok(gatewayDrops)], BASE, '/mnt/skills', TENANCY)),
+      ).toBe(400);
     }
   });
 
   it('§9.5.69 a host path outside the state root (/etc) or an unknown container path (/mnt/secrets) is a 400', () => {
     expect(
-      statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace', '/etc')], BASE, '/mnt/skills')),
+      statusOf(() =>
+        validateExtraMounts([ok('/mnt/acp-workspace', '/etc')], BASE, '/mnt/skills', TENANCY),
+      ),
     ).toBe(400);
-    expect(statusOf(() => validateExtraMounts([ok('/mnt/secrets')], BASE, '/mnt/skills'))).toBe(
-      400,
-    );
+    expect(
+      statusOf(() => validateExtraMounts([ok('/mnt/secrets')], BASE, '/mnt/skills', TENANCY)),
+    ).toBe(400);
   });
 
   it('compares by path segments after normalising, so a sibling prefix or a climb out is refused', () => {
@@ -120,11 +125,18 @@ describe('extra mount rules', () => {
       `${BASE}/x\0`,
     ]) {
       expect(
-        statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace', host)], BASE, '/mnt/skills')),
+        statusOf(() =>
+          validateExtraMounts([ok('/mnt/acp-workspace', host)], BASE, '/mnt/skills', TENANCY),
+        ),
       ).toBe(400);
     }
     expect(
-      validateExtraMounts([ok('/mnt/acp-workspace/', `${BASE}//a/./b/`)], BASE, '/mnt/skills')[0],
+      validateExtraMounts(
+        [ok('/mnt/acp-workspace/', `${BASE}//a/./b/`)],
+        BASE,
+        '/mnt/skills',
+        TENANCY,
+      )[0],
     ).toMatchObject({
       hostPath: `${BASE}/a/b`,
       containerPath: '/mnt/acp-workspace',
@@ -138,7 +150,9 @@ describe('extra mount rules', () => {
       `${BASE}/users/u/threads/t/user-data`,
     ]) {
       expect(
-        statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace', host)], BASE, '/mnt/skills')),
+        statusOf(() =>
+          validateExtraMounts([ok('/mnt/acp-workspace', host)], BASE, '/mnt/skills', TENANCY),
+        ),
       ).toBe(400);
     }
     expect(
@@ -146,13 +160,79 @@ describe('extra mount rules', () => {
         [ok('/mnt/acp-workspace', `${BASE}/users/u/threads/t/acp-workspace`)],
         BASE,
         '/mnt/skills',
+        TENANCY,
       ),
     ).toHaveLength(1);
   });
 
+  it('attack: a parent of the user data (every tenant at once) is refused read-write and read-only, however it is spelled', () => {
+    // Spelled at run time: `..`, repeated and trailing slashes, `.` segments.
+    const spellings = (dir: string) => [
+      dir,
+      `${dir}/`,
+      `${dir}//`,
+      dir.replace(/\//g, '//'),
+      `${dir}/./`,
+      `${dir}/x/..`,
+      `${BASE}/nothing/../${dir.slice(BASE.length + 1)}`,
+    ];
+    const parents = [
+      `${BASE}/threads`, // the former THREADS_HOST_PATH: every thread's user data
+      `${BASE}/users`, // every user
+      `${BASE}/users/u`, // the user's root: all its threads' user data
+      `${BASE}/users/u/threads`,
+      `${BASE}/users/u/threads/t`, // contains the thread's own user data, read-write
+      `${BASE}/skills_view`,
+      `${BASE}/users/u/skills_view`,
+      `${BASE}/users/u/threads/t/skills_view`,
+    ];
+    for (const parent of parents) {
+      for (const host of spellings(parent)) {
+        for (const readOnly of [false, true]) {
+          const mount = { ...ok('/mnt/acp-workspace', host), readOnly };
+          expect(
+            statusOf(() => validateExtraMounts([mount], BASE, '/mnt/skills', TENANCY)),
+            `${host} ${readOnly ? 'ro' : 'rw'}`,
+          ).toBe(400);
+        }
+      }
+    }
+  });
+
+  it('attack: nothing inside another tenant’s root or the former threads directory is mountable', () => {
+    for (const host of [
+      `${BASE}/users/bob/threads/t/acp-workspace`, // another user, same thread id
+      `${BASE}/users/bob/skills_view/custom`,
+      `${BASE}/users/bob/integrations/lark-cli/config`,
+      `${BASE}/users/u/threads/other/acp-workspace`, // another thread of the same user
+      `${BASE}/users/u/threads/other/skills_view/custom`,
+      `${BASE}/threads/t/acp-workspace`,
+      `${BASE}/users/u/x/../../bob/skills_view/custom`,
+    ]) {
+      expect(
+        statusOf(() =>
+          validateExtraMounts([ok('/mnt/acp-workspace', host)], BASE, '/mnt/skills', TENANCY),
+        ),
+        host,
+      ).toBe(400);
+    }
+  });
+
+  it('the request’s own ACP workspace, skills categories and integration directories stay mountable', () => {
+    const own = [
+      ok('/mnt/acp-workspace', `${BASE}/users/u/threads/t/acp-workspace`),
+      ok('/mnt/skills/public', `${BASE}/skills_view/public`),
+      ok('/mnt/skills/custom', `${BASE}/users/u/skills_view/custom`),
+      ok('/mnt/skills/legacy', `${BASE}/users/u/threads/t/skills_view/legacy/`),
+      ok('/mnt/integrations/lark-cli/config', `${BASE}/users/u/integrations/lark-cli/config`),
+      ok('/mnt/integrations/lark-cli/data', `${BASE}/shared/lark-data`),
+    ];
+    expect(validateExtraMounts(own, BASE, '/mnt/skills', TENANCY)).toHaveLength(own.length);
+  });
+
   it('refuses more than ten, the same container path twice, and any mount when there is no host base', () => {
     const eleven = Array.from({ length: 11 }, () => ok('/mnt/acp-workspace'));
-    expect(() => validateExtraMounts(eleven, BASE, '/mnt/skills')).toThrow(
+    expect(() => validateExtraMounts(eleven, BASE, '/mnt/skills', TENANCY)).toThrow(
       /at most 10 extra mounts/,
     );
     expect(
@@ -161,19 +241,22 @@ describe('extra mount rules', () => {
           [ok('/mnt/acp-workspace'), ok('/mnt/acp-workspace/')],
           BASE,
           '/mnt/skills',
+          TENANCY,
         ),
       ),
     ).toBe(400);
-    expect(statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace')], '', '/mnt/skills'))).toBe(
-      400,
-    );
-    expect(validateExtraMounts([], '', '/mnt/skills')).toEqual([]);
+    expect(
+      statusOf(() => validateExtraMounts([ok('/mnt/acp-workspace')], '', '/mnt/skills', TENANCY)),
+    ).toBe(400);
+    expect(validateExtraMounts([], '', '/mnt/skills', TENANCY)).toEqual([]);
   });
 
   it('derives the allowlist from the request’s skills root', () => {
-    expect(validateExtraMounts([ok('/opt/skills/custom')], BASE, '/opt/skills')).toHaveLength(1);
     expect(
-      statusOf(() => validateExtraMounts([ok('/mnt/skills/custom')], BASE, '/opt/skills')),
+      validateExtraMounts([ok('/opt/skills/custom')], BASE, '/opt/skills', TENANCY),
+    ).toHaveLength(1);
+    expect(
+      statusOf(() => validateExtraMounts([ok('/mnt/skills/custom')], BASE, '/opt/skills', TENANCY)),
     ).toBe(400);
   });
 

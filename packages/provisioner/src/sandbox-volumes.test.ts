@@ -36,8 +36,7 @@ describe('sandbox volumes, hostPath mode', () => {
       expect(volume(p, 'skills-legacy').hostPath!.path).toContain('users/alice/skills_view/legacy');
       expect(volume(p, 'skills-legacy').hostPath!.type).toBe('Directory');
       const data = volume(p, 'user-data').hostPath!;
-      expect(data.path).toContain('thread-42');
-      expect(data.path.endsWith('user-data')).toBe(true);
+      expect(data.path).toBe(`${BASE}/users/alice/threads/thread-42/user-data`);
       expect(data.type).toBe('DirectoryOrCreate');
     }
     expect(volume(pod({ thread_id: 't' }), 'skills-legacy').hostPath!.path).toContain(
@@ -73,6 +72,53 @@ describe('sandbox volumes, hostPath mode', () => {
     const p = pod({ thread_id: 't', skills_container_path: '/opt/skills/' });
     expect(mount(p, '/opt/skills/public')?.name).toBe('skills-public');
     expect(mount(p, '/mnt/skills/public')).toBeUndefined();
+  });
+});
+
+describe('user data is keyed by user and thread', () => {
+  it('attack: two users with the same thread id get two user-data directories, in hostPath and PVC mode', () => {
+    // One thread id chosen by two tenants (ids are not secret, and a client may pick them).
+    const threadId = ['shared', 'thread'].join('-');
+    for (const env of [{}, { USERDATA_PVC_NAME: 'data-pvc' }] as Record<string, string>[]) {
+      const where = (userId: string) => {
+        const p = pod({ thread_id: threadId, user_id: userId }, env);
+        const data = volume(p, 'user-data');
+        return data.hostPath?.path ?? mount(p, '/mnt/user-data')!.subPath!;
+      };
+      expect(where('alice')).not.toBe(where('bob'));
+      expect(where('alice')).toMatch(/users\/alice\/threads\/shared-thread\/user-data$/);
+    }
+  });
+
+  it('is the same relative path below the host base as below the PVC prefix (the gateway’s layout)', () => {
+    const host = volume(pod({ thread_id: 't9', user_id: 'u9' }), 'user-data').hostPath!.path;
+    const pvc = mount(
+      pod({ thread_id: 't9', user_id: 'u9' }, { USERDATA_PVC_NAME: 'd' }),
+      '/mnt/user-data',
+    )!.subPath!;
+    expect(host.slice(BASE.length + 1)).toBe(pvc.slice('sbx/'.length));
+  });
+
+  it('a create asking to mount the former threads directory or another tenant is a 400, nothing planned', () => {
+    for (const host_path of [
+      `${BASE}/threads`,
+      `${BASE}/threads/`,
+      `${BASE}//threads`,
+      `${BASE}/users`,
+      `${BASE}/users/bob/threads/t/acp-workspace`,
+    ]) {
+      let status: number | undefined;
+      try {
+        pod({
+          thread_id: 't',
+          user_id: 'alice',
+          extra_mounts: [{ host_path, container_path: '/mnt/acp-workspace' }],
+        });
+      } catch (err) {
+        status = (err as { status?: number }).status;
+      }
+      expect(status, host_path).toBe(400);
+    }
   });
 });
 
@@ -133,7 +179,11 @@ describe('extra mounts', () => {
       path: larkConfig.host_path,
       type: 'DirectoryOrCreate',
     });
-    const ro = pod({ thread_id: 't', extra_mounts: [{ ...larkConfig, read_only: true }] });
+    const ro = pod({
+      thread_id: 't',
+      user_id: 'alice',
+      extra_mounts: [{ ...larkConfig, read_only: true }],
+    });
     expect(volume(ro, 'extra-0').hostPath!.type).toBe('Directory');
     const pvc = pod(
       { thread_id: 't', user_id: 'alice', extra_mounts: [larkConfig] },
@@ -151,7 +201,7 @@ describe('extra mounts', () => {
     expect(
       pod({ thread_id: 't' }, { SKILLS_PVC_NAME: 's', USERDATA_PVC_NAME: 'd' }).spec!.volumes,
     ).toHaveLength(2);
-    const p = pod({ thread_id: 't', extra_mounts: two });
+    const p = pod({ thread_id: 't', user_id: 'alice', extra_mounts: two });
     expect(p.spec!.volumes).toHaveLength(6);
     expect(sandboxContainer(p).volumeMounts).toHaveLength(6);
     expect(mount(p, '/mnt/acp-workspace')?.name).toBe('extra-0');
@@ -202,10 +252,16 @@ describe('Lark CLI integration', () => {
       pod({ thread_id: 't', provision_lark_cli_runtime: true }).spec!.initContainers,
     ).toBeUndefined();
     expect(
-      pod({ thread_id: 't', extra_mounts: larkMounts }, init).spec!.initContainers,
+      pod({ thread_id: 't', user_id: 'alice', extra_mounts: larkMounts }, init).spec!
+        .initContainers,
     ).toBeUndefined();
     const p = pod(
-      { thread_id: 't', extra_mounts: larkMounts, provision_lark_cli_runtime: true },
+      {
+        thread_id: 't',
+        user_id: 'alice',
+        extra_mounts: larkMounts,
+        provision_lark_cli_runtime: true,
+      },
       init,
     );
     const [initContainer] = p.spec!.initContainers!;
@@ -238,6 +294,7 @@ describe('Lark CLI integration', () => {
     const p = pod(
       {
         thread_id: 't',
+        user_id: 'alice',
         extra_mounts: larkMounts,
         provision_lark_cli_broker: true,
         provision_lark_cli_runtime: true,
@@ -265,7 +322,12 @@ describe('Lark CLI integration', () => {
       { name: 'DEERFLOW_LARK_BROKER_URL', value: 'http://127.0.0.1:8788' },
     ]);
     const denied = pod(
-      { thread_id: 't', extra_mounts: larkMounts, provision_lark_cli_broker: true },
+      {
+        thread_id: 't',
+        user_id: 'alice',
+        extra_mounts: larkMounts,
+        provision_lark_cli_broker: true,
+      },
       { ...broker, DEERFLOW_LARK_BROKER_DENY_SUBCOMMANDS: 'auth,logout' },
     );
     expect(denied.spec!.containers.find((c) => c.name === 'lark-cli-broker')!.env).toEqual([

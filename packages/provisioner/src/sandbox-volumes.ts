@@ -10,6 +10,7 @@ import type { CreateSandboxRequest } from './create-request.js';
 import { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
 import type { ValidatedExtraMount } from './extra-mount-rules.js';
 import type { Container, Volume, VolumeMount } from './kube-objects.js';
+import { legacyThreadsDirBelow } from './tenant-roots.js';
 import type { ProvisionerSettings } from './provisioner-settings.js';
 
 export const USER_DATA_MOUNT_PATH = '/mnt/user-data';
@@ -65,7 +66,16 @@ export function planSandboxVolumes(
   settings: ProvisionerSettings,
   request: CreateSandboxRequest,
 ): SandboxVolumePlan {
-  const extras = validateExtraMounts(request.extraMounts, settings.hostBaseDir, request.skillsRoot);
+  const extras = validateExtraMounts(
+    request.extraMounts,
+    settings.hostBaseDir,
+    request.skillsRoot,
+    {
+      userId: request.userId,
+      threadId: request.threadId,
+      legacyThreadsDir: legacyThreadsDirBelow(settings.hostBaseDir, settings.threadsHostPath),
+    },
+  );
   const pattern = larkPattern(settings, request);
   const plan: SandboxVolumePlan = {
     volumes: [],
@@ -157,6 +167,15 @@ function addDefaultSkills(
   }
 }
 
+/** `users/<user>/threads/<thread>/user-data`: the gateway's layout, keyed by user AND thread. */
+function userDataRelativePath(request: CreateSandboxRequest): string {
+  return posix.join('users', request.userId, 'threads', request.threadId, 'user-data');
+}
+
+/**
+ * The thread's user data, below the host base (hostPath) or the PVC prefix, at the same relative
+ * path either way: two users with one thread id never share a directory.
+ */
 function addUserData(
   plan: SandboxVolumePlan,
   settings: ProvisionerSettings,
@@ -168,14 +187,7 @@ function addUserData(
       persistentVolumeClaim: { claimName: settings.userDataPvcName },
     });
     const subPath = safeSubPath(
-      posix.join(
-        settings.userDataPvcSubpathPrefix,
-        'users',
-        request.userId,
-        'threads',
-        request.threadId,
-        'user-data',
-      ),
+      posix.join(settings.userDataPvcSubpathPrefix, userDataRelativePath(request)),
     );
     plan.mounts.push({
       name: 'user-data',
@@ -185,10 +197,11 @@ function addUserData(
     });
     return;
   }
+  // The settings refuse hostPath mode without a host base, so this is never relative.
   plan.volumes.push({
     name: 'user-data',
     hostPath: {
-      path: posix.join(settings.threadsHostPath, request.threadId, 'user-data'),
+      path: posix.join(settings.hostBaseDir, safeSubPath(userDataRelativePath(request))),
       type: 'DirectoryOrCreate',
     },
   });
