@@ -23,6 +23,7 @@ export type {
 } from './local-provider-options.js';
 export { runPosixCommand } from './posix-runner.js';
 export type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
+export type { SessionObserver, SandboxSessions } from './session-observer.js';
 export { findShell, POSIX_SHELL_CANDIDATES } from './shell.js';
 // The command output format lives in @sbx/core (every sandbox shares it); re-exported here so
 // code that imported it from @sbx/local keeps working.

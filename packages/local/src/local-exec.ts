@@ -1,6 +1,7 @@
 import { AbortedError, type ExecOptions, type ExecResult, type Logger } from '@sbx/core';
 import { StreamRewriter, Utf8Listener, rewriteInTurns } from '@sbx/core/internal';
 import type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
+import type { SessionObserver } from './session-observer.js';
 
 /** A host command ready to spawn: shell, translated command, final env and host cwd. */
 export interface PreparedHostCommand {
@@ -8,6 +9,8 @@ export interface PreparedHostCommand {
   readonly command: string;
   readonly env: Record<string, string>;
   readonly cwd?: string;
+  /** Told about the shell's session (see `SessionObserver`). */
+  readonly session?: SessionObserver;
 }
 
 /** A listener chain: raw bytes → UTF-8 text → rewritten a line at a time → the caller's listener. */
@@ -56,6 +59,7 @@ export async function runHostExec(
       command: prepared.command,
       env: prepared.env,
       ...(prepared.cwd !== undefined ? { cwd: prepared.cwd } : {}),
+      ...(prepared.session !== undefined ? { session: prepared.session } : {}),
       timeoutMs: options.timeoutMs,
       signal: options.signal,
       maxCaptureBytes: options.maxCaptureBytes,

@@ -1,10 +1,22 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalSandboxProvider } from './local-sandbox-provider.js';
-import { PROVIDER_PROCESS_MARKER, markedProcesses } from './process-reaper.js';
-import { hasProcFs } from './proc-test-support.js';
+import {
+  PROVIDER_PROCESS_MARKER,
+  SANDBOX_PROCESS_MARKER,
+  markedProcesses,
+  reapProcesses,
+} from './process-reaper.js';
+import {
+  hasProcFs,
+  killSurvivors,
+  liveStartTime,
+  survivorsAfter,
+  type ProcessIdentity,
+} from './proc-test-support.js';
 
 let base: string;
 let provider: LocalSandboxProvider;
@@ -72,5 +84,94 @@ describe.runIf(hasProcFs)('nothing a local sandbox started outlives it', () => {
     } finally {
       await small.shutdown();
     }
+  });
+});
+
+/** A command that records its own pid in `<dir>/<name>`, then sleeps as that same process. */
+function sleeper(dir: string, name: string): string {
+  return `sh -c 'echo $$ > ${path.join(dir, name)}; exec sleep 300'`;
+}
+
+const QUIET = '>/dev/null 2>&1 </dev/null';
+const STRIP_TAGS = `env -u ${SANDBOX_PROCESS_MARKER} -u ${PROVIDER_PROCESS_MARKER}`;
+
+async function recorded(dir: string, name: string): Promise<ProcessIdentity> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const text = await readFile(path.join(dir, name), 'utf8').catch(() => '');
+    const pid = Number(text.trim());
+    const start = text.endsWith('\n') && pid > 0 ? await liveStartTime(pid) : undefined;
+    if (start !== undefined) return { name, pid, start };
+    if (Date.now() > until) throw new Error(`${name} never started`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe.runIf(hasProcFs)('processes that dropped the environment tags', () => {
+  let started: ProcessIdentity[] = [];
+  afterEach(async () => {
+    await killSurvivors(started);
+    started = [];
+  });
+
+  /** Starts, in sandbox `id`, what no tag scan finds but the sandbox's process groups hold. */
+  async function startUntagged(id: string): Promise<ProcessIdentity[]> {
+    const sandbox = provider.get(id)!;
+    await sandbox.exec(`env -i ${sleeper(base, `${id}-env-i`)} ${QUIET} &`);
+    await sandbox.exec(`${STRIP_TAGS} ${sleeper(base, `${id}-stripped-bg`)} ${QUIET} &`);
+    await sandbox.processes.start(`exec ${STRIP_TAGS} ${sleeper(base, `${id}-stripped`)}`);
+    const found = [];
+    for (const name of ['env-i', 'stripped-bg', 'stripped']) {
+      found.push(await recorded(base, `${id}-${name}`));
+    }
+    started.push(...found);
+    return found;
+  }
+
+  it('release() signals every process group the sandbox started, tagged or not', async () => {
+    const a = await provider.acquire({ userId: 'u', threadId: 'untagged-a' });
+    const b = await provider.acquire({ userId: 'u', threadId: 'untagged-b' });
+    const ofA = await startUntagged(a);
+    const ofB = await startUntagged(b);
+    await provider.release(a);
+    expect((await survivorsAfter(ofA, 10_000)).map((p) => p.name)).toEqual([]);
+    // Another sandbox's groups are not its to signal.
+    expect((await survivorsAfter(ofB, 0)).map((p) => p.name)).toEqual(ofB.map((p) => p.name));
+    await provider.release(b);
+    expect((await survivorsAfter(ofB, 10_000)).map((p) => p.name)).toEqual([]);
+  });
+
+  it('shutdown() signals every process group of every sandbox, evicted ones included', async () => {
+    const small = new LocalSandboxProvider({
+      baseDir: base,
+      allowHostBash: true,
+      maxCachedThreads: 1,
+    });
+    const previous = provider;
+    provider = small;
+    try {
+      const a = await small.acquire({ userId: 'u', threadId: 'untagged-c' });
+      const ofA = await startUntagged(a);
+      await small.acquire({ userId: 'u', threadId: 'untagged-d' }); // evicts a
+      expect(small.get(a)).toBeUndefined();
+      await small.shutdown();
+      expect((await survivorsAfter(ofA, 10_000)).map((p) => p.name)).toEqual([]);
+    } finally {
+      provider = previous;
+      await small.shutdown();
+    }
+  });
+
+  it('a session whose leader is another process now (the number reused) is left alone', async () => {
+    // A session of its own, as every command gets: its leader's pid is the session id.
+    const other = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
+    const pid = other.pid!;
+    const start = (await liveStartTime(pid))!;
+    started.push({ name: 'unrelated', pid, start });
+    const stale = String(BigInt(start) - 1n);
+    expect(await reapProcesses({ sessions: new Map([[pid, stale]]) })).toBe(0);
+    expect(await liveStartTime(pid)).toBe(start);
+    expect(await reapProcesses({ sessions: new Map([[pid, start]]) })).toBe(1);
+    expect(await survivorsAfter(started, 10_000)).toEqual([]);
   });
 });

@@ -58,6 +58,7 @@ export class LocalProcessLauncher implements ProcessLauncher {
     sink: ProcessSink,
   ): Promise<LaunchedProcess> {
     const prepared = await this.hooks.prepare(command, options);
+    prepared.session?.beforeSpawn();
     const child = spawn(prepared.shell, shellArgs(prepared.shell, prepared.command), {
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -65,6 +66,11 @@ export class LocalProcessLauncher implements ProcessLauncher {
       ...(prepared.cwd !== undefined ? { cwd: prepared.cwd } : {}),
       windowsHide: true,
     });
+    const spawned = child.pid;
+    if (spawned !== undefined) {
+      prepared.session?.started(spawned);
+      child.once('exit', () => prepared.session?.ended(spawned));
+    }
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
       child.once('error', (error) =>

@@ -1,5 +1,6 @@
 import type { EnvPolicyMode, LocalToolEnvironment, Logger, PathMapping } from '@sbx/core';
 import type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
+import type { SandboxSessions } from './session-observer.js';
 import { findShell } from './shell.js';
 
 export interface LocalSandboxOptions {
@@ -28,6 +29,12 @@ export interface LocalSandboxOptions {
    * `killProcesses()` finds what the sandbox started even after `setsid` or a double fork.
    */
   processTags?: { sandbox: string; provider?: string };
+  /**
+   * The sessions of this sandbox's commands, kept by the provider: `killProcesses()` ends every
+   * process in them as well as every tagged one, and the provider's watchdog ends them with the
+   * gateway. Without it (a sandbox built on its own), the tag alone finds what to end.
+   */
+  sessions?: SandboxSessions;
   /** Shell executable; default: first of /bin/zsh, /bin/bash, /bin/sh, `sh` on PATH. */
   shell?: string;
   /** Per-stream output cap in bytes. Default 10 MiB. */

@@ -54,11 +54,7 @@ import {
 import { collectIdleThreads } from './thread-gc.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { localSandboxId, type SkillsMode } from './local-sandbox-id.js';
-import {
-  PROVIDER_PROCESS_MARKER,
-  SANDBOX_PROCESS_MARKER,
-  killMarkedProcesses,
-} from './process-reaper.js';
+import { CommandSessions } from './command-sessions.js';
 
 const requireHere = createRequire(import.meta.url);
 let lruCacheModule: typeof LruCacheModule | undefined;
@@ -121,6 +117,8 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   private genericSandbox: LocalSandbox | undefined;
   /** Tags the processes of this provider instance (see `process-reaper`). */
   private readonly processTag = randomUUID();
+  /** The sessions its commands started, and the watchdog that ends them with the gateway. */
+  private readonly commandSessions: CommandSessions;
 
   constructor(options: LocalProviderOptions = {}) {
     super();
@@ -133,6 +131,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     const local = config.local ?? {};
     const env = options.env ?? process.env;
     this.logger = options.logger ?? requiredLogger;
+    this.commandSessions = new CommandSessions(this.processTag, this.logger);
     // Canonical from the start: mount tables are strict (a mount root must still resolve to the
     // host directory it was built from), so the thread directories are spelled without links.
     this.baseDir = canonicalPathSync(
@@ -301,7 +300,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       if (cached.hasUnreapedCommands) await cached.killProcesses();
       return;
     }
-    await killMarkedProcesses(SANDBOX_PROCESS_MARKER, this.processTagOf(sandboxId), this.logger);
+    await this.commandSessions.reap(this.processTagOf(sandboxId));
   }
 
   /** The environment tag of one sandbox's processes: unique to this provider instance and id. */
@@ -340,11 +339,13 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     this.threads.clear();
   }
 
-  /** `reset()`, then every process a sandbox of this instance started is killed. */
+  /**
+   * `reset()`, then every process a sandbox of this instance started is killed (evicted ones
+   * included: by their sessions and by the provider's tag), and the watchdog stops.
+   */
   override async shutdown(): Promise<void> {
     await this.reset();
-    // Every process any sandbox of this instance started, evicted ones included.
-    await killMarkedProcesses(PROVIDER_PROCESS_MARKER, this.processTag, this.logger);
+    await this.commandSessions.reapAll();
   }
 
   private generic(): LocalSandbox {
@@ -361,6 +362,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   private sandboxOptions(sandboxId: string) {
     return {
       processTags: { sandbox: this.processTagOf(sandboxId), provider: this.processTag },
+      sessions: this.commandSessions.forSandbox(this.processTagOf(sandboxId)),
       allowHostBash: this.allowHostBash,
       bashCommandTimeout: this.bashCommandTimeout,
       searchTimeoutSeconds: this.searchTimeoutSeconds,

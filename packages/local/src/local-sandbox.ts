@@ -57,6 +57,7 @@ import {
   SANDBOX_PROCESS_MARKER,
   killMarkedProcesses,
 } from './process-reaper.js';
+import type { SandboxSessions } from './session-observer.js';
 import { readLineRange, readWholeText } from './text-file.js';
 
 /** Largest file `downloadFile` returns (100 MiB). */
@@ -79,6 +80,7 @@ export class LocalSandbox extends Sandbox {
   private readonly envPolicy: EnvPolicyMode;
   private readonly envAllow: readonly string[];
   private readonly processTags: { sandbox: string; provider?: string } | undefined;
+  private readonly sessions: SandboxSessions | undefined;
   private commandsSinceReap = false;
   private readonly shell: string | undefined;
   private readonly maxCaptureBytes: number | undefined;
@@ -123,6 +125,7 @@ export class LocalSandbox extends Sandbox {
     this.envPolicy = options.envPolicy ?? 'allowlist';
     this.envAllow = options.envAllow ?? [];
     this.processTags = options.processTags;
+    this.sessions = options.sessions;
     this.table = new PathMappingTable(options.mappings ?? [], {
       confined: options.confined ?? true,
     });
@@ -157,12 +160,15 @@ export class LocalSandbox extends Sandbox {
   }
 
   /**
-   * Kills every process a command of this sandbox started and left running (background jobs,
-   * `setsid`, double forks), found by its environment tag. Best-effort: see `process-reaper`.
+   * Kills every process a command of this sandbox started and left running: whatever is in the
+   * sessions its commands started (an `env -i` or `exec env -u …` that dropped the tag
+   * included), and whatever carries its environment tag (`setsid`, double forks). Best-effort:
+   * see `process-reaper`.
    */
   async killProcesses(): Promise<number> {
-    if (!this.processTags) return 0;
     this.commandsSinceReap = false;
+    if (this.sessions) return this.sessions.reap();
+    if (!this.processTags) return 0;
     return killMarkedProcesses(SANDBOX_PROCESS_MARKER, this.processTags.sandbox, this.logger);
   }
 
@@ -256,7 +262,13 @@ export class LocalSandbox extends Sandbox {
       env[SANDBOX_PROCESS_MARKER] = this.processTags.sandbox;
       if (this.processTags.provider) env[PROVIDER_PROCESS_MARKER] = this.processTags.provider;
     }
-    return { shell, command: translated, env, ...(cwd !== undefined ? { cwd } : {}) };
+    return {
+      shell,
+      command: translated,
+      env,
+      ...(cwd !== undefined ? { cwd } : {}),
+      ...(this.sessions ? { session: this.sessions } : {}),
+    };
   }
 
   private async resolveCwd(cwd: string): Promise<string> {

@@ -5,6 +5,7 @@ import type { Readable } from 'node:stream';
 import { AbortedError, SandboxRuntimeError } from '@sbx/core';
 import { sharedOutputPacer, type OutputPacer, type PacedStream } from '@sbx/core/internal';
 import { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
+import type { SessionObserver } from './session-observer.js';
 
 export interface PosixRunOptions {
   /** Absolute path of the shell; the command runs as `<shell> -c <command>`. */
@@ -25,6 +26,8 @@ export interface PosixRunOptions {
   onStderr?: (chunk: Buffer) => void;
   /** Back-pressure on the output (default: the pacer every host command shares). */
   pacer?: OutputPacer;
+  /** Told about the shell's session, so what the command leaves running can be reaped later. */
+  session?: SessionObserver;
 }
 
 export interface PosixRunResult {
@@ -101,6 +104,7 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
   const stdoutCapture = new BoundedCapture(limit);
   const stderrCapture = new BoundedCapture(limit);
 
+  options.session?.beforeSpawn();
   const child = spawn(options.shell, shellArgs(options.shell, options.command), {
     detached: true,
     stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
@@ -108,6 +112,7 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
     cwd: options.cwd,
     windowsHide: true,
   });
+  if (child.pid !== undefined) options.session?.started(child.pid);
   const stdout = child.stdout as Readable;
   const stderr = child.stderr as Readable;
   const { onStdout, onStderr } = options;
@@ -166,6 +171,7 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', onAbort);
+    if (pid !== undefined) options.session?.ended(pid);
   }
 
   const groupGone = timedOut || aborted || pid === undefined || !groupAlive(pid);
