@@ -28,6 +28,12 @@ export interface ProcessStartOptions {
    * killed, or its sandbox ends).
    */
   timeoutMs?: number;
+  /**
+   * How `list()`, `info()` and the handle show the command (default: the command itself): a
+   * caller that rewrote its user's command before running it (virtual paths made host paths)
+   * shows the one its user wrote.
+   */
+  label?: string;
   /** Output as it is produced, in addition to what the output buffer keeps for `output()`. */
   onStdout?: OutputListener;
   onStderr?: OutputListener;

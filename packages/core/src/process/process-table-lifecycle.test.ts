@@ -185,6 +185,19 @@ describe('ProcessTable lifecycle guards', () => {
   });
 });
 
+describe('ProcessTable: how a process is listed', () => {
+  it('shows the label its caller gave (the command its user wrote), and refuses an oversized one', async () => {
+    const { table } = tableOf({ launch: async () => new Controlled().launched() });
+    const handle = await table.start("cd '/host/w' && make", { label: 'make' });
+    expect(handle.command).toBe('make');
+    expect(handle.info().command).toBe('make');
+    expect((await table.list()).map((p) => p.command)).toEqual(['make']);
+    await expect(table.start('x', { label: 'y'.repeat(300 * 1024) })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+});
+
 describe('ProcessTable: what closing does to processes another client started', () => {
   it('close lets go of a process it only attached (another client runs it) and kills its own', async () => {
     const theirs = new Controlled();

@@ -117,6 +117,7 @@ export class ProcessTable implements SandboxProcesses {
 
   async start(command: string, options: ProcessStartOptions = {}): Promise<ProcessHandle> {
     assertCommandText(command);
+    if (options.label !== undefined) assertCommandText(options.label);
     validateExtraEnv(options.env);
     if (options.timeoutMs !== undefined) assertProcessTimeout(options.timeoutMs);
     if (this.#closed) throw new ProcessStateError('The sandbox client is closed');
@@ -166,7 +167,7 @@ export class ProcessTable implements SandboxProcesses {
       this.#launching.delete(landing);
     }
     id = launched.id ?? `p${++this.#next}`;
-    const record = this.#track(id, command, ring, launched, undefined, out, err);
+    const record = this.#track(id, options.label ?? command, ring, launched, undefined, out, err);
     landed(record.ended);
     if (options.timeoutMs !== undefined) {
       record.timer = this.#clock.setTimeout(() => {

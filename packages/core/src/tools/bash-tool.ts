@@ -119,7 +119,7 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
       const prepared = prepareLocalBashCommand(context, sandbox, command);
       if (yieldTimeMs !== undefined) {
         const started = workspaceCommand(context, sandbox, prepared, 'process');
-        result = await runYielded(context, sandbox, started, env, yieldTimeMs);
+        result = await runYielded(context, sandbox, started, env, yieldTimeMs, command);
       } else {
         const full = workspaceCommand(context, sandbox, prepared);
         const options: ExecOptions = {};

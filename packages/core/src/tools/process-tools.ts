@@ -83,10 +83,13 @@ export async function runYielded(
   started: { readonly command: string; readonly cwd?: string },
   env: Readonly<Record<string, string>>,
   yieldTimeMs: number,
+  shown?: string,
 ): Promise<string> {
+  // Listings show the command as the agent wrote it (virtual paths), not as it runs.
   const handle = await sandbox.processes.start(started.command, {
     ...(Object.keys(env).length > 0 ? { env } : {}),
     ...(started.cwd !== undefined ? { cwd: started.cwd } : {}),
+    ...(shown !== undefined && shown !== started.command ? { label: shown } : {}),
   });
   const exit =
     yieldTimeMs > 0
@@ -204,6 +207,30 @@ export function processKillTool(context: ToolContext, input: ProcessKillInput): 
   });
 }
 
+/** Characters of a command `process_list` shows. */
+const LISTED_COMMAND_CHARS = 80;
+/** Longest host path a command can hold (PATH_MAX): masking looks this far past what is shown. */
+const LONGEST_HOST_PATH = 4096;
+
+/**
+ * A command as one line of `process_list`: host paths masked and secrets redacted before it is
+ * cut to width, so a cut never lands inside a host path; only the part that can reach the shown
+ * width (plus the longest path) is masked, whatever the command's length; line ends are shown as
+ * spaces, so a command is one line.
+ */
+async function listedCommand(
+  context: ToolContext,
+  sandbox: Sandbox,
+  command: string,
+  env: Readonly<Record<string, string>>,
+): Promise<string> {
+  const head = command.slice(0, LISTED_COMMAND_CHARS + LONGEST_HOST_PATH);
+  const masked = redactSecrets(await maskHostPaths(context, sandbox, head), env);
+  const flat = masked.replace(/[\r\n]+/g, ' ');
+  const cut = flat.length > LISTED_COMMAND_CHARS || head.length < command.length;
+  return cut ? `${flat.slice(0, LISTED_COMMAND_CHARS - 3)}...` : flat;
+}
+
 function age(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
   return s < 120 ? `${s}s` : `${Math.round(s / 60)}m`;
@@ -218,18 +245,19 @@ export function processListTool(context: ToolContext, input: ProcessListInput): 
       const all = await sandbox.processes.list();
       if (all.length === 0) return '(no processes)';
       const now = Date.now();
-      return all
-        .map((p) => {
-          const state =
-            p.status === 'running'
-              ? 'running'
-              : p.exitCode !== null
-                ? `exited ${p.exitCode}`
-                : `ended ${p.signal ?? '?'}`;
-          const command = p.command.length > 80 ? `${p.command.slice(0, 77)}...` : p.command;
-          return `${p.id}\t${state}\t${age((p.endedAt ?? now) - p.startedAt)}\t${command}`;
-        })
-        .join('\n');
+      const env = await requestEnvOf(context);
+      const lines: string[] = [];
+      for (const p of all) {
+        const state =
+          p.status === 'running'
+            ? 'running'
+            : p.exitCode !== null
+              ? `exited ${p.exitCode}`
+              : `ended ${p.signal ?? '?'}`;
+        const command = await listedCommand(context, sandbox, p.command, env);
+        lines.push(`${p.id}\t${state}\t${age((p.endedAt ?? now) - p.startedAt)}\t${command}`);
+      }
+      return lines.join('\n');
     });
   });
 }
