@@ -9,7 +9,11 @@ import {
   type ReapTarget,
 } from './process-reaper.js';
 
-/** Past this many tracked sessions, `started` first forgets those whose group is empty. */
+/**
+ * At this many tracked sessions `started` first forgets those whose group is empty; the next
+ * prune waits until twice as many are tracked as the last one left, so many live sessions do not
+ * make every spawn check them all.
+ */
 const PRUNE_AT = 1024;
 
 interface TrackedSession {
@@ -46,6 +50,7 @@ export class CommandSessions {
   readonly #logger: Logger;
   readonly #sessions = new Map<number, TrackedSession>();
   readonly #watchdog: GatewayWatchdog;
+  #pruneAt = PRUNE_AT;
 
   constructor(providerTag: string, logger: Logger) {
     this.#providerTag = providerTag;
@@ -75,7 +80,7 @@ export class CommandSessions {
       });
       return;
     }
-    if (this.#sessions.size >= PRUNE_AT) this.#prune();
+    if (this.#sessions.size >= this.#pruneAt) this.#prune();
     this.#sessions.set(pid, { sandboxTag, start: stat.start });
     this.#watchdog.track(pid, stat.start);
   }
@@ -141,5 +146,6 @@ export class CommandSessions {
 
   #prune(): void {
     for (const sid of [...this.#sessions.keys()]) if (groupEmpty(sid)) this.#forget(sid);
+    this.#pruneAt = Math.max(PRUNE_AT, this.#sessions.size * 2);
   }
 }
