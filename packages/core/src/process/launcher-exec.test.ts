@@ -42,6 +42,8 @@ describe('execViaLauncher', () => {
     expect(launches[0]).toEqual({ timeoutMs: 1_000 });
     expect(kills).toEqual(['SIGKILL']);
     expect(result).toMatchObject({ timedOut: true, exitCode: null, stdout: 'partial\n' });
+    // The grace timer of the kill goes with the call.
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it('stops waiting for a killed command that never reports its end, and says so', async () => {
@@ -122,5 +124,92 @@ describe('execViaLauncher', () => {
     await clock.advance(1_000 + KILLED_COMMAND_GRACE_MS);
     expect(await pending).toMatchObject({ timedOut: true, exitCode: null, stdout: '' });
     expect(logger.text('warn')).toContain('did not start before its limit');
+  });
+
+  it('an already aborted call rejects without starting anything', async () => {
+    const { launcher, launches } = backend();
+    const controller = new AbortController();
+    controller.abort();
+    const error = await rejectionOf(
+      execViaLauncher(launcher, 'x', { signal: controller.signal }, { timeoutMs: undefined }),
+    );
+    expect(error).toBeInstanceOf(AbortedError);
+    expect(launches).toEqual([]);
+  });
+
+  it('a command that ends before its limit leaves no timer; an abort after the end signals nothing', async () => {
+    const clock = new ManualClock();
+    const { launcher, kills, end } = backend();
+    const controller = new AbortController();
+    const pending = execViaLauncher(
+      launcher,
+      'x',
+      { signal: controller.signal },
+      { timeoutMs: 60_000, clock },
+    );
+    await clock.advance(0);
+    end({ exitCode: 0 });
+    expect(await pending).toMatchObject({ exitCode: 0, timedOut: false });
+    expect(clock.pendingTimers).toBe(0);
+    controller.abort();
+    expect(kills).toEqual([]);
+  });
+
+  it('a command the backend starts only after its limit is killed as it starts', async () => {
+    const clock = new ManualClock();
+    const { launcher, kills } = backend();
+    let start!: () => void;
+    const late: ProcessLauncher = {
+      launch: async (...args) => {
+        await new Promise<void>((resolve) => (start = resolve));
+        return launcher.launch(...args);
+      },
+    };
+    const pending = execViaLauncher(late, 'x', {}, { timeoutMs: 1_000, clock });
+    await clock.advance(1_000);
+    start();
+    const result = await pending;
+    expect(kills).toEqual(['SIGKILL']);
+    expect(result).toMatchObject({ timedOut: true, exitCode: null });
+  });
+
+  it('an abort after the limit killed a deaf command sends no second kill', async () => {
+    const clock = new ManualClock();
+    const { launcher, kills } = backend({ deaf: true });
+    const controller = new AbortController();
+    const pending = execViaLauncher(
+      launcher,
+      'x',
+      { signal: controller.signal },
+      { timeoutMs: 1_000, clock },
+    );
+    const rejected = rejectionOf(pending);
+    await clock.advance(0);
+    await clock.advance(1_000);
+    controller.abort();
+    await clock.advance(KILLED_COMMAND_GRACE_MS);
+    expect(await rejected).toBeInstanceOf(AbortedError);
+    expect(kills).toEqual(['SIGKILL']);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('a command whose input cannot be given is killed, and the call fails', async () => {
+    const kills: string[] = [];
+    const launcher: ProcessLauncher = {
+      launch: async () => ({
+        exited: new Promise<LaunchedExit>(() => {}),
+        kill: async (signal) => {
+          kills.push(signal);
+        },
+        write: async () => {
+          throw new Error('broken pipe');
+        },
+      }),
+    };
+    const error = await rejectionOf(
+      execViaLauncher(launcher, 'cat', { stdin: 'x' }, { timeoutMs: undefined }),
+    );
+    expect(error).toMatchObject({ message: 'broken pipe' });
+    expect(kills).toEqual(['SIGKILL']);
   });
 });

@@ -78,6 +78,53 @@ describe('OutputPacer', () => {
     expect(ended).toBe(true);
   });
 
+  it('after an idle spell one turn still hands on at most a turn of credit', async () => {
+    let now = 0;
+    const queued: (() => void)[] = [];
+    const pacer = new OutputPacer({
+      bytesPerTurn: 100,
+      bytesPerSecond: 1_000_000,
+      now: () => now,
+      later: (callback) => queued.push(callback),
+    });
+    const source = new PassThrough();
+    let got = 0;
+    pacer.pace(source, (chunk) => (got += chunk.length));
+    for (let i = 0; i < 20; i++) source.write(Buffer.alloc(50));
+    await ticks();
+    expect(got).toBe(100);
+    now += 60_000; // a minute of credit accrues; a turn may spend only its own
+    got = 0;
+    for (const callback of queued.splice(0)) callback();
+    await ticks();
+    expect(got).toBeLessThanOrEqual(150);
+  });
+
+  it('in debt, the next refill waits until the rate has paid it back, with streams still waiting', async () => {
+    const now = 0;
+    const delays: number[] = [];
+    const queued: (() => void)[] = [];
+    const pacer = new OutputPacer({
+      bytesPerTurn: 100,
+      bytesPerSecond: 1000, // a byte a millisecond
+      now: () => now,
+      later: (callback, delayMs) => {
+        delays.push(delayMs);
+        queued.push(callback);
+      },
+    });
+    const source = new PassThrough();
+    pacer.pace(source, () => {});
+    source.write(Buffer.alloc(150));
+    source.write(Buffer.alloc(150));
+    await ticks();
+    // 150 spent of 100: 50 in debt, paid back in 51 ms.
+    expect(delays).toEqual([51]);
+    for (const callback of queued.splice(0)) callback();
+    expect(pacer.waitingStreams).toBe(1);
+    expect(delays.at(-1)).toBeGreaterThan(0);
+  });
+
   it('refuses a budget that is not a positive integer', () => {
     expect(() => new OutputPacer({ bytesPerTurn: 0 })).toThrow(RangeError);
   });

@@ -85,7 +85,7 @@ export class OutputPacer {
     const serve = (): boolean => {
       if (this.#credit <= 0) return false;
       waiting = false;
-      if (!stream.destroyed) stream.resume();
+      stream.resume();
       return true;
     };
     stream.on('data', (chunk: Buffer) => {
@@ -93,12 +93,11 @@ export class OutputPacer {
         deliver(chunk);
         return;
       }
+      // A paused stream emits no 'data', so it is queued once until it is served.
       stream.pause();
       stream.unshift(chunk);
-      if (!waiting) {
-        waiting = true;
-        this.#waiting.push(serve);
-      }
+      waiting = true;
+      this.#waiting.push(serve);
       this.#queueRefill();
     });
     return {

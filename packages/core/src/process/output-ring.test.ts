@@ -161,7 +161,46 @@ describe('OutputRing with a rewrite (masking and redaction at read)', () => {
     const ring = new OutputRing({ capacity: 1024 });
     const frame = new Uint8Array(1024 * 1024);
     ring.append('stdout', frame.subarray(10, 20));
+    frame.fill(0x41);
     expect(ring.keptBytes).toBe(10);
-    expect(ring.read().text.length).toBe(10);
+    expect(ring.read().text).toBe('\0'.repeat(10));
+  });
+
+  it('a running process printing one endless line is shown in pieces, not held back whole', async () => {
+    const ring = new OutputRing({ capacity: 1024 * 1024, rewrite: (t) => t });
+    ring.append('stdout', 'a'.repeat(200_000));
+    await ring.settle();
+    expect(ring.read().text.length).toBeGreaterThanOrEqual(64 * 1024);
+  });
+
+  it('a settle stops at what was appended when it began, however fast more comes', async () => {
+    let turns = 0;
+    const ring: OutputRing = new OutputRing({
+      capacity: 1024 * 1024,
+      rewrite: (t) => t,
+      yieldTurn: async () => {
+        turns += 1;
+        if (turns < 1000) ring.append('stdout', `${'z'.repeat(64 * 1024)}\n`);
+      },
+    });
+    ring.append('stdout', `${'z'.repeat(64 * 1024)}\n`);
+    ring.append('stdout', `${'z'.repeat(64 * 1024)}\n`);
+    await ring.settle();
+    expect(turns).toBeLessThan(10);
+  });
+
+  it('concurrent settles are one run', () => {
+    const ring = new OutputRing({ capacity: 1024, rewrite: (t) => t });
+    ring.append('stdout', 'x\n');
+    expect(ring.settle()).toBe(ring.settle());
+  });
+
+  it('clear() on a running process drops the rest of a line it cut, so no half path is shown', async () => {
+    const ring = new OutputRing({ capacity: 1024, rewrite: mask });
+    ring.append('stdout', 'at /host/sec');
+    ring.clear();
+    ring.append('stdout', 'ret/dir/x\nnext\n');
+    await ring.settle();
+    expect(ring.read().text).toBe('next\n');
   });
 });

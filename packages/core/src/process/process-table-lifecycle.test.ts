@@ -185,6 +185,49 @@ describe('ProcessTable lifecycle guards', () => {
   });
 });
 
+describe('ProcessTable: input, waits and ids', () => {
+  it('closes a process input once, and not after the process ended', async () => {
+    const closes: string[] = [];
+    const exit = new Deferred<LaunchedExit>();
+    const launcher: ProcessLauncher = {
+      launch: async () => ({
+        exited: exit.promise,
+        kill: async () => {},
+        closeStdin: async () => {
+          closes.push('close');
+        },
+      }),
+    };
+    const table = new ProcessTable({ launcher, stdin: true, clock: new ManualClock() });
+    const first = await table.start('cat');
+    await first.closeStdin();
+    await first.closeStdin();
+    expect(closes).toEqual(['close']);
+    const second = await table.start('cat');
+    exit.resolve({ exitCode: 0 });
+    await second.wait();
+    await second.closeStdin();
+    expect(closes).toEqual(['close']);
+  });
+
+  it('a wait with a limit leaves no timer behind when the process ends first', async () => {
+    const proc = new Controlled();
+    const { table, clock } = tableOf({ launch: async () => proc.launched() });
+    const handle = await table.start('x');
+    const waiting = handle.wait({ timeoutMs: 10_000 });
+    proc.exit.resolve({ exitCode: 0 });
+    expect(await waiting).toMatchObject({ exitCode: 0 });
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('a launcher handing out the id of a running process again is logged as the bug it is', async () => {
+    const { table, logger } = tableOf({ launch: async () => new Controlled().launched('p7') });
+    await table.start('one');
+    await table.start('two');
+    expect(logger.text('error')).toContain('reused the id of a running process');
+  });
+});
+
 describe('ProcessTable: how a process is listed', () => {
   it('shows the label its caller gave (the command its user wrote), and refuses an oversized one', async () => {
     const { table } = tableOf({ launch: async () => new Controlled().launched() });
@@ -202,7 +245,7 @@ describe('ProcessTable: what closing does to processes another client started', 
   it('close lets go of a process it only attached (another client runs it) and kills its own', async () => {
     const theirs = new Controlled();
     const mine = new Controlled();
-    const { table } = tableOf({
+    const { table, clock } = tableOf({
       launch: async () => mine.launched('p2'),
       attach: async (id) => (id === 'p1' ? theirs.attached('p1', 'their server') : undefined),
     });
@@ -214,6 +257,31 @@ describe('ProcessTable: what closing does to processes another client started', 
     expect(theirs.kills).toEqual([]);
     expect(theirs.detached).toBe(true);
     // It is no longer followed from here: not listed as running, and not attached again.
+    expect((await table.list()).map((p) => p.id)).toEqual(['p2']);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('the end of a process it let go of takes no place among the ended ones it remembers', async () => {
+    const theirs = new Controlled();
+    const mine = new Controlled();
+    const clock = new ManualClock();
+    const table = new ProcessTable({
+      launcher: {
+        launch: async () => mine.launched('p2'),
+        attach: async (id) => theirs.attached(id, 'theirs'),
+      },
+      stdin: false,
+      clock,
+      keepEnded: 1,
+    });
+    await table.get('p1');
+    const own = await table.start('mine');
+    mine.exit.resolve({ exitCode: 0 });
+    await own.wait();
+    await table.killRunning();
+    // The other client's process ends later; this client no longer follows it.
+    theirs.exit.resolve({ exitCode: 0 });
+    await settled();
     expect((await table.list()).map((p) => p.id)).toEqual(['p2']);
   });
 

@@ -302,7 +302,8 @@ export class ProcessTable implements SandboxProcesses {
   async #letGo(record: ProcessRecord): Promise<void> {
     record.detached = true;
     this.#freeOutput(record);
-    if (this.#records.get(record.id) === record) this.#records.delete(record.id);
+    // Called synchronously on a snapshot of the table: the id still names this record.
+    this.#records.delete(record.id);
     await this.#detach(record.id, record.attached);
   }
 
