@@ -7,7 +7,7 @@ import {
   type ProcessInput,
 } from '@sbx/core';
 import { execViaLauncher, limitSeconds } from '@sbx/core/provider-kit';
-import type { ExecOptions, ExecResult } from '@sbx/core';
+import { shellQuote, type ExecOptions, type ExecResult } from '@sbx/core';
 import type {
   AttachedProcess,
   LauncherExecOptions,
@@ -248,7 +248,9 @@ export class AioBashLauncher implements ProcessLauncher {
 /**
  * `exec` as an async bash command (streamed, with a cwd or input). The image cannot close a
  * command's input, so input is written to a file first and the command reads it from there (the
- * file is removed as soon as the command has it open).
+ * file is removed as soon as the command has it open). The command goes to `eval` as one quoted
+ * word, never spliced between our braces: a `}` of its own would close the group, and what
+ * followed ran without the input.
  */
 export async function execInBashProcess(
   launcher: AioBashLauncher,
@@ -263,5 +265,6 @@ export async function execInBashProcess(
     typeof options.stdin === 'string' ? Buffer.from(options.stdin, 'utf8') : options.stdin;
   await api.writeFile(file, Buffer.from(bytes).toString('base64'), 'base64');
   const { stdin: _stdin, ...rest } = options;
-  return execViaLauncher(launcher, `{ rm -f '${file}'; ${command}\n} < '${file}'`, rest, limits);
+  const script = `{ rm -f '${file}'; eval ${shellQuote(command)}; } < '${file}'`;
+  return execViaLauncher(launcher, script, rest, limits);
 }

@@ -154,6 +154,30 @@ export function describeProcessContract(
         },
       );
 
+      it(
+        'never splices a command into a shell line of its own: a stray `}` or `)` runs nothing',
+        { timeout },
+        async () => {
+          const target = fresh();
+          await sb.writeFile(`${target}/.keep`, '');
+          const withInput = sb.capabilities.stdin ? [{ stdin: 'input\n' }] : [];
+          for (const [i, extra] of [{}, ...withInput].entries()) {
+            for (const [j, closer] of ['}', ')', 'fi', 'done'].entries()) {
+              // A syntax error fails the command (or, where input races a command that never
+              // reads it, the call); either way nothing of it may run.
+              const outcome = await sb
+                .exec(`echo ran > spliced-${i}-${j}; ${closer}`, { cwd: target, ...extra })
+                .then(
+                  (r) => r.exitCode,
+                  () => 'refused',
+                );
+              expect(outcome).not.toBe(0);
+            }
+          }
+          expect((await sb.listDir(target)).filter((p) => p.includes('spliced'))).toEqual([]);
+        },
+      );
+
       it('kills a command at its time limit', { timeout }, async () => {
         const r = await sb.exec('echo before; sleep 30', { timeoutMs: 1_500 });
         expect(r.timedOut).toBe(true);
