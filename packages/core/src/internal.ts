@@ -48,6 +48,7 @@ export {
   assertCapacitySandboxId,
 } from './capacity/capacity-store.js';
 export { shouldIgnorePath } from './search/search-ignore.js';
+export { countLiteralOccurrences } from './tools/literal-occurrences.js';
 export {
   DEFAULT_GLOB_MAX_RESULTS,
   DEFAULT_GREP_MAX_RESULTS,

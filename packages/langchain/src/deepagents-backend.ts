@@ -15,6 +15,7 @@ import {
   MAX_PATTERN_LENGTH,
   VIRTUAL_PATH_PREFIX,
   assertPathArgument,
+  countLiteralOccurrences,
   guardFileToolPath,
   maskHostPaths,
   normalizeToolPath,
@@ -213,7 +214,8 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
       // version the edit is about to replace (a concurrent change can make it approximate).
       const read = await this.readRaw(filePath);
       const text = read.data?.content;
-      if (typeof text === 'string') occurrences = text.split(oldString).length - 1;
+      // Linear whatever the strings (a native split or indexOf can take minutes on a hostile pair).
+      if (typeof text === 'string') occurrences = await countLiteralOccurrences(text, oldString);
     }
     const result = await this.#runner.call('str_replace', {
       path: filePath,

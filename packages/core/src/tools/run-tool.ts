@@ -1,3 +1,4 @@
+import { shownPath } from '../paths/path-limits.js';
 import { bashTool } from './bash-tool.js';
 import { globTool } from './glob-tool.js';
 import { grepTool } from './grep-tool.js';
@@ -46,7 +47,7 @@ export async function runTool(name: string, input: unknown, context: ToolContext
   if (!isToolName(name)) {
     return toolFailure(
       ToolErrorCode.UNKNOWN_TOOL,
-      `Error: Unknown tool '${name}'. Available tools: ${TOOL_NAMES.join(', ')}`,
+      `Error: Unknown tool '${shownPath(String(name))}'. Available tools: ${TOOL_NAMES.join(', ')}`,
     );
   }
   const fn = TOOL_FUNCTIONS[name] as (context: ToolContext, input: unknown) => Promise<string>;

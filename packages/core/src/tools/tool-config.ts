@@ -24,8 +24,10 @@ export interface ToolConfig {
   /** Configured `grep` result limit (the tool clamps it to 1..500). Default 100. */
   grepMaxResults: number | undefined;
   /**
-   * Byte limit of one non-append `write_file` call; `<= 0` disables. When unset, the environment
-   * variable `SBX_WRITE_FILE_MAX_BYTES` is read on every call (missing or malformed: 81920).
+   * Byte limit of one `write_file` call (append included), and of `str_replace`'s `old_str`,
+   * `new_str` and growth. At most 16 MiB (`MAX_TOOL_WRITE_BYTES`): `<= 0` or a larger value means
+   * 16 MiB. When unset, the environment variable `SBX_WRITE_FILE_MAX_BYTES` is read on every call
+   * (missing or malformed: 81920).
    */
   writeFileMaxBytes: number | undefined;
   /**

@@ -23,7 +23,10 @@ export const ToolErrorCode = {
   NO_MATCH: 'NO_MATCH',
   /** str_replace: `old_str` occurs more than once and `replace_all` is off. */
   AMBIGUOUS_MATCH: 'AMBIGUOUS_MATCH',
-  /** The input is over a size limit (write_file content). */
+  /**
+   * An argument, or what the call would build, is over a size limit: write_file content,
+   * str_replace's old_str and new_str, and what one str_replace would add to a file.
+   */
   TOO_LARGE: 'TOO_LARGE',
   /** read_file of a file that is not text. */
   BINARY_FILE: 'BINARY_FILE',

@@ -1,9 +1,8 @@
-import { Buffer } from 'node:buffer';
 import type { Sandbox } from '../contract/sandbox.js';
 import { fileOperationLock } from './file-operation-lock.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { checkReadBeforeWrite, normalizeToolPath, refreshFileMark } from './read-before-write.js';
-import { effectiveWriteFileMaxBytes, resolveToolConfig } from './tool-config.js';
+import { resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
 import {
   describeError,
@@ -13,6 +12,7 @@ import {
 } from './tool-errors.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { parseToolInput, type WriteFileInput } from './tool-schemas.js';
+import { singleCallWriteLimit, utf8Bytes } from './tool-size-limits.js';
 import { truncateMiddle } from './truncation.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';
 import { ToolErrorCode, failureCodeOf, toolFailure } from './tool-result.js';
@@ -75,10 +75,11 @@ export function writeFileTool(context: ToolContext, input: WriteFileInput): Prom
     const { path, content, append } = parsed.value;
     const config = resolveToolConfig(context.config);
     // Appends are bounded per call like writes (the file may still grow call by call): an
-    // unbounded append was one tool argument away from exhausting the gateway's memory.
-    const limit = effectiveWriteFileMaxBytes(config);
-    const bytes = Buffer.byteLength(content, 'utf8');
-    if (limit > 0 && bytes > limit) {
+    // unbounded append was one tool argument away from exhausting the gateway's memory. A
+    // disabled limit still has the hard ceiling.
+    const limit = singleCallWriteLimit(config);
+    const bytes = utf8Bytes(content);
+    if (bytes > limit) {
       return toolFailure(ToolErrorCode.TOO_LARGE, writeFileTooLargeMessage(bytes, limit, append));
     }
 
