@@ -39,9 +39,10 @@ export interface WorkspaceCommand {
  * A remote sandbox's background process (`mode: 'process'`) gets the same `cwd`. A remote
  * command run to completion keeps a `cd <workspace>; ` prefix: session shells (AIO) keep `cd` and
  * `export` across commands only on the path an explicit `cwd` would leave. The prefix is a
- * constant, complete command ended by `;`, run by the command's own shell before a byte of the
- * agent's text is read, so no operator in that text (`&`, `||`, a newline) can move any of it
- * out of the workspace; and the remote machine, not the directory, is the boundary there.
+ * constant, complete command ended by `;` (nothing after it changes how it parses) that the
+ * command's own shell runs before any part of the agent's text, so no operator in that text
+ * (`&`, `||`, a newline) can start a part of it elsewhere; and the remote machine, not the
+ * directory, is the boundary there.
  */
 export function workspaceCommand(
   context: ToolContext,
