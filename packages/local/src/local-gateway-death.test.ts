@@ -78,14 +78,20 @@ function startGateway(base: string, commands: object): ChildProcess {
 function readyOrExit(child: ChildProcess): Promise<void> {
   return new Promise((resolve, reject) => {
     let stderr = '';
+    const timer = setTimeout(
+      () => reject(new Error('the gateway was not ready in time')),
+      READY_DEADLINE_MS,
+    );
     child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-      if (d.includes('ready')) resolve();
+      if (!d.includes('ready')) return;
+      clearTimeout(timer);
+      resolve();
     });
-    child.once('exit', (code, signal) =>
-      reject(new Error(`the gateway ended before it was ready (${code ?? signal}): ${stderr}`)),
-    );
-    setTimeout(() => reject(new Error('the gateway was not ready in time')), READY_DEADLINE_MS);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`the gateway ended before it was ready (${code ?? signal}): ${stderr}`));
+    });
   });
 }
 
@@ -142,17 +148,23 @@ describe.runIf(hasProcFs)('the processes of a gateway end with it', () => {
   });
 
   for (const signal of ['SIGKILL', 'SIGTERM', 'SIGINT'] as const) {
-    it(`a gateway ended by ${signal} leaves none of its commands' processes running`, async () => {
-      gateway = startGateway(base, escapes(pids));
-      await readyOrExit(gateway);
-      started = await recordedProcesses(pids, fileNames);
-      expect(started.map((p) => p.name)).toEqual(fileNames);
+    it(
+      `a gateway ended by ${signal} leaves none of its commands' processes running`,
+      {
+        timeout: 2 * READY_DEADLINE_MS + GONE_DEADLINE_MS,
+      },
+      async () => {
+        gateway = startGateway(base, escapes(pids));
+        await readyOrExit(gateway);
+        started = await recordedProcesses(pids, fileNames);
+        expect(started.map((p) => p.name)).toEqual(fileNames);
 
-      const exited = new Promise((resolve) => gateway!.once('exit', resolve));
-      gateway.kill(signal);
-      await exited;
-      const survivors = await survivorsAfter(started, GONE_DEADLINE_MS);
-      expect(survivors.map((p) => p.name)).toEqual([]);
-    });
+        const exited = new Promise((resolve) => gateway!.once('exit', resolve));
+        gateway.kill(signal);
+        await exited;
+        const survivors = await survivorsAfter(started, GONE_DEADLINE_MS);
+        expect(survivors.map((p) => p.name)).toEqual([]);
+      },
+    );
   }
 });
