@@ -1,11 +1,15 @@
-import { SandboxIdentityCollisionError, resolveEffectiveUserId } from '@sbx/core';
+import {
+  SandboxIdentityCollisionError,
+  isValidThreadIdentity,
+  resolveEffectiveUserId,
+} from '@sbx/core';
 import {
   deriveSandboxScopeToken,
   identityScopesFor,
   serializerKey,
   specIdentityScope,
 } from '@sbx/core/provider-kit';
-import type { Sandbox, SandboxSpec, WarmEntry } from '@sbx/core';
+import type { Sandbox, SandboxSpec, SkillsView, WarmEntry } from '@sbx/core';
 import type { SandboxBook } from '@sbx/core/provider-kit';
 import type { SandboxInfo } from './sandbox-info.js';
 
@@ -124,4 +128,23 @@ export function aioSandboxId(skillsRoot: string, options: AioSandboxIdOptions): 
       ...(specScope ? [specScope] : []),
     ],
   });
+}
+
+/**
+ * The skills view of one of this thread's ids: a policy-scoped run has an id (and a container
+ * mounting the thread's projection) of its own, so the id alone says which view it shows, on any
+ * instance and after a restart. `undefined` for an id that is neither (another thread, another
+ * spec, an anonymous sandbox) or ids the rule refuses.
+ */
+export function aioSkillsViewOf(
+  skillsRoot: string,
+  sandboxId: string,
+  identity: { userId?: string | undefined; threadId: string; spec?: SandboxSpec | undefined },
+): SkillsView | undefined {
+  if (!isValidThreadIdentity(identity)) return undefined;
+  const idOf = (explicitSkillPolicy: boolean) =>
+    aioSandboxId(skillsRoot, { ...identity, explicitSkillPolicy });
+  if (sandboxId === idOf(true)) return 'policy';
+  if (sandboxId === idOf(false)) return 'shared';
+  return undefined;
 }

@@ -21,8 +21,10 @@ import type {
   SandboxProviderCounts,
   SandboxProviderEventListener,
   SandboxProviderEvents,
+  SandboxSpec,
   SandboxSpecPolicy,
   SandboxSpecSupport,
+  SkillsView,
 } from '@sbx/core';
 import {
   DEFAULT_SPEC_POLICY,
@@ -50,7 +52,7 @@ import type {
   AioSandboxProviderInit,
   AioSandboxSummary,
 } from './aio-provider-init.js';
-import { aioSandboxId } from './aio-identity.js';
+import { aioSandboxId, aioSkillsViewOf } from './aio-identity.js';
 import type {
   AioActiveEntry,
   AioSandboxIdOptions,
@@ -322,6 +324,14 @@ export class AioSandboxProvider
   /** The deterministic id of a thread's sandbox (policy-, skills-root- and spec-scoped). */
   sandboxIdFor(options: AioSandboxIdOptions): string {
     return aioSandboxId(this.settings.skillsRoot, options);
+  }
+
+  /** A policy-scoped run's id is its own (see `aioSkillsViewOf`). */
+  override skillsViewOf(
+    sandboxId: string,
+    identity: { userId?: string; threadId: string; spec?: SandboxSpec },
+  ): SkillsView | undefined {
+    return aioSkillsViewOf(this.settings.skillsRoot, sandboxId, identity);
   }
 
   #track<T>(work: Promise<T>): Promise<T> {

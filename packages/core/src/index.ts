@@ -3,6 +3,7 @@
 // --- errors
 export * from './errors/errors.js';
 export * from './errors/process-errors.js';
+export { SkillPolicyViewError } from './errors/skill-policy-errors.js';
 
 // --- optional dependencies
 export { loadOptionalDependency } from './provider-kit/optional-dependency.js';
@@ -47,6 +48,7 @@ export type {
   AcquireOptions,
   AgentSkillPolicy,
   SkillProjectionCategory,
+  SkillsView,
   SyncAgentSkillsOptions,
 } from './contract/sandbox-provider.js';
 

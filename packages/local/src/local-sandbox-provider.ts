@@ -41,6 +41,7 @@ import type {
   OrphanReapReport,
   PathMapping,
   ReapOrphansOptions,
+  SkillsView,
   ThreadDataPaths,
   ThreadLayout,
 } from '@sbx/core';
@@ -279,6 +280,22 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       sandboxId === localSandboxId(userId, identity.threadId, 'shared') ||
       sandboxId === localSandboxId(userId, identity.threadId, 'policy')
     );
+  }
+
+  /**
+   * A thread's policy-scoped sandbox (`local:<user>/policy:<thread>`) shows the policy's
+   * projection, its plain one the shared categories; the ids say which even after the cache
+   * evicted the sandbox or the provider restarted, so the tool layer can keep a policy run in its
+   * view (see `SandboxProvider.skillsViewOf`).
+   */
+  override skillsViewOf(
+    sandboxId: string,
+    identity: { userId?: string; threadId: string },
+  ): SkillsView | undefined {
+    const userId = identity.userId ?? this.defaultUserId;
+    if (sandboxId === localSandboxId(userId, identity.threadId, 'policy')) return 'policy';
+    if (sandboxId === localSandboxId(userId, identity.threadId, 'shared')) return 'shared';
+    return undefined;
   }
 
   /**

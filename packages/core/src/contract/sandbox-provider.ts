@@ -15,6 +15,12 @@ export interface AgentSkillPolicy {
   readonly allowedSkills: readonly string[];
 }
 
+/**
+ * The skills a sandbox shows at the skills root: the shared categories (`shared`), or the thread's
+ * projection made for a run under an explicit skill policy (`policy`).
+ */
+export type SkillsView = 'shared' | 'policy';
+
 export interface AcquireOptions {
   userId?: string;
   /** Absent: an anonymous sandbox (legacy/generic), never serialized per thread. */
@@ -93,6 +99,23 @@ export abstract class SandboxProvider {
    */
   sandboxBelongsTo(_sandboxId: string, _identity: { userId?: string; threadId: string }): boolean {
     return true;
+  }
+
+  /**
+   * The skills view `sandboxId` shows, when the provider can tell from the id and `identity`'s
+   * (user, thread) alone (a pure lookup, as `get`): `policy` for the sandbox a run under an explicit
+   * skill policy gets, `shared` for the thread's plain one, `undefined` when it cannot tell (the
+   * view is not fixed by the sandbox, or the id is not this identity's under `identity.spec`, the
+   * acquire spec that is part of some providers' ids). The tool layer uses it so
+   * that no re-acquisition (eviction, restart, a persisted id, a lease manager's replacement) moves
+   * a policy run to the shared view. Default `undefined`; providers whose policy runs get sandboxes
+   * of their own override it.
+   */
+  skillsViewOf(
+    _sandboxId: string,
+    _identity: { userId?: string; threadId: string; spec?: SandboxSpec },
+  ): SkillsView | undefined {
+    return undefined;
   }
 
   /** Upload providers copy the thread's skill projection in; bind-mount providers need nothing. */

@@ -4,6 +4,8 @@ import { silentLogger } from '../observability/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { SandboxAcquireRequest, ToolContext } from './tool-context.js';
 import { authorizeSandboxUse } from './tool-invocation.js';
+import { policyViewGone, screenPersistedView, viewRefusal } from './skills-view-guard.js';
+import type { PersistedView } from './skills-view-guard.js';
 import { errorMessage } from './tool-errors.js';
 
 /**
@@ -23,6 +25,10 @@ import { errorMessage } from './tool-errors.js';
  *    lease owner, else the provider directly (after its `admit` hook).
  * 4. A sandbox the provider cannot find right after acquiring it is rolled back (released) before
  *    the error is raised, so the failed call leaves no hold behind.
+ * 5. The run's skill policy (`context.skillPolicy`) goes with every acquisition, and the skills
+ *    view of every id reused or acquired is checked (`skills-view-guard.ts`): a policy run never
+ *    gets a shared-view sandbox, and a persisted policy-view sandbox that is gone is not replaced
+ *    by a shared one for a run that carries no policy (`SkillPolicyViewError`, rolled back).
  */
 export async function ensureSandboxInitialized(
   context: ToolContext | null | undefined,
@@ -41,6 +47,7 @@ export async function ensureSandboxInitialized(
         threadId,
         ...(context.userId !== undefined ? { userId: context.userId } : {}),
         ...(context.sandboxSpec ? { spec: context.sandboxSpec } : {}),
+        ...(context.skillPolicy ? { skillPolicy: context.skillPolicy } : {}),
         ...(context.signal ? { signal: context.signal } : {}),
       }
     : undefined;
@@ -56,17 +63,35 @@ export async function ensureSandboxInitialized(
     persisted = undefined;
     context.state.sandboxId = undefined;
   }
+  let view: PersistedView | undefined;
+  if (persisted && request) {
+    view = screenPersistedView(context, request, persisted);
+    if (view.persisted === undefined) {
+      persisted = undefined;
+      context.state.sandboxId = undefined;
+    }
+  }
   if (persisted) {
     let reusedId = persisted;
     const manager = context.leaseManager;
     if (request && context.leaseOwnerId && manager?.reuseOrAcquire && !context.acquireSandbox) {
+      // A policy view the run relies on must not be replaced: refused before a replacement exists.
+      if (view?.policyOnly && context.provider.get(persisted) === undefined) {
+        throw policyViewGone(persisted);
+      }
       // Binds this run's owner to the persisted sandbox (or a replacement) in one transition, so
       // the last holder of another run cannot park it between the liveness check and the use.
       reusedId = await manager.reuseOrAcquire(context.leaseOwnerId, persisted, request);
+      const refused = viewRefusal(context, request, reusedId, view);
+      if (refused) {
+        await rollback(context, reusedId);
+        throw refused;
+      }
       context.state.sandboxId = reusedId;
     }
     const sandbox = context.provider.get(reusedId);
     if (sandbox) return sandbox;
+    if (view?.policyOnly) throw policyViewGone(persisted);
   }
 
   if (!request) throw new SandboxRuntimeError('Thread ID not available in runtime context');
@@ -76,6 +101,11 @@ export async function ensureSandboxInitialized(
   if (!sandbox) {
     await rollback(context, sandboxId);
     throw new SandboxNotFoundError('Sandbox not found after acquisition', sandboxId);
+  }
+  const refused = viewRefusal(context, request, sandboxId, undefined);
+  if (refused) {
+    await rollback(context, sandboxId);
+    throw refused;
   }
   // Persisted only once the sandbox is known to exist, so a failed acquisition leaves no stale id.
   context.state.sandboxId = sandboxId;
@@ -91,6 +121,7 @@ function acquire(context: ToolContext, request: SandboxAcquireRequest): Promise<
     threadId: request.threadId,
     ...(request.userId !== undefined ? { userId: request.userId } : {}),
     ...(request.spec ? { spec: request.spec } : {}),
+    ...(request.skillPolicy ? { skillPolicy: request.skillPolicy } : {}),
     ...(request.signal ? { signal: request.signal } : {}),
   };
   // Duck-typed providers (not extending SandboxProvider) may lack the hook.

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.js';
-import type { SandboxProvider } from '../contract/sandbox-provider.js';
+import type { AgentSkillPolicy, SandboxProvider } from '../contract/sandbox-provider.js';
 import type { SandboxSpec } from '../contract/sandbox-spec.js';
 import type { ToolConfigInput } from './tool-config.js';
 import type { ToolSession } from './tool-session.js';
@@ -18,6 +18,8 @@ export interface SandboxAcquireRequest {
   userId?: string;
   /** The tenant's sandbox spec (see `ToolContext.sandboxSpec`). */
   spec?: SandboxSpec;
+  /** The run's explicit skill policy (see `ToolContext.skillPolicy`). */
+  skillPolicy?: AgentSkillPolicy;
   signal?: AbortSignal;
 }
 
@@ -124,6 +126,13 @@ export interface ToolContext {
    * as it is: give the spec from a thread's first turn on.
    */
   sandboxSpec?: SandboxSpec;
+  /**
+   * The lead agent's explicit skill policy, when the run has one: passed to every acquisition the
+   * tools make (directly, through the lease manager, or to `acquireSandbox`), so a thread acquired
+   * again (evicted, after a restart, a persisted id whose sandbox is gone) keeps the policy's view.
+   * A sandbox that would show such a run the shared skills is refused (`SkillPolicyViewError`).
+   */
+  skillPolicy?: AgentSkillPolicy;
   signal?: AbortSignal;
   logger?: Logger;
 }
