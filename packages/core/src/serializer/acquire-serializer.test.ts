@@ -279,6 +279,23 @@ describe('AcquireSerializer', () => {
     expect(s.size).toBe(0);
   });
 
+  it('S10 a lease released twice hands the key on once: the second waiter still waits', async () => {
+    const s = new AcquireSerializer();
+    const holder = await s.acquire('k');
+    const second = track(s.acquire('k'));
+    const third = track(s.acquire('k'));
+    holder.release();
+    holder.release();
+    await settle();
+    expect(second.status).toBe('fulfilled');
+    expect(third.settled).toBe(false);
+    expect(s.refCount('k')).toBe(2);
+    second.value?.release();
+    const lease = await third.promise;
+    lease.release();
+    expect(s.size).toBe(0);
+  });
+
   it('S11 close is idempotent; running sections finish and still reclaim; new holders are rejected', async () => {
     const s = new AcquireSerializer();
     const body = new Deferred<string>();
