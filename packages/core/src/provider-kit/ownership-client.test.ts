@@ -137,6 +137,20 @@ describe('OwnershipClient', () => {
     expect(await client(racing).c.refresh('s2')).toBe(false);
   });
 
+  it('a LOST renewal is final: the lease is not claimed back even if the peer has let it go since', async () => {
+    const { a, b } = peers();
+    const racing: OwnershipStore = Object.assign(Object.create(a) as OwnershipStore, {
+      renew: async (id: string) => {
+        // A peer took the lease, then tore the sandbox down and gave the lease up.
+        await b.take(id);
+        await b.release(id);
+        return RenewOutcome.LOST;
+      },
+    });
+    expect(await client(racing).c.refresh('s3')).toBe(false);
+    expect(await a.owner('s3')).toBeUndefined();
+  });
+
   it('peek and describeLease show the holder, absence and an unanswerable store', async () => {
     const { a, b } = peers();
     await b.take('own');
@@ -170,6 +184,23 @@ describe('OwnershipClient', () => {
     expect(await b.take('s1')).toBe(true);
   });
 
+  it('two held teardowns of one id: the first to end leaves the other one marked', async () => {
+    const { a } = peers();
+    const { c } = client(a);
+    await c.publish('s1');
+    expect(await c.claim('s1', { forDestroy: true })).toBe(true);
+    const first = controllable<void>();
+    const second = controllable<void>();
+    const one = c.heldTeardown('s1', () => first.promise);
+    const two = c.heldTeardown('s1', () => second.promise);
+    first.resolve();
+    await one;
+    expect(c.isTearingDown('s1')).toBe(true);
+    second.resolve();
+    await two;
+    expect(c.isTearingDown('s1')).toBe(false);
+  });
+
   it('release gives the lease up, and a failing release is logged, not thrown', async () => {
     const { a, b } = peers();
     const { c } = client(a);
@@ -186,10 +217,14 @@ describe('OwnershipClient', () => {
     const { a } = peers();
     const { c } = client(a);
     const end = c.holdIntent('s1');
+    const other = c.holdIntent('s1');
     await c.publish('s1');
     expect(c.hasIntent('s1')).toBe(true);
     end();
     end();
+    // Ending one mark twice counts once: the other adoption's mark still stands.
+    expect(c.hasIntent('s1')).toBe(true);
+    other();
     expect(c.hasIntent('s1')).toBe(false);
   });
 });

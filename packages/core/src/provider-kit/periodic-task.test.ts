@@ -17,6 +17,7 @@ describe('PeriodicTask', () => {
       },
     });
     task.start();
+    task.start();
     await clock.advance(99);
     expect(passes).toBe(0);
     await clock.advance(1);
@@ -24,9 +25,11 @@ describe('PeriodicTask', () => {
     await clock.advance(100);
     expect(passes).toBe(2);
     await task.stop();
+    task.start();
     await clock.advance(1000);
     expect(passes).toBe(2);
     expect(clock.pendingTimers).toBe(0);
+    expect(task.running).toBe(false);
   });
 
   it('runNow during a pass joins it instead of starting a second one', async () => {

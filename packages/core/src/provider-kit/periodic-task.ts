@@ -57,9 +57,12 @@ export class PeriodicTask {
     return this.#started && !this.#stopped;
   }
 
-  /** Starts the schedule (first pass after one interval; `runNow()` for one at once). Idempotent. */
+  /**
+   * Starts the schedule (first pass after one interval; `runNow()` for one at once). Idempotent;
+   * after `stop()` it schedules nothing (`#schedule` checks).
+   */
   start(): void {
-    if (this.#started || this.#stopped) return;
+    if (this.#started) return;
     this.#started = true;
     this.#schedule();
   }

@@ -62,6 +62,15 @@ describe('SandboxBook', () => {
     expect(b.lastActivity('ghost')).toBeUndefined();
   });
 
+  it('idleIds: an id unused for exactly the timeout is not idle yet; one millisecond more is', async () => {
+    const { book: b, clock } = book();
+    b.install('a', { name: 'a' }, undefined);
+    await clock.advance(1000);
+    expect(b.idleIds(1000)).toEqual([]);
+    await clock.advance(1);
+    expect(b.idleIds(1000)).toEqual(['a']);
+  });
+
   it('the creating mark is counted and each end is idempotent', () => {
     const { book: b } = book();
     const one = b.beginCreating('x');
