@@ -416,6 +416,96 @@ describe('OpenSandboxProvider races (deterministic interleavings)', () => {
     expect(provider.get(id)?.closed).toBe(false);
   });
 
+  it('a reclaim whose health check was still running when shutdown began deletes the sandbox and fails', async () => {
+    const { fake, provider } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const remoteId = provider.get(id)!.remoteId;
+    await provider.release(id);
+    fake.gate.pause('run', { times: 1 });
+    const acquire = track(provider.acquire({ userId: 'u', threadId: 't' }));
+    const health = await fake.gate.nextCall('run');
+    const shutdown = track(provider.shutdown());
+    await settle();
+    await health.release();
+    const err = await rejectionOf(acquire.promise);
+    expect(err).toBeInstanceOf(ProviderClosedError);
+    expect((err as Error).message).toBe(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
+    await shutdown.promise;
+    expect(fake.remote(remoteId)).toMatchObject({ alive: false, kills: 1 });
+  });
+
+  it('a release refused parking (the idle checker is deleting the old sandbox of that id) deletes the new one', async () => {
+    const { fake, provider, clock } = setup({ idleTimeout: 20 });
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    await provider.release(id);
+    fake.gate.pause('kill', { times: 1 });
+    await clock.advance(30_000);
+    const reaping = provider.runIdleCheck();
+    const oldKill = await fake.gate.nextCall('kill');
+    try {
+      // The old sandbox is reserved for its deletion: the acquire cannot reclaim it, so it creates.
+      expect(await provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+      const replacement = provider.get(id)!.remoteId;
+      await provider.release(id);
+      expect(provider.activeIds).toEqual([]);
+      expect(fake.remote(replacement)).toMatchObject({ alive: false, kills: 1 });
+    } finally {
+      await oldKill.release();
+    }
+    await reaping;
+    expect(provider.warmIds).toEqual([]);
+    expect(fake.aliveIds).toEqual([]);
+  });
+
+  it('a reuse whose renewal was still running when shutdown began fails instead of handing out a sandbox being deleted', async () => {
+    const { fake, provider } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const remoteId = provider.get(id)!.remoteId;
+    fake.gate.pause('renew', { times: 1 });
+    const reuse = track(provider.acquire({ userId: 'u', threadId: 't' }));
+    const renew = await fake.gate.nextCall('renew');
+    const shutdown = track(provider.shutdown());
+    await settle();
+    await renew.release();
+    const err = await rejectionOf(reuse.promise);
+    expect(err).toBeInstanceOf(ProviderClosedError);
+    expect((err as Error).message).toBe(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
+    await shutdown.promise;
+    expect(fake.remote(remoteId)).toMatchObject({ alive: false, kills: 1 });
+  });
+
+  it('a release while shutdown is under way deletes the sandbox and does not fail', async () => {
+    const { fake, provider } = setup();
+    await provider.release(await provider.acquire({ userId: 'u', threadId: 'parked' }));
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const remoteId = provider.get(id)!.remoteId;
+    fake.gate.pause('kill', { times: 1 });
+    const shutdown = track(provider.shutdown());
+    // Shutdown is deleting the warm sandbox; the active one is released meanwhile.
+    const deleting = await fake.gate.nextCall('kill');
+    try {
+      await provider.release(id);
+      expect(fake.remote(remoteId)).toMatchObject({ alive: false, kills: 1 });
+    } finally {
+      await deleting.release();
+    }
+    await shutdown.promise;
+    expect(fake.aliveIds).toEqual([]);
+  });
+
+  it('a release whose locked section starts after shutdown began deletes the sandbox instead of parking it', async () => {
+    const { fake, provider } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const remoteId = provider.get(id)!.remoteId;
+    // Same tick: the release has passed its unlocked shutdown check and waits for the per-id
+    // lock when the shutdown starts; its section runs with the provider already closed.
+    const releasing = provider.release(id);
+    const shutdown = provider.shutdown();
+    await Promise.all([releasing, shutdown]);
+    expect(provider.warmIds).toEqual([]);
+    expect(fake.remote(remoteId)).toMatchObject({ alive: false, kills: 1 });
+  });
+
   it('a health check that never answers is abandoned after 10 s + 30 s and the sandbox replaced', async () => {
     const { fake, provider, clock, remoteOf } = setup({ idleTimeout: 0 });
     const id = await provider.acquire({ userId: 'u', threadId: 't' });

@@ -82,8 +82,8 @@ const PROVIDER_NAME = 'opensandbox';
  *   directories (a remote that cannot be prepared is deleted).
  * - Release parks the sandbox in the shared `WarmPool`; `replicas` is a soft cap (warm sandboxes
  *   are evicted oldest first, active ones never), `idle_timeout` deletes long-parked ones.
- * - `reset()` moves active sandboxes to the warm pool and starts a fresh lock table; `shutdown()`
- *   stops the idle checker and deletes every remote exactly once. Idempotent.
+ * - `reset()` is `shutdown()` (nothing finds a remote again), which stops the idle checker and
+ *   deletes every remote exactly once. Idempotent.
  * - `listSandboxes()` (`sbx ls`) shows the server's sandboxes carrying this provider's tag; there is
  *   no `reapOrphans()`: no ownership store says whether another process still uses a remote.
  */
@@ -265,7 +265,11 @@ export class OpenSandboxProvider
     const active = this.registry.active.get(id);
     if (active !== undefined) {
       assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
-      if (await this.#renewActive(active)) return this.acquired(id, 'reuse');
+      if (await this.#renewActive(active)) {
+        // Shutdown may have begun during the renewal; its teardown deletes every active sandbox.
+        if (this.closed) throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
+        return this.acquired(id, 'reuse');
+      }
     }
     if (await this.#reclaimWarm(id, identity)) return this.acquired(id, 'reclaim');
     throwIfAborted(signal);
@@ -337,14 +341,9 @@ export class OpenSandboxProvider
       await this.#destroyQuietly(sandbox, 'shutdown');
       throw new ProviderClosedError(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
     }
-    // Only possible across a reset(), whose fresh lock table lets an older acquire of the same id
-    // finish while this one ran: one remote per id, the later one is deleted.
-    const raced = this.registry.active.get(id);
-    if (raced !== undefined) {
-      await this.#destroyQuietly(sandbox, 'duplicate');
-      assertSameThreadIdentity(id, raced.identity, identity, UNKNOWN_IDENTITY);
-      return id;
-    }
+    // Nothing else registered this id meanwhile: a thread's creates run under its lock, reset()
+    // and shutdown() close the locks (a create that outlives them is deleted just above), and
+    // thread-less ids are random.
     this.registry.active.set(id, { sandbox, identity });
     this.logger.info('Created OpenSandbox sandbox', { sandboxId: id, remoteId: sandbox.remoteId });
     return id;
