@@ -353,9 +353,28 @@ describe('§8.6 BoxLite provider', () => {
       expect(h.runtime.created).toHaveLength(1);
     });
 
-    it('a thread-less acquire gets an anon- id of its own', async () => {
+    it('a thread-less acquire gets an anon- id of its own; its release stops the box (nobody can reclaim it)', async () => {
       const h = harness();
-      expect(await h.provider.acquire()).toMatch(/^anon-[0-9a-f]{12}$/);
+      const id = await h.provider.acquire();
+      expect(id).toMatch(/^anon-[0-9a-f]{12}$/);
+      await h.provider.release(id);
+      expect(h.provider.warmIds).toEqual([]);
+      expect(h.runtime.created[0]?.running).toBe(false);
+    });
+
+    it('a release while shutdown is under way stops the box and does not fail', async () => {
+      const h = harness();
+      await h.provider.release(await h.provider.acquire({ userId: 'u', threadId: 'parked' }));
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      h.runtime.gate.pause('stop', { times: 1 });
+      const shuttingDown = h.provider.shutdown();
+      // Shutdown is stopping the warm box; the active one is released meanwhile.
+      const stopping = await h.runtime.gate.nextCall('stop');
+      await h.provider.release(id);
+      expect(h.runtime.latest(h.provider.boxName(id))?.running).toBe(false);
+      await stopping.release();
+      await shuttingDown;
+      expect(h.runtime.created.every((b) => !b.running)).toBe(true);
     });
 
     it('a box that cannot be prepared is stopped and the acquire fails', async () => {

@@ -59,8 +59,8 @@ const UNKNOWN_IDENTITY = 'an adopted box';
  * - `replicas` is a soft cap on active + warm boxes: creating evicts warm boxes, oldest first, and
  *   never an active one. `idle_timeout` stops boxes parked longer (0 keeps them).
  * - A command failure that means the VM is gone evicts that box; the next acquire creates a new one.
- * - `reset()` only forgets who holds what (active boxes go to the warm pool, still running);
- *   `shutdown()` stops every box and closes the runtime.
+ * - `reset()` hands every box over unstopped (adapters closed) for a replacement's start-up
+ *   reconciliation to adopt; `shutdown()` stops every box and closes the runtime.
  * - `listSandboxes()` (`sbx ls`) shows the runtime's boxes of this prefix; there is no
  *   `reapOrphans()`: without an ownership store a box of another live process looks like an orphan.
  */
@@ -305,13 +305,9 @@ export class BoxliteProvider
       await this.#stopBox(id, sandbox, 'shutdown');
       throw new ProviderClosedError();
     }
-    // Defensive: two creates of one id never overlap under its lock, and reset() closes the locks.
-    const raced = this.registry.active.get(id);
-    if (raced !== undefined) {
-      await this.#stopBox(id, sandbox, 'duplicate');
-      assertSameThreadIdentity(id, raced.identity, identity, UNKNOWN_IDENTITY);
-      return id;
-    }
+    // Nothing else registered this id meanwhile: a thread's creates run under its lock, reset()
+    // and shutdown() close the locks (a create that outlives them is stopped just above), and
+    // thread-less ids are random.
     this.registry.active.set(id, { sandbox, identity });
     this.logger.info('Created BoxLite box', { sandboxId: id, box: sandbox.box.name });
     return id;

@@ -225,9 +225,13 @@ describe('§8.7 Tenki provider', () => {
   });
 
   describe('races with teardown', () => {
-    it('a thread-less acquire gets an anon- id of its own', async () => {
+    it('a thread-less acquire gets an anon- id of its own; its release terminates the VM (nobody can reclaim it)', async () => {
       const h = harness();
-      expect(await h.provider.acquire()).toMatch(/^anon-[0-9a-f]{12}$/);
+      const id = await h.provider.acquire();
+      expect(id).toMatch(/^anon-[0-9a-f]{12}$/);
+      await h.provider.release(id);
+      expect(h.provider.warmIds).toEqual([]);
+      expect(h.client.sandboxes[0]?.terminated).toBe(true);
     });
 
     it('a reclaim whose liveness check was still running when shutdown began terminates the VM and fails', async () => {
@@ -270,6 +274,28 @@ describe('§8.7 Tenki provider', () => {
       await stopping.release();
       await shuttingDown;
       expect(h.client.sandboxes.every((s) => s.terminated)).toBe(true);
+    });
+
+    it('a release refused parking (the idle checker is terminating the old VM of that id) terminates the new one', async () => {
+      const h = harness({ idle_timeout: 60 });
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      await h.provider.release(id);
+      h.client.gate.pause('terminate', { times: 1 });
+      const reaping = h.clock.advance(120_000);
+      const oldTermination = await h.client.gate.nextCall('terminate');
+      try {
+        // The old VM is reserved for its termination: the acquire cannot reclaim it, so it creates.
+        expect(await h.provider.acquire({ userId: 'u', threadId: 't' })).toBe(id);
+        const replacement = h.provider.get(id)!;
+        await h.provider.release(id);
+        expect(h.provider.activeIds).toEqual([]);
+        expect(replacement.remote).toMatchObject({ terminated: true });
+      } finally {
+        await oldTermination.release();
+      }
+      await reaping;
+      expect(h.provider.warmIds).toEqual([]);
+      expect(h.client.sandboxes.map((s) => s.terminated)).toEqual([true, true]);
     });
 
     it('a background process whose launch is still in flight at release is ended with the turn', async () => {

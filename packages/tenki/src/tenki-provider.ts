@@ -87,8 +87,8 @@ export function bootstrapScript(homeDir: string): string {
  *   ready is terminated rather than leaked. A best-effort bootstrap prepares HOME.
  * - Reclaim runs a bounded liveness check first; a dead VM is terminated and replaced.
  * - A session-ending failure evicts the VM; the next acquire creates a new one.
- * - `replicas` soft cap (evicts warm VMs, never active ones), `idle_timeout` expiry, `reset()` parks
- *   active VMs for later cleanup, `shutdown()` terminates everything.
+ * - `replicas` soft cap (evicts warm VMs, never active ones), `idle_timeout` expiry; `reset()` is
+ *   `shutdown()` (nothing finds a VM again), which terminates everything.
  *
  * Single-process: VMs of a crashed process are not adopted (Tenki's `max_duration` ends them).
  */
@@ -260,12 +260,9 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
       await this.#terminateQuietly(id, sandbox, 'shutdown');
       throw new ProviderClosedError(SHUT_DOWN_MESSAGE);
     }
-    // Only possible across a reset(), whose fresh lock table lets an older acquire finish late;
-    // the id encodes the identity, so the registered sandbox is the same tenant's: keep it.
-    if (this.registry.active.has(id)) {
-      await this.#terminateQuietly(id, sandbox, 'duplicate');
-      return;
-    }
+    // Nothing else registered this id meanwhile: a thread's creates run under its lock, reset()
+    // and shutdown() close the locks (a create that outlives them is terminated just above), and
+    // thread-less ids are random.
     this.registry.active.set(id, sandbox);
     this.logger.info('Created Tenki sandbox', { sandboxId: id, remoteId: sandbox.remote.id });
   }
