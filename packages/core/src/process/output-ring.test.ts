@@ -131,6 +131,17 @@ describe('OutputRing with a rewrite (masking and redaction at read)', () => {
     expect(read.droppedBytes).toBe(15 + 40 + 'ret/dir/f\n'.length);
   });
 
+  it('a read past the last kept chunk moves over the dropped bytes after it (no endless "more")', async () => {
+    const ring = new OutputRing({ capacity: 20, rewrite: (t) => t });
+    ring.append('stdout', 'x'.repeat(25)); // larger than the ring: its head is dropped unread
+    ring.append('stderr', 'err\n');
+    ring.append('stdout', 'yy'); // still the rest of the cut line: dropped too
+    await ring.settle();
+    const read = ring.read();
+    expect(read).toMatchObject({ text: 'err\n', cursor: 31, droppedBytes: 27, more: false });
+    expect(ring.read({ since: read.cursor })).toMatchObject({ text: '', more: false });
+  });
+
   it('clear() frees everything and a reader learns it was dropped', async () => {
     const ring = new OutputRing({ capacity: 1024, rewrite: mask });
     ring.append('stdout', 'kept\n');

@@ -112,24 +112,16 @@ export class OutputRing {
   }
 
   append(stream: OutputStream, data: Buffer | Uint8Array | string): void {
-    let bytes = toOwnBuffer(data);
+    // A chunk larger than the ring is pushed whole: eviction then keeps only its tail, which is
+    // all that can be read back (it holds no more than the caller already does).
+    const bytes = toOwnBuffer(data);
     if (bytes.length === 0) return;
     if (this.#lines === undefined) {
+      this.#chunks.push({ stream, start: this.#end, bytes });
       this.#end += bytes.length;
-      if (bytes.length > this.#capacity) {
-        // Only the tail of an oversized chunk can ever be read back.
-        bytes = bytes.subarray(bytes.length - this.#capacity);
-      }
-      this.#chunks.push({ stream, start: this.#end - bytes.length, bytes });
       this.#kept += bytes.length;
       this.#evict();
       return;
-    }
-    if (bytes.length > this.#capacity) {
-      // Its tail alone fills the ring: everything older goes, then the rest of the chunk.
-      this.clear();
-      this.#dropStream(stream, bytes.length - this.#capacity);
-      bytes = bytes.subarray(bytes.length - this.#capacity);
     }
     this.#raw.push({ stream, bytes });
     this.#rawIn += 1;

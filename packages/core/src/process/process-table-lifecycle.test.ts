@@ -78,6 +78,8 @@ describe('ProcessTable lifecycle guards', () => {
     const launches = [() => landed.promise, async () => second.launched()];
     const { table } = tableOf({ launch: () => launches.shift()!() }, { maxRunning: 1 });
     const starting = table.start('first');
+    // The launch is under way (the table awaits it) before this reaction is registered.
+    await settled();
     let racing: Promise<unknown> | undefined;
     void landed.promise.then(() => {
       racing = table.start('second').catch((error: unknown) => error);
@@ -100,6 +102,7 @@ describe('ProcessTable lifecycle guards', () => {
       { maxRunning: 1 },
     );
     const attaching = table.get('p1');
+    await settled();
     let racing: Promise<unknown> | undefined;
     void landed.promise.then(() => {
       racing = table.start('mine').catch((error: unknown) => error);
@@ -210,6 +213,29 @@ describe('ProcessTable: input, waits and ids', () => {
     expect(closes).toEqual(['close']);
   });
 
+  it('refuses input to a process that has ended', async () => {
+    const exit = new Deferred<LaunchedExit>();
+    const written: string[] = [];
+    const table = new ProcessTable({
+      launcher: {
+        launch: async () => ({
+          exited: exit.promise,
+          kill: async () => {},
+          write: async (input) => {
+            written.push(String(input));
+          },
+        }),
+      },
+      stdin: true,
+      clock: new ManualClock(),
+    });
+    const handle = await table.start('cat');
+    exit.resolve({ exitCode: 0 });
+    await handle.wait();
+    await expect(handle.write('late')).rejects.toMatchObject({ code: 'PROCESS_STATE' });
+    expect(written).toEqual([]);
+  });
+
   it('a wait with a limit leaves no timer behind when the process ends first', async () => {
     const proc = new Controlled();
     const { table, clock } = tableOf({ launch: async () => proc.launched() });
@@ -225,6 +251,25 @@ describe('ProcessTable: input, waits and ids', () => {
     await table.start('one');
     await table.start('two');
     expect(logger.text('error')).toContain('reused the id of a running process');
+  });
+});
+
+describe('ProcessTable: a closed client', () => {
+  it('asks the backend for nothing when listing', async () => {
+    let discovered = 0;
+    const { table } = tableOf({
+      launch: async () => new Controlled().launched(),
+      attach: async () => undefined,
+      discover: async () => {
+        discovered += 1;
+        return ['p1'];
+      },
+    });
+    await table.list();
+    expect(discovered).toBe(1);
+    await table.close();
+    expect(await table.list()).toEqual([]);
+    expect(discovered).toBe(1);
   });
 });
 
