@@ -21,6 +21,7 @@ import type { AcquireOptions, SyncAgentSkillsOptions } from '../contract/sandbox
 import { SandboxProvider } from '../contract/sandbox-provider.js';
 import { CallGate } from './pausable.js';
 import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '../contract/sandbox-spec.js';
+import { assertValidThreadIdentity } from '../identity/thread-id-rules.js';
 
 /**
  * In-memory sandbox and provider for lifecycle and race tests. Nothing here touches a process, the
@@ -286,6 +287,10 @@ export class FakeSandboxProvider extends SandboxProvider implements SandboxProvi
       if (this.#retired) throw new ProviderClosedError('FakeSandboxProvider has been reset');
       // The fake honours no spec: refused as every provider refuses what it cannot honour.
       checkSandboxSpec(options.spec, this.specSupport, DEFAULT_SPEC_POLICY, 'FakeSandboxProvider');
+      // As every provider's acquire (through `admit`), whoever calls it: ids outside the id rule.
+      if (options.threadId !== undefined) {
+        assertValidThreadIdentity({ userId: options.userId, threadId: options.threadId });
+      }
       const id =
         options.threadId === undefined
           ? `${this.#options.idPrefix ?? 'fake'}:anon:${(this.#anonymous += 1)}`
