@@ -18,11 +18,17 @@ const continuesSegment = new RegExp(`[${SEGMENT_CONTINUATION_CLASS}]`, 'u');
 const endsCommandPath = new RegExp(`[${COMMAND_BOUNDARY_CLASS}]`, 'u');
 const tailRun = new RegExp(`[^${PATH_TAIL_STOP_CLASS}]*`, 'uy');
 
+/** ASCII characters that continue a segment, looked up instead of matched (masking asks often). */
+const asciiContinues = Uint8Array.from({ length: 128 }, (_, c) =>
+  continuesSegment.test(String.fromCharCode(c)) ? 1 : 0,
+);
+
 /** Lookahead of the text-oriented rule: `/`, end of text, or a character that cannot continue. */
 export function isTextBoundaryAt(text: string, index: number): boolean {
   if (index >= text.length) return true;
   const ch = text.codePointAt(index) as number;
   if (ch === 0x2f) return true;
+  if (ch < 128) return asciiContinues[ch] === 0;
   return !continuesSegment.test(String.fromCodePoint(ch));
 }
 
@@ -55,4 +61,24 @@ export function tailEnd(text: string, index: number): number {
   tailRun.lastIndex = index;
   tailRun.exec(text);
   return tailRun.lastIndex;
+}
+
+const tailStop = new RegExp(`[${PATH_TAIL_STOP_CLASS}]`, 'u');
+const asciiTailStop = Uint8Array.from({ length: 128 }, (_, c) =>
+  tailStop.test(String.fromCharCode(c)) ? 1 : 0,
+);
+
+/**
+ * `tailEnd`, but never past `limit`: the scan stops there, so a caller that cuts tails at the next
+ * path reads each character once (the sticky pattern would run on to the stop character every
+ * time, which made masking `W/W/W/...` quadratic). Every stop character is in the BMP, so a
+ * UTF-16 unit is tested alone.
+ */
+export function tailEndBefore(text: string, index: number, limit: number): number {
+  let i = index;
+  for (; i < limit; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 128 ? asciiTailStop[c] === 1 : tailStop.test(text[i] as string)) break;
+  }
+  return i;
 }

@@ -4,13 +4,9 @@ import type * as LruCacheModule from 'lru-cache';
 import { lazily, lazyModule } from '../host/lazy-module.js';
 
 const lruCache = lazyModule<typeof LruCacheModule>('lru-cache');
-import {
-  PATH_TAIL_STOP_CLASS,
-  SEGMENT_CONTINUATION_CLASS,
-  isTextBoundaryAt,
-  tailEnd,
-} from './path-mapping-boundaries.js';
+import { PATH_TAIL_STOP_CLASS, SEGMENT_CONTINUATION_CLASS } from './path-mapping-boundaries.js';
 import { realpathLenient } from './path-mapping-realpath.js';
+import { scanHostBases } from './host-base-scan.js';
 import type { ThreadDataPaths } from './virtual-paths.js';
 import { threadHostToVirtualMappings } from './virtual-paths-thread.js';
 
@@ -36,11 +32,12 @@ function escapeRegExp(value: string): string {
 }
 
 /**
- * The one compiled spelling of the host→virtual masking rule: the host base, a segment boundary
- * (`/`, end of text, or a character that cannot continue a name — so `…/skills` does not match
- * inside `…/skills-extra`), then an optional tail starting with `/` or `\` that runs up to
- * whitespace, a quote or shell punctuation. Used for the small process-stable source set; dynamic
- * per-thread roots are scanned directly with the same rule (`scanPathOccurrences`).
+ * The masking rule for one base as a regular expression: the host base, a segment boundary (`/`,
+ * end of text, or a character that cannot continue a name — so `…/skills` does not match inside
+ * `…/skills-extra`), then an optional tail starting with `/` or `\` that runs up to whitespace, a
+ * quote or shell punctuation. For hosts that match with regular expressions; sbx's maskers scan
+ * all bases in one pass instead (`scanHostBases`), which also cuts a tail where the next host path
+ * starts, so chained paths (`W/a:W/b`) are each masked.
  */
 export function buildOutputMaskPattern(base: string, options: MaskOptions = {}): RegExp {
   let escaped = escapeRegExp(base);
@@ -52,9 +49,9 @@ export function buildOutputMaskPattern(base: string, options: MaskOptions = {}):
 }
 
 /**
- * Start and end offsets of every occurrence of `base` in `text` under the masking rule, scanning
- * left to right without overlaps (the same matches `buildOutputMaskPattern` yields), but with no
- * compiled pattern per base — nothing here is retained per host path.
+ * Start and end offsets of every occurrence of `base` in `text` under the masking rule, left to
+ * right without overlaps (the matches of `buildOutputMaskPattern`, except that a tail ends where
+ * the base occurs again), in linear time.
  */
 export function* scanPathOccurrences(
   text: string,
@@ -62,76 +59,13 @@ export function* scanPathOccurrences(
   options: Pick<MaskOptions, 'separatorAgnostic'> = {},
 ): Generator<[number, number]> {
   if (base.length === 0) return;
-  // Separator-agnostic matching compares both sides with `\` folded to `/`; the folding keeps
-  // every offset, so matches index the original text.
-  const agnostic = options.separatorAgnostic === true;
-  const needle = agnostic ? base.replace(/\\/g, '/') : base;
-  const haystack = agnostic && text.includes('\\') ? text.replace(/\\/g, '/') : text;
-  let from = 0;
-  for (;;) {
-    const start = haystack.indexOf(needle, from);
-    if (start < 0) return;
-    const afterBase = start + needle.length;
-    if (!isTextBoundaryAt(text, afterBase)) {
-      from = start + 1;
-      continue;
-    }
-    const sep = text.charCodeAt(afterBase);
-    let end = sep === 0x2f || sep === 0x5c ? tailEnd(text, afterBase + 1) : afterBase;
-    // A tail never swallows the next occurrence of the base (`W/a:W/b`, PATH-style lists): it
-    // ends where that one starts, so every occurrence is masked. Linear: the search resumes there.
-    for (let next = haystack.indexOf(needle, afterBase); next >= 0 && next < end;) {
-      if (isTextBoundaryAt(text, next + needle.length)) {
-        end = next;
-        break;
-      }
-      next = haystack.indexOf(needle, next + 1);
-    }
-    yield [start, end];
-    from = end;
-  }
+  for (const o of scanHostBases(text, [base], options)) yield [o.start, o.end];
 }
 
 function replacement(matched: string, baseLength: number, virtual: string, opts: MaskOptions) {
   let rel = matched.slice(baseLength).replace(/^[/\\]+/, '');
   if (opts.normalizeTailSeparators) rel = rel.replace(/\\/g, '/');
   return rel ? `${virtual}/${rel}` : virtual;
-}
-
-function maskByScanning(text: string, base: string, virtual: string, opts: MaskOptions): string {
-  let out = '';
-  let last = 0;
-  let matched = false;
-  for (const [start, end] of scanPathOccurrences(text, base, opts)) {
-    out +=
-      text.slice(last, start) + replacement(text.slice(start, end), base.length, virtual, opts);
-    last = end;
-    matched = true;
-  }
-  return matched ? out + text.slice(last) : text;
-}
-
-/** Bounded: only the process-stable skills/integrations bases are ever compiled. */
-const compiledStablePatterns: () => LRUCache<string, RegExp> = lazily(
-  () => new (lruCache().LRUCache)<string, RegExp>({ max: 32 }),
-);
-
-function maskWithCompiledPattern(
-  text: string,
-  base: string,
-  virtual: string,
-  opts: MaskOptions,
-): string {
-  const key = `${opts.separatorAgnostic ? 1 : 0}\0${base}`;
-  let pattern = compiledStablePatterns().get(key);
-  if (!pattern) {
-    pattern = buildOutputMaskPattern(base, opts);
-    compiledStablePatterns().set(key, pattern);
-  }
-  pattern.lastIndex = 0;
-  // The compiled rule's tail runs past a repeated base (`W/a:W/b`); masking the match by scanning
-  // applies the cut of `scanPathOccurrences`, so both rules mask every occurrence.
-  return text.replace(pattern, (m) => maskByScanning(m, base, virtual, opts));
 }
 
 function trimTrailingSeparators(value: string): string {
@@ -141,13 +75,15 @@ function trimTrailingSeparators(value: string): string {
 }
 
 /**
- * Rewrites host paths in text to their virtual form, one source after the other (order matters:
- * put deeper host directories first). Each source masks its host base exactly as given; callers
- * add canonical spellings as further sources. Idempotent as long as no virtual path contains a
- * host base.
+ * Rewrites host paths in text to their virtual form, every source in one linear pass
+ * (`scanHostBases`): where bases nest, the deepest wins whatever the order of the sources, and
+ * chained paths (`A/x:B/y:C/z`) are each masked however many there are. Each source masks its
+ * host base exactly as given; callers add canonical spellings as further sources (the first of
+ * two equal bases wins). Idempotent as long as no virtual path contains a host base.
  */
 export class HostPathMasker {
   private readonly sources: readonly MaskSource[];
+  private readonly bases: readonly string[];
   private readonly options: MaskOptions;
 
   constructor(sources: readonly MaskSource[], options: MaskOptions = {}) {
@@ -161,15 +97,23 @@ export class HostPathMasker {
       unique.push({ hostPath, virtualPath: s.virtualPath });
     }
     this.sources = unique;
+    this.bases = unique.map((s) => s.hostPath);
     this.options = options;
   }
 
   mask(text: string): string {
-    let result = text;
-    for (const { hostPath, virtualPath } of this.sources) {
-      result = maskByScanning(result, hostPath, virtualPath, this.options);
+    if (this.sources.length === 0) return text;
+    let out = '';
+    let last = 0;
+    for (const o of scanHostBases(text, this.bases, this.options)) {
+      const { virtualPath } = this.sources[o.base] as MaskSource;
+      const matched = text.slice(o.start, o.end);
+      out +=
+        text.slice(last, o.start) +
+        replacement(matched, o.baseEnd - o.start, virtualPath, this.options);
+      last = o.end;
     }
-    return result;
+    return last === 0 ? text : out + text.slice(last);
   }
 }
 
@@ -216,67 +160,42 @@ export interface LocalMaskOptions {
   skillsContainerPath?: string;
 }
 
-interface OrderedSource extends MaskSource {
-  readonly stable: boolean;
-}
-
 /**
  * Safety net for text produced by a host-backed sandbox (command output, errors, listings): every
- * host path of the thread, the skills tree and the ACP workspace is shown as its virtual path.
- * Order: skills, integrations, the user's custom skills, the ACP workspace, then the thread's
- * user-data directories (deepest host path first). Each host base is masked in its given and its
- * canonical spelling, with either separator. Only the process-stable skills/integrations bases use
- * compiled patterns; per-user and per-thread roots are scanned directly.
+ * host path of the thread, the skills tree, the integrations, the user's custom skills and the ACP
+ * workspace is shown as its virtual path. Each host base is masked in its given and its canonical
+ * spelling, with either separator, all in one linear pass (`HostPathMasker`): the deepest base
+ * wins where bases nest, and chained paths are each masked. Nothing is compiled or retained per
+ * host path but the bounded cache of canonical spellings.
  */
 export async function maskLocalPathsInOutput(
   output: string,
   options: LocalMaskOptions = {},
 ): Promise<string> {
   const skills = options.skillsContainerPath ?? '/mnt/skills';
-  const ordered: OrderedSource[] = [];
+  const sources: MaskSource[] = [];
   if (options.skillsHostPath) {
-    ordered.push({ hostPath: options.skillsHostPath, virtualPath: skills, stable: true });
+    sources.push({ hostPath: options.skillsHostPath, virtualPath: skills });
   }
   if (options.integrationsHostPath) {
-    ordered.push({
-      hostPath: options.integrationsHostPath,
-      virtualPath: `${skills}/integrations`,
-      stable: true,
-    });
+    sources.push({ hostPath: options.integrationsHostPath, virtualPath: `${skills}/integrations` });
   }
   if (options.userCustomSkillsHostPath) {
-    ordered.push({
-      hostPath: options.userCustomSkillsHostPath,
-      virtualPath: `${skills}/custom`,
-      stable: false,
-    });
+    sources.push({ hostPath: options.userCustomSkillsHostPath, virtualPath: `${skills}/custom` });
   }
   const td = options.threadData ?? undefined;
   if (td?.acpWorkspacePath) {
-    ordered.push({
-      hostPath: td.acpWorkspacePath,
-      virtualPath: '/mnt/acp-workspace',
-      stable: false,
-    });
+    sources.push({ hostPath: td.acpWorkspacePath, virtualPath: '/mnt/acp-workspace' });
   }
-  if (td) {
-    for (const m of threadHostToVirtualMappings(td)) {
-      ordered.push({ hostPath: m.hostPath, virtualPath: m.virtualPath, stable: false });
-    }
-  }
-  if (ordered.length === 0) return output;
+  if (td) sources.push(...threadHostToVirtualMappings(td));
+  if (sources.length === 0 || output.length === 0) return output;
 
-  const opts: MaskOptions = { separatorAgnostic: true };
-  let result = output;
-  for (const source of ordered) {
+  const spelled: MaskSource[] = [];
+  for (const source of sources) {
     const raw = trimTrailingSeparators(source.hostPath);
     const canonical = trimTrailingSeparators(await resolveHostRoot(raw));
-    const bases = canonical === raw ? [raw] : [raw, canonical];
-    for (const base of bases) {
-      result = source.stable
-        ? maskWithCompiledPattern(result, base, source.virtualPath, opts)
-        : maskByScanning(result, base, source.virtualPath, opts);
-    }
+    spelled.push({ hostPath: raw, virtualPath: source.virtualPath });
+    if (canonical !== raw) spelled.push({ hostPath: canonical, virtualPath: source.virtualPath });
   }
-  return result;
+  return new HostPathMasker(spelled, { separatorAgnostic: true }).mask(output);
 }
