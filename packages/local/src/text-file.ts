@@ -55,7 +55,8 @@ const LINE_BREAK = /\r\n|\r|\n/g;
 /**
  * Lines `startLine..endLine` (1-based, inclusive) joined with `\n`, read as a stream that stops
  * after `endLine`: a huge log costs only the bytes up to the last wanted line, and a tail that is
- * not valid UTF-8 does not matter if it is never reached. A range past the end gives `""`.
+ * not valid UTF-8 does not matter if it is never reached. A range past the end gives `""`. A range
+ * returns at most `MAX_WHOLE_READ_BYTES` characters, like a whole read (`EFBIG` past it).
  */
 export async function readLineRange(
   handle: FileHandle,
@@ -70,6 +71,9 @@ export async function readLineRange(
 
   const decoder = strictDecoder();
   const lines: string[] = [];
+  // Characters of the range kept so far: an open range over a file the agent grew call by call
+  // (start_line 1 of 300 MB of short lines) would otherwise hold the whole file.
+  let kept = 0;
   let lineNo = 1;
   let current = '';
   // A chunk may end between `\r` and `\n`; the `\n` then must not count as another break.
@@ -82,7 +86,12 @@ export async function readLineRange(
     pendingCR = false;
     LINE_BREAK.lastIndex = from;
     for (let m = LINE_BREAK.exec(text); m && !done; m = LINE_BREAK.exec(text)) {
-      if (lineNo >= start) lines.push(current + text.slice(from, m.index));
+      if (lineNo >= start) {
+        const line = current + text.slice(from, m.index);
+        kept += line.length + 1;
+        if (kept > MAX_WHOLE_READ_BYTES) throw rangeTooLarge(shown, start, lineNo);
+        lines.push(line);
+      }
       current = '';
       lineNo++;
       if (lineNo > end) done = true;
@@ -92,6 +101,9 @@ export async function readLineRange(
     if (!done && lineNo >= start) {
       current += text.slice(from);
       // One endless line would otherwise hold the whole file in memory.
+      if (kept + current.length > MAX_WHOLE_READ_BYTES && current.length <= MAX_WHOLE_READ_BYTES) {
+        throw rangeTooLarge(shown, start, lineNo);
+      }
       if (current.length > MAX_WHOLE_READ_BYTES) {
         throw new SandboxFileError(
           `Line ${lineNo} of ${shown} is longer than ${MAX_WHOLE_READ_BYTES} characters`,
@@ -130,6 +142,13 @@ export async function readLineRange(
     stream.destroy();
   }
   return lines.join('\n');
+}
+
+function rangeTooLarge(shown: string, start: number, lineNo: number): SandboxFileError {
+  return new SandboxFileError(
+    `Lines ${start} to ${lineNo} of ${shown} are more than ${MAX_WHOLE_READ_BYTES} characters; read a smaller range (start_line / end_line)`,
+    { path: shown, operation: 'read', kind: 'EFBIG' },
+  );
 }
 
 function tooLargeToReadWhole(shown: string, size: number): SandboxFileError {
