@@ -31,6 +31,7 @@ import {
   NO_SPEC_SUPPORT,
   checkSandboxSpec,
   leaseTtlMilliseconds,
+  specPolicyWithin,
 } from '@sbx/core/internal';
 import {
   AcquireSerializer,
@@ -137,7 +138,11 @@ export class AioSandboxProvider
     this.#logger = init.logger ?? silentLogger;
     this.#clock = init.clock ?? systemClock;
     this.settings = resolveAioSettings(init.config, env, this.#logger);
-    this.#specPolicy = init.config.specPolicy ?? DEFAULT_SPEC_POLICY;
+    // Without sandbox.spec.max_*, a spec may only narrow the configured container limits.
+    this.#specPolicy = specPolicyWithin(
+      init.config.specPolicy ?? DEFAULT_SPEC_POLICY,
+      this.settings.resources,
+    );
     this.ownership = resolveOwnershipConfig(init.config, env, {
       ...(init.streamBridge ? { streamBridge: init.streamBridge } : {}),
     });

@@ -16,7 +16,7 @@ import {
   shellQuote,
   throwIfAborted,
 } from '@sbx/core';
-import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec, specPolicyWithin } from '@sbx/core/internal';
 import type {
   AcquireOptions,
   ListSandboxesOptions,
@@ -135,8 +135,13 @@ export class BoxliteProvider
     };
   }
 
+  /** Without sandbox.spec.max_*, a spec may only narrow the configured box size. */
   protected override get specPolicy(): SandboxSpecPolicy {
-    return this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY;
+    return specPolicyWithin(this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY, {
+      memoryMb: this.settings.memoryMib,
+      cpus: this.settings.cpus,
+      diskGb: this.settings.diskSizeGb,
+    });
   }
 
   override async acquire(options: AcquireOptions = {}): Promise<string> {

@@ -85,6 +85,8 @@ export {
 } from './tools/read-before-write.js';
 export { maskHostPaths, guardFileToolPath } from './tools/local-sandbox-guard.js';
 export { DEFAULT_SPEC_POLICY, NO_SPEC_SUPPORT, checkSandboxSpec } from './contract/sandbox-spec.js';
+export { specPolicyWithin } from './contract/sandbox-spec-bounds.js';
+export type { SpecBaseline } from './contract/sandbox-spec-bounds.js';
 export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';
 export { SandboxProviderEventEmitter } from './observability/observability-events.js';
 export { ProcessTable } from './process/process-table.js';

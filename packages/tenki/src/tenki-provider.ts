@@ -16,7 +16,7 @@ import {
   shellQuote,
   throwIfAborted,
 } from '@sbx/core';
-import { DEFAULT_SPEC_POLICY, checkSandboxSpec } from '@sbx/core/internal';
+import { DEFAULT_SPEC_POLICY, checkSandboxSpec, specPolicyWithin } from '@sbx/core/internal';
 import type {
   AcquireOptions,
   Clock,
@@ -151,8 +151,12 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
     return { image: true, resources: ['memoryMb', 'cpus'], timeout: false, labels: false };
   }
 
+  /** Without sandbox.spec.max_*, a spec may only narrow the configured VM size. */
   protected override get specPolicy(): SandboxSpecPolicy {
-    return this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY;
+    return specPolicyWithin(this.#options.config?.specPolicy ?? DEFAULT_SPEC_POLICY, {
+      memoryMb: this.settings.memoryMb,
+      cpus: this.settings.cpuCores,
+    });
   }
 
   override async acquire(options: AcquireOptions = {}): Promise<string> {

@@ -77,3 +77,33 @@ export function effectiveSpecMaxima(policy: ConfiguredSpecMaxima): SpecMaxima {
     timeoutSeconds: pick(policy.maxTimeoutSeconds, 'timeoutSeconds'),
   };
 }
+
+/** What a provider gives a sandbox without a spec (its configured limits), each optional. */
+export interface SpecBaseline {
+  readonly memoryMb?: number | undefined;
+  readonly cpus?: number | undefined;
+  readonly pids?: number | undefined;
+  readonly diskGb?: number | undefined;
+}
+
+/**
+ * `policy` with each absent resource maximum set to the provider's own limit for a sandbox without
+ * a spec, so that without `sandbox.spec.max_*` a spec only narrows the sandbox this provider hands
+ * out, also where the operator configured limits below the hardened defaults (a container limited
+ * to 256 processes must not be lifted to 1,024 by a spec). A configured maximum is kept as it is;
+ * a baseline that is not a positive number (unlimited, unset) leaves the hardened default.
+ */
+export function specPolicyWithin<T extends ConfiguredSpecMaxima>(
+  policy: T,
+  baseline: SpecBaseline,
+): T & ConfiguredSpecMaxima {
+  const own = (value: number | undefined): number | undefined =>
+    typeof value === 'number' && value > 0 ? value : undefined;
+  return {
+    ...policy,
+    maxMemoryMb: policy.maxMemoryMb ?? own(baseline.memoryMb),
+    maxCpus: policy.maxCpus ?? own(baseline.cpus),
+    maxPids: policy.maxPids ?? own(baseline.pids),
+    maxDiskGb: policy.maxDiskGb ?? own(baseline.diskGb),
+  };
+}

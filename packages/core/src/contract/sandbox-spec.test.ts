@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/errors.js';
 import { deriveSandboxScopeToken } from '../identity/identity.js';
-import { DEFAULT_SPEC_MAXIMA, SPEC_CEILINGS } from './sandbox-spec-bounds.js';
+import { DEFAULT_SPEC_MAXIMA, SPEC_CEILINGS, specPolicyWithin } from './sandbox-spec-bounds.js';
 import {
   DEFAULT_SPEC_POLICY,
   NO_SPEC_SUPPORT,
@@ -190,5 +190,30 @@ describe('spec bounds when nothing is configured', () => {
         InvalidArgumentError,
       );
     }
+  });
+});
+
+describe('specPolicyWithin (a provider’s own limits as the default bounds)', () => {
+  it('an absent maximum becomes the provider’s limit, so a spec only narrows the sandbox it hands out', () => {
+    const policy = specPolicyWithin(DEFAULT_SPEC_POLICY, { pids: 256, memoryMb: 512, cpus: 1 });
+    expect(() => checkSandboxSpec({ resources: { pids: 512 } }, ALL, policy, 'P')).toThrow(
+      'over the configured maximum 256',
+    );
+    expect(checkSandboxSpec({ resources: { pids: 128, cpus: 0.5 } }, ALL, policy, 'P')).toEqual({
+      resources: { pids: 128, cpus: 0.5 },
+    });
+  });
+
+  it('keeps a configured maximum, and leaves the hardened default where the provider has no limit', () => {
+    const policy = specPolicyWithin(
+      { images: [], maxPids: 4096 },
+      { pids: 256, diskGb: undefined, memoryMb: 0 },
+    );
+    expect(policy.maxPids).toBe(4096);
+    expect(policy.maxDiskGb).toBeUndefined();
+    expect(policy.maxMemoryMb).toBeUndefined();
+    expect(() =>
+      checkSandboxSpec({ resources: { diskGb: DEFAULT_SPEC_MAXIMA.diskGb + 1 } }, ALL, policy, 'P'),
+    ).toThrow('over the default maximum');
   });
 });
