@@ -213,7 +213,7 @@ function buildSectionInputSchema(z: Zod) {
           .lte(SPEC_CEILINGS.memoryMb)
           .optional()
           .describe(
-            `Largest spec.resources.memoryMb (absent: ${DEFAULT_SPEC_MAXIMA.memoryMb}, the hardened default).`,
+            `Largest spec.resources.memoryMb (absent: the provider's own limit, else ${DEFAULT_SPEC_MAXIMA.memoryMb}, the hardened default).`,
           ),
         max_cpus: z
           .number()
@@ -221,7 +221,7 @@ function buildSectionInputSchema(z: Zod) {
           .lte(SPEC_CEILINGS.cpus)
           .optional()
           .describe(
-            `Largest spec.resources.cpus (absent: ${DEFAULT_SPEC_MAXIMA.cpus}, the hardened default).`,
+            `Largest spec.resources.cpus (absent: the provider's own limit, else ${DEFAULT_SPEC_MAXIMA.cpus}, the hardened default).`,
           ),
         max_pids: z
           .number()
@@ -230,7 +230,7 @@ function buildSectionInputSchema(z: Zod) {
           .lte(SPEC_CEILINGS.pids)
           .optional()
           .describe(
-            `Largest spec.resources.pids (absent: ${DEFAULT_SPEC_MAXIMA.pids}, the hardened default).`,
+            `Largest spec.resources.pids (absent: the provider's own limit, else ${DEFAULT_SPEC_MAXIMA.pids}, the hardened default).`,
           ),
         max_disk_gb: z
           .number()
@@ -238,7 +238,9 @@ function buildSectionInputSchema(z: Zod) {
           .gt(0)
           .lte(SPEC_CEILINGS.diskGb)
           .optional()
-          .describe(`Largest spec.resources.diskGb (absent: ${DEFAULT_SPEC_MAXIMA.diskGb}).`),
+          .describe(
+            `Largest spec.resources.diskGb (absent: the provider's own limit, else ${DEFAULT_SPEC_MAXIMA.diskGb}).`,
+          ),
         max_timeout_seconds: timerSeconds()
           .gt(0)
           .optional()
