@@ -286,20 +286,22 @@ export class E2BTeardown {
       if (ownership.isTearingDown(id)) continue;
       const epoch = ownership.epochOf(id);
       if (await ownership.refresh(id)) continue;
-      if (ownership.epochOf(id) !== epoch) continue;
-      await this.#forgetLost(id);
+      // Both marks are read after the round trip in the same synchronous step as the forget: a
+      // take that lands between a check and the forget (a reclaim's publish moves the epoch, then
+      // drops its intent mark) would otherwise be forgotten, its VM's lease never renewed again.
+      if (ownership.epochOf(id) !== epoch || ownership.hasIntent(id)) continue;
+      await this.#forgetLost(ownership, id);
     }
   }
 
-  async #forgetLost(id: string): Promise<void> {
-    const ownership = await this.#own();
-    if (ownership.hasIntent(id)) return;
+  /** Forgets a VM a peer took over; everything up to the client's close in one synchronous step. */
+  async #forgetLost(ownership: OwnershipClient, id: string): Promise<void> {
     ownership.forget(id);
     const entry = this.#ctx.book.untrackActive(id);
-    if (entry !== undefined) await entry.sandbox.close();
     this.#ctx.book.pool.forget(id);
     this.#ctx.logger.info('A peer took over an e2b sandbox; forgot it locally', { sandboxId: id });
     this.#ctx.notify();
+    if (entry !== undefined) await entry.sandbox.close();
   }
 
   /** Shutdown, after the background tasks stopped: kills what is ours, forgets the rest. */

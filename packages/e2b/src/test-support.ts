@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MemoryOwnershipStore, parseSandboxConfig } from '@sbx/core';
 import type { CapacityStore, Logger, OwnershipStore } from '@sbx/core';
+import { MemoryLeaseTable } from '@sbx/core/provider-kit';
 import { ManualClock, recordingLogger } from '@sbx/core/testing';
 import type { RecordingLogger } from '@sbx/core/testing';
 import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
@@ -60,5 +61,38 @@ export async function makeHarness(options: HarnessOptions = {}): Promise<Harness
       if (options.fake === undefined) await fake.dispose();
       if (options.baseDir === undefined) await rm(baseDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * `inner` as a store that shows peers' leases (`supportsCrossProcess`), as Redis does: memory
+ * stores sharing one lease table then model gateways sharing one Redis, grace rules included.
+ */
+export function crossProcess(inner: OwnershipStore): OwnershipStore {
+  return {
+    get ownerId() {
+      return inner.ownerId;
+    },
+    supportsCrossProcess: true,
+    take: (id) => inner.take(id),
+    claim: (id, options) => inner.claim(id, options),
+    renew: (id) => inner.renew(id),
+    release: (id) => inner.release(id),
+    owner: (id) => inner.owner(id),
+    close: () => inner.close(),
+  };
+}
+
+/**
+ * One lease table on `clock` and two stores over it: this gateway's and a peer's. `visible` makes
+ * both report cross-process visibility (the Redis case); a flush is `table.clear()`.
+ */
+export function sharedLeases(clock: ManualClock, options: { visible?: boolean } = {}) {
+  const table = new MemoryLeaseTable({ clock });
+  const wrap = (s: MemoryOwnershipStore) => (options.visible ? crossProcess(s) : s);
+  return {
+    table,
+    mine: wrap(new MemoryOwnershipStore({ table })),
+    peer: wrap(new MemoryOwnershipStore({ table })),
   };
 }
