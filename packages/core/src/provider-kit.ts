@@ -24,6 +24,11 @@ export type {
   LeaseGraceVerdict,
 } from './reconciliation/grace-verdicts.js';
 export { Sightings } from './reconciliation/sightings.js';
+export { lapsedLeaseVerdict } from './reconciliation/lapsed-lease-verdict.js';
+export type {
+  LapsedLeaseInput,
+  LapsedLeaseVerdict,
+} from './reconciliation/lapsed-lease-verdict.js';
 export { RegistrySandboxProvider } from './provider-kit/registry-provider.js';
 export { RemoteShellSandbox } from './provider-kit/remote-shell-sandbox.js';
 export type { RegistryProviderOptions } from './provider-kit/registry-provider.js';

@@ -131,7 +131,7 @@ export class E2BAcquirePaths {
       await this.#teardown.discardVm(id, sandbox, slot);
       return undefined;
     }
-    if (this.#ctx.isClosed()) {
+    if (this.#ctx.isShuttingDown()) {
       await this.#teardown.killAndClose(id, sandbox);
       this.#ctx.ownedRemoteOps.delete(id);
       return undefined;
@@ -266,7 +266,7 @@ export class E2BAcquirePaths {
       await this.#teardown.discardVm(id, sandbox, slot, this.#ctx.unownedRemoteOps);
       return undefined;
     }
-    if (this.#ctx.isClosed()) {
+    if (this.#ctx.isShuttingDown()) {
       await this.#teardown.killAndClose(id, sandbox);
       this.#ctx.unownedRemoteOps.delete(id);
       return undefined;
@@ -331,7 +331,7 @@ export class E2BAcquirePaths {
       }
     }
     const sandbox = this.#ctx.adapter(id, remote);
-    if (this.#ctx.isClosed()) await this.#abandonCreateAfterShutdown(id, sandbox);
+    if (this.#ctx.isShuttingDown()) await this.#abandonCreateAfterShutdown(id, sandbox);
     let took: boolean;
     try {
       took = await (await this.#own()).publish(id);
@@ -351,7 +351,7 @@ export class E2BAcquirePaths {
       });
     }
     await this.#uploads.oneShotUploads(remote, key, uploadShared);
-    if (this.#ctx.isClosed()) {
+    if (this.#ctx.isShuttingDown()) {
       await this.#teardown.killAndClose(id, sandbox);
       this.#ctx.ownedRemoteOps.delete(id);
       throw this.#capacity.capacityError(

@@ -61,7 +61,13 @@ export interface E2BProviderContext {
   /** The ownership client if the stores are open (shutdown's synchronous snapshot). */
   clientIfReady(): OwnershipClient | undefined;
   ready(): Promise<void>;
+  /** `reset()` or `shutdown()` began: start nothing new, stop waiting for capacity. */
   isClosed(): boolean;
+  /**
+   * `shutdown()` began: a VM an operation in flight produces from now on is killed, since the
+   * shutdown sweep may have missed it. (`reset()` lets those operations finish and hands over.)
+   */
+  isShuttingDown(): boolean;
   assertOpen(): void;
   /** The reconciliation pass in flight, if any. */
   reconciling(): Promise<unknown> | undefined;

@@ -271,7 +271,7 @@ export class E2BReconciler {
         else slot.release();
         return false;
       }
-      if (this.#ctx.isClosed()) {
+      if (this.#ctx.isShuttingDown()) {
         await this.#teardown.killAndClose(id, sandbox);
         slot.release();
         return false;

@@ -87,7 +87,12 @@ export class E2BSandboxProvider extends SandboxProvider {
   readonly #reconciling = new SingleFlight<ReconciliationStats>();
   #stores: Promise<Stores> | undefined;
   #openedStores: Stores | undefined;
+  /** `reset()` or `shutdown()` began: new calls are refused, capacity waiters give up. */
   #closed = false;
+  /** `shutdown()` began: what an operation in flight makes from now on is killed, not kept. */
+  #shuttingDown = false;
+  /** Acquires and releases in flight, which `reset()` lets finish before it hands over. */
+  readonly #inFlight = new Set<Promise<unknown>>();
   #shutdown: Promise<void> | undefined;
   #startup: Promise<unknown> | undefined;
 
@@ -193,6 +198,7 @@ export class E2BSandboxProvider extends SandboxProvider {
       clientIfReady: () => this.#openedStores?.ownership,
       ready: () => this.ready(),
       isClosed: () => this.#closed,
+      isShuttingDown: () => this.#shuttingDown,
       assertOpen: () => this.#assertOpen(),
       reconciling: () => this.#reconciling.current,
       notify: () => this.#capacity.notify(),
@@ -288,7 +294,11 @@ export class E2BSandboxProvider extends SandboxProvider {
     return this.#book.active(sandboxId)?.sandbox;
   }
 
-  override async acquire(options: AcquireOptions = {}): Promise<string> {
+  override acquire(options: AcquireOptions = {}): Promise<string> {
+    return this.#tracked(this.#acquire(options));
+  }
+
+  async #acquire(options: AcquireOptions): Promise<string> {
     this.#assertOpen();
     this.admit(options);
     await this.#stores_();
@@ -344,7 +354,11 @@ export class E2BSandboxProvider extends SandboxProvider {
     return this.#events.onEvent(listener);
   }
 
-  override async release(sandboxId: string): Promise<void> {
+  override release(sandboxId: string): Promise<void> {
+    return this.#tracked(this.#release(sandboxId));
+  }
+
+  async #release(sandboxId: string): Promise<void> {
     const entry = this.#book.active(sandboxId);
     if (entry === undefined) return;
     if (entry.key === undefined) {
@@ -380,16 +394,30 @@ export class E2BSandboxProvider extends SandboxProvider {
    * The reset contract (docs/architecture.md): stops background work, releases what this
    * instance holds and refuses further use. A replacement finds every VM again by its tags, so
    * none is killed: clients are closed, leases given up (so the replacement takes them at once,
-   * not one TTL later), capacity waiters woken with reason `shutdown`. After a `shutdown()` it is
-   * a no-op, and a `shutdown()` after it kills nothing.
+   * not one TTL later), capacity waiters woken with reason `shutdown`. Acquires, releases and a
+   * reconciliation pass already in flight finish first, and what they produced is handed over
+   * too: a VM installed after the hand-over would keep a lease nothing renews or gives up. After a
+   * `shutdown()` it is a no-op, and a `shutdown()` after it kills nothing.
    */
   override async reset(): Promise<void> {
-    this.#shutdown ??= this.#retire(() => this.#teardown.handOverAll());
+    this.#shutdown ??= this.#retire(async () => {
+      // Queued acquires are refused; the ones holding their thread's lock run on.
+      this.#serializer.close();
+      this.#capacity.notify();
+      await Promise.all([this.#renewal.stop(), this.#reconciliation.stop()]);
+      while (this.#inFlight.size > 0 || this.#reconciling.current !== undefined) {
+        await Promise.allSettled([...this.#inFlight, this.#reconciling.current]);
+      }
+      return this.#teardown.handOverAll();
+    });
     return this.#shutdown;
   }
 
   override shutdown(): Promise<void> {
-    this.#shutdown ??= this.#retire(() => this.#teardown.shutdownAll());
+    if (this.#shutdown === undefined) {
+      this.#shuttingDown = true;
+      this.#shutdown = this.#retire(() => this.#teardown.shutdownAll());
+    }
     return this.#shutdown;
   }
 
@@ -447,6 +475,15 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   // ------------------------------------------------------------------------------------------
   // plumbing
+
+  #tracked<T>(work: Promise<T>): Promise<T> {
+    this.#inFlight.add(work);
+    const done = (): void => {
+      this.#inFlight.delete(work);
+    };
+    work.then(done, done);
+    return work;
+  }
 
   #assertOpen(): void {
     if (this.#closed) throw this.#closedError();

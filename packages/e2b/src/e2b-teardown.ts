@@ -69,7 +69,7 @@ export class E2BTeardown {
         return;
       }
       await this.pushTimeout(remote);
-      if (this.#ctx.isClosed()) {
+      if (this.#ctx.isShuttingDown()) {
         await this.killAndClose(id, sandbox);
         return;
       }

@@ -44,7 +44,7 @@ describe('leaseGraceVerdict', () => {
     expect(out).toEqual({ verdict: { kind: 'owned', holder }, firstUnownedAt: undefined });
   });
 
-  it('an unanswerable store is never adoptable and keeps the sighting', () => {
+  it('an unanswerable store is never adoptable, and the wait starts again after it', () => {
     const error = new Error('down');
     const out = leaseGraceVerdict({
       crossProcess: true,
@@ -53,7 +53,28 @@ describe('leaseGraceVerdict', () => {
       now: 9000,
       graceMs: 500,
     });
-    expect(out).toEqual({ verdict: { kind: 'unknown', error }, firstUnownedAt: 1000 });
+    // The owner could not republish while the store was down: that time is not "seen unowned".
+    expect(out).toEqual({ verdict: { kind: 'unknown', error }, firstUnownedAt: undefined });
+  });
+
+  it('a store failure seen since the first sighting starts the wait again', () => {
+    const look = (storeFailedAt: number | undefined, now: number, firstUnownedAt = 1000) =>
+      leaseGraceVerdict({
+        crossProcess: true,
+        peek: absent,
+        firstUnownedAt,
+        now,
+        graceMs: 500,
+        storeFailedAt,
+      });
+    expect(look(1200, 9000)).toEqual({ verdict: { kind: 'waiting' }, firstUnownedAt: 9000 });
+    // A failure before the first sighting (or at its very moment) was already over then.
+    expect(look(999, 1500).verdict.kind).toBe('adoptable');
+    expect(look(1000, 1500).verdict.kind).toBe('adoptable');
+    expect(look(undefined, 1500).verdict.kind).toBe('adoptable');
+    // The restarted wait is a whole grace from the look after the failure.
+    expect(look(1200, 9499, 9000).verdict.kind).toBe('waiting');
+    expect(look(1200, 9500, 9000).verdict.kind).toBe('adoptable');
   });
 
   it('a store without cross-process visibility has nothing to wait for', () => {
@@ -85,6 +106,12 @@ describe('ageVerdict', () => {
       kind: 'young',
       from: 'created',
     });
+  });
+
+  it('is due exactly one grace after its start', () => {
+    const at = (now: number) => ageVerdict({ createdAt: 1000, firstSeenAt: 0, now, graceMs: 500 });
+    expect(at(1499).kind).toBe('young');
+    expect(at(1500).kind).toBe('due');
   });
 });
 

@@ -22,6 +22,11 @@ export interface LeaseGraceInput {
   readonly firstUnownedAt: number | undefined;
   readonly now: number;
   readonly graceMs: number;
+  /**
+   * When this instance last saw the store fail to answer any call (a peek, a renewal of its own
+   * leases...), if it has. A sighting from before that failure no longer counts.
+   */
+  readonly storeFailedAt?: number | undefined;
 }
 
 /**
@@ -30,6 +35,11 @@ export interface LeaseGraceInput {
  * construction, while a crashed owner never does. Any holder resets the wait; a store that cannot
  * answer is never adoptable. On a store without cross-process visibility no peer can hold a lease
  * this instance would see, so there is nothing to wait for.
+ *
+ * The grace counts only time the store was answering: an owner cannot republish while it is down,
+ * so an outage after a flush would otherwise let the first look after recovery adopt a live
+ * owner's sandbox. An unanswered peek, or a store failure this instance saw since the first
+ * sighting, starts the wait again.
  *
  * Returns the verdict and the first-sighting time to keep (undefined: forget the sighting).
  */
@@ -42,21 +52,19 @@ export function leaseGraceVerdict(input: LeaseGraceInput): {
   }
   const { peek } = input;
   if (peek.kind === 'unknown') {
-    return {
-      verdict: { kind: 'unknown', error: peek.error },
-      firstUnownedAt: input.firstUnownedAt,
-    };
+    return { verdict: { kind: 'unknown', error: peek.error }, firstUnownedAt: undefined };
   }
   if (peek.kind === 'held') {
     return { verdict: { kind: 'owned', holder: peek.holder }, firstUnownedAt: undefined };
   }
-  if (input.firstUnownedAt === undefined) {
+  const first = input.firstUnownedAt;
+  if (first === undefined || (input.storeFailedAt !== undefined && input.storeFailedAt > first)) {
     return { verdict: { kind: 'waiting' }, firstUnownedAt: input.now };
   }
-  const waited = input.now - input.firstUnownedAt;
+  const waited = input.now - first;
   return {
     verdict: waited >= input.graceMs ? { kind: 'adoptable' } : { kind: 'waiting' },
-    firstUnownedAt: input.firstUnownedAt,
+    firstUnownedAt: first,
   };
 }
 
