@@ -51,6 +51,12 @@ interface Follow {
   detached: boolean;
   readonly offset: number;
   readonly stderrOffset: number;
+  /**
+   * Only the client that started the command closes its session: the image answers a poll of a
+   * closed session with 404, so a client that attached and saw the end first would turn the
+   * starter's exit code into `lost`.
+   */
+  readonly closesSession: boolean;
 }
 
 /** The session names of sbx background processes, and nothing else, are attached. */
@@ -65,9 +71,9 @@ const MAX_LISTED_COMMAND_CHARS = 4096;
  * Processes on the image's async bash API: each one starts in a bash session of its own
  * (`bash/exec` with `async_mode`), its output is long-polled by byte offset (`bash/output` with
  * `wait`), so a line reaches the sink as soon as the image has it, and `bash/write` / `bash/kill`
- * feed and signal it. The session is closed once the command has ended, as the image would keep
- * it for an hour. The image has no way to close a command's input, and knows SIGTERM, SIGKILL and
- * SIGINT only.
+ * feed and signal it. The client that started a command closes its session once the command has
+ * ended, as the image would keep it for an hour; a client that attached leaves it. The image has
+ * no way to close a command's input, and knows SIGTERM, SIGKILL and SIGINT only.
  */
 export class AioBashLauncher implements ProcessLauncher {
   constructor(private readonly hooks: AioLaunchHooks) {}
@@ -102,7 +108,12 @@ export class AioBashLauncher implements ProcessLauncher {
       });
     return {
       ...(named !== undefined ? { id: sessionId } : {}),
-      ...this.#control(sessionId, commandId, sink, { detached: false, offset: 0, stderrOffset: 0 }),
+      ...this.#control(sessionId, commandId, sink, {
+        detached: false,
+        offset: 0,
+        stderrOffset: 0,
+        closesSession: true,
+      }),
     };
   }
 
@@ -123,7 +134,12 @@ export class AioBashLauncher implements ProcessLauncher {
     // What the image kept of the output so far goes to the buffer now, before the first poll.
     if (probe.stdout) sink.stdout(probe.stdout);
     if (probe.stderr) sink.stderr(probe.stderr);
-    const follow = { detached: false, offset: probe.offset, stderrOffset: probe.stderrOffset };
+    const follow = {
+      detached: false,
+      offset: probe.offset,
+      stderrOffset: probe.stderrOffset,
+      closesSession: false,
+    };
     return {
       id,
       command: (probe.command ?? '').slice(0, MAX_LISTED_COMMAND_CHARS),
@@ -227,7 +243,7 @@ export class AioBashLauncher implements ProcessLauncher {
         break;
       }
     }
-    if (!this.hooks.closed()) await this.#close(sessionId);
+    if (follow.closesSession && !this.hooks.closed()) await this.#close(sessionId);
     return exit;
   }
 
