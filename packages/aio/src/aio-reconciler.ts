@@ -54,10 +54,15 @@ export class AioReconciler {
   readonly #ctx: AioProviderContext;
   readonly #teardown: AioTeardown;
   readonly #unowned = new Sightings();
+  /** When a store call of this instance last failed: the grace counts only time after it. */
+  #storeFailedAt: number | undefined;
 
   constructor(ctx: AioProviderContext, teardown: AioTeardown) {
     this.#ctx = ctx;
     this.#teardown = teardown;
+    ctx.events.onEvent((event) => {
+      if (event.type === 'ownership-error') this.#storeFailedAt = ctx.clock.now();
+    });
   }
 
   clear(): void {
@@ -123,10 +128,8 @@ export class AioReconciler {
         continue;
       }
       if (book.isTracked(id)) continue;
-      if (
-        book.pool.isReserved(id) ||
-        book.pool.put(id, { info, identity: undefined }) === undefined
-      ) {
+      // Refused while a teardown here holds the id (reserved after the claim was sent).
+      if (book.pool.put(id, { info, identity: undefined }) === undefined) {
         summary.deferred.push(id);
         continue;
       }
@@ -156,6 +159,7 @@ export class AioReconciler {
       firstUnownedAt: this.#unowned.get(id),
       now: this.#ctx.clock.now(),
       graceMs,
+      storeFailedAt: this.#storeFailedAt,
     });
     this.#unowned.set(id, firstUnownedAt);
     return verdict;

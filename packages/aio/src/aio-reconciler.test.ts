@@ -1,0 +1,110 @@
+import { OwnershipBackendError } from '@sbx/core';
+import { track } from '@sbx/core/testing';
+import { afterEach, describe, expect, it } from 'vitest';
+import { makeHarness } from './testing/provider-harness.js';
+import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+
+// Reconciliation's adoption of untracked containers: what it re-checks after its claim, and what
+// its grace counts as "seen unowned".
+
+const T = (threadId: string) => ({ userId: 'u1', threadId });
+const harnesses: Harness[] = [];
+async function harness(options: HarnessOptions = {}): Promise<Harness> {
+  const h = await makeHarness(options);
+  harnesses.push(h);
+  return h;
+}
+async function peerOf(h: Harness): Promise<Harness> {
+  const p = await h.peer();
+  harnesses.push(p);
+  return p;
+}
+afterEach(async () => {
+  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
+});
+
+const STORE_METHODS = ['take', 'claim', 'renew', 'release', 'owner'] as const;
+/** The shared store stops answering for every instance given, then comes back. */
+function outage(...instances: Harness[]) {
+  for (const h of instances) {
+    for (const m of STORE_METHODS) h.faults.fail(m, new OwnershipBackendError('store down'));
+  }
+  return { end: () => instances.forEach((h) => h.faults.heal()) };
+}
+
+describe('adoption re-checks after its claim', () => {
+  it('a container an acquire took up during the claim is not adopted as well (never active and warm at once)', async () => {
+    const h = await harness();
+    const id = h.provider.sandboxIdFor(T('t'));
+    h.backend.startExternal(id); // left by an earlier run
+    h.store.pause('claim', { times: 1 });
+    const pass = track(h.provider.reconcile());
+    const claim = await h.store.nextCall('claim');
+    expect(await h.provider.acquire(T('t'))).toBe(id); // discovered and published meanwhile
+    await claim.release(); // granted: the lease is this instance's own
+    expect((await pass.promise).adopted).toEqual([]);
+    expect(h.provider.snapshot()).toMatchObject({ active: [id], warm: [] });
+  });
+});
+
+describe('the adoption grace counts only time the store answered', () => {
+  it('a flush, then an outage longer than the TTL: the first look after recovery does not adopt a live peer’s sandbox', async () => {
+    const a = await harness({ crossProcess: true });
+    const b = await peerOf(a);
+    const x = await a.provider.acquire(T('t')); // A's turn runs
+    a.table.clear(); // FLUSHALL
+    expect((await b.provider.reconcile()).deferred).toEqual([x]); // B's first sighting
+    const down = outage(a, b);
+    for (let tick = 0; tick < 5; tick++) {
+      await a.clock.advance(30_000);
+      await a.provider.renewLeases(); // fail-open: A keeps its sandbox
+      expect((await b.provider.reconcile()).adopted).toEqual([]); // the owner is unknown
+    }
+    down.end();
+    // B looks before A's next renewal could republish the lease.
+    expect((await b.provider.reconcile()).adopted).toEqual([]);
+    await a.clock.advance(30_000);
+    await a.provider.renewLeases();
+    expect((await b.provider.reconcile()).adopted).toEqual([]);
+    expect(a.provider.get(x)).toBeDefined();
+    expect(a.lease(x)).toBe(`own:${a.ownerId}`);
+    expect(b.provider.snapshot().warm).toEqual([]);
+  });
+
+  it('an outage this instance saw only through its own renewals also restarts the grace', async () => {
+    const a = await harness({ crossProcess: true });
+    const b = await peerOf(a);
+    const x = await a.provider.acquire(T('t1'));
+    await b.provider.acquire(T('t2')); // B holds a lease of its own, so it renews
+    a.table.clear();
+    expect((await b.provider.reconcile()).deferred).toContain(x);
+    const down = outage(a, b);
+    for (let tick = 0; tick < 5; tick++) {
+      await a.clock.advance(30_000);
+      await a.provider.renewLeases();
+      await b.provider.renewLeases(); // B's store calls fail: it knows the store was down
+    }
+    down.end();
+    expect((await b.provider.reconcile()).adopted).toEqual([]);
+    await a.provider.renewLeases();
+    expect(a.lease(x)).toBe(`own:${a.ownerId}`);
+    expect(a.provider.get(x)).toBeDefined();
+  });
+
+  it('a crashed owner’s container is still adopted, one full grace after the store came back', async () => {
+    const a = await harness({ crossProcess: true });
+    const b = await peerOf(a);
+    const x = await a.provider.acquire(T('t'));
+    a.table.clear(); // A is gone and the store lost its lease
+    expect((await b.provider.reconcile()).deferred).toEqual([x]);
+    const down = outage(b);
+    await b.clock.advance(150_000);
+    expect((await b.provider.reconcile()).adopted).toEqual([]);
+    down.end();
+    expect((await b.provider.reconcile()).deferred).toEqual([x]); // the grace starts again
+    await b.clock.advance(119_999);
+    expect((await b.provider.reconcile()).adopted).toEqual([]);
+    await b.clock.advance(1);
+    expect((await b.provider.reconcile()).adopted).toEqual([x]);
+  });
+});
