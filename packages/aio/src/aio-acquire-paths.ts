@@ -8,6 +8,7 @@ import {
 import type { AcquirePath, Sandbox } from '@sbx/core';
 import { checkIdentity, checkWarmIdentity, identityKey } from './aio-identity.js';
 import type { AioThreadIdentity } from './aio-identity.js';
+import { renewLease } from './aio-lease-renewal.js';
 import type { AioProviderContext } from './aio-provider-context.js';
 import type { AioTeardown } from './aio-teardown.js';
 import type { SandboxInfo } from './sandbox-info.js';
@@ -91,11 +92,9 @@ export class AioAcquirePaths {
     if (id === undefined) return undefined;
     // Early-out: no health check or store call for an id whose teardown is under way.
     if (book.pool.isReserved(id)) return undefined;
+    // A thread mapping always names an active entry (the book sets and drops both together).
     const entry = book.active(id);
-    if (entry === undefined) {
-      book.unmapThread(key);
-      return undefined;
-    }
+    if (entry === undefined) return undefined;
     const health = await this.#ctx.checkHealth(entry.info);
     if (health === 'dead') {
       await this.#teardown.dropUnhealthy(id, 'its container is gone or stopped', entry.info);
@@ -144,12 +143,9 @@ export class AioAcquirePaths {
     const current = book.pool.get(id);
     if (current === undefined) return undefined;
     checkWarmIdentity(id, current, identity);
-    const client = this.#ctx.createClient(current.value.info);
-    if (book.pool.take(id, current) === undefined) {
-      void this.#ctx.closeClient(client, id, 'reclaim');
-      return undefined;
-    }
-    this.#install(id, client, current.value.info, identity, key);
+    // Same synchronous block as the checks above; installing drops the warm entry.
+    const { info } = current.value;
+    this.#install(id, this.#ctx.createClient(info), info, identity, key);
     return id;
   }
 
@@ -310,14 +306,14 @@ export class AioAcquirePaths {
       logger.debug(`Release of unknown sandbox ${sandboxId} ignored`);
       return;
     }
-    if (!book.pool.has(sandboxId)) {
-      book.pool.put(sandboxId, { info: entry.info, identity: entry.identity });
-    }
+    // Active and warm are exclusive, so there is no warm entry to keep.
+    book.pool.put(sandboxId, { info: entry.info, identity: entry.identity });
     await this.#ctx.closeClient(entry.client, sandboxId, 'release');
     const ownership = this.#ctx.ownershipIfReady();
     if (ownership === undefined || this.#ctx.isClosed()) return;
     const epoch = ownership.epochOf(sandboxId);
-    if (!(await ownership.refresh(sandboxId))) {
+    // Parked now: after a flush it does not win the lease back from a peer's turn (`renewLease`).
+    if ((await renewLease(this.#ctx, sandboxId)) === 'lost') {
       if (this.#teardown.forgetLost(sandboxId, epoch)) {
         logger.warn(
           `Sandbox ${sandboxId} is owned by another instance now; forgot it (the container keeps running)`,

@@ -21,6 +21,10 @@ import type { WorkerError } from './testing/multi-instance-support.js';
 //      gateways left, after one TTL and its grace);
 //   4. every failed turn is a typed error (a code, not a bare Error) within its time bound.
 // SBX_CHAOS_SECONDS sets the length (default 75; the test's budget grows with it).
+// One schedule is also scripted, so it runs every time rather than once in many random runs: a
+// warm holder paused past the TTL while a peer takes the thread for a turn, the store flushed
+// before either renews, the stale holder resuming first (its renewal and warm reaper run while the
+// peer is still stopped).
 const { docker, redis } = await dockerAndPrivateRedis('the chaos test');
 
 const SECONDS = Number(process.env.SBX_CHAOS_SECONDS ?? 75);
@@ -113,6 +117,62 @@ describe.skipIf(!redis)('chaos: gateways killed, paused and flushed (Docker + Re
     return byId;
   }
 
+  /** Runs `work` with `gateway` stopped (SIGSTOP), so none of its timers fire meanwhile. */
+  async function whileStopped<T>(gateway: WorkerInstance, work: () => Promise<T>): Promise<T> {
+    gateway.child.kill('SIGSTOP');
+    try {
+      return await work();
+    } finally {
+      gateway.child.kill('SIGCONT');
+    }
+  }
+
+  it('a stale warm holder after a flush: paused past the TTL while a peer took the thread, it neither wins the sandbox back nor stops it under the peer’s turn', async () => {
+    const a = await startGateway();
+    const b = await startGateway();
+    try {
+      const thread = { userId: 'u1', threadId: 'stale-holder' };
+      // A serves a turn and parks the sandbox.
+      const x = await a.call<string>('acquire', thread);
+      await a.call('exec', { sandboxId: x, command: 'echo warm' });
+      await a.call('release', { sandboxId: x });
+      const turn = await whileStopped(a, async () => {
+        // A is paused past the TTL, so it never reads LOST; B takes the thread for a turn.
+        await sleep(TTL_MS + 1_000);
+        expect(await b.call<string>('acquire', thread)).toBe(x);
+        const running = b.call<string>('exec', {
+          sandboxId: x,
+          command: 'echo start; sleep 6; echo done',
+        });
+        await sleep(500);
+        // B stalls too, so the store is flushed before either renews: both leases are gone.
+        b.child.kill('SIGSTOP');
+        await redis!.command('FLUSHALL');
+        return { running }; // not awaited here: B is stopped
+      });
+      // A resumes first: its renewal finds the lease absent, its warm reaper runs.
+      try {
+        await a.call('renew');
+        await a.call('evictWarm');
+      } finally {
+        b.child.kill('SIGCONT');
+      }
+      const output = await turn.running;
+      expect(output).toContain('done');
+      // B renewed its lease; A's next looks see it and forget the stale warm entry.
+      await sleep(3 * RENEWAL_SECONDS * 1000);
+      expect(await b.call<boolean>('has', { sandboxId: x })).toBe(true);
+      const snapshot = await a.call<{ warm: string[] }>('snapshot');
+      expect(snapshot.warm).not.toContain(x);
+      expect([...(await runningByThread()).keys()]).toContain(x);
+      await b.call('release', { sandboxId: x });
+    } finally {
+      a.child.kill('SIGCONT');
+      b.child.kill('SIGCONT');
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  }, 120_000);
+
   it(
     'keeps every invariant while gateways die, stall and the store is flushed',
     async () => {
@@ -169,7 +229,9 @@ describe.skipIf(!redis)('chaos: gateways killed, paused and flushed (Docker + Re
 
       const faultLoop = async () => {
         // Every kind in turn, on random gateways at random moments.
-        const kinds = ['kill', 'pause', 'flush'] as const;
+        // pause-flush: the stale warm holder's schedule (paused past the TTL while peers take its
+        // threads, the store flushed before it resumes).
+        const kinds = ['kill', 'pause', 'flush', 'pause-flush'] as const;
         for (let round = 0; Date.now() < deadline - 8_000; round++) {
           await sleep(2_000 + Math.random() * 3_000);
           const kind = kinds[round % kinds.length]!;
@@ -184,15 +246,16 @@ describe.skipIf(!redis)('chaos: gateways killed, paused and flushed (Docker + Re
             slot.disturbed.push({ from: at, to: Date.now() });
             slot.worker = replacement;
             slot.generation += 1;
-          } else if (kind === 'pause' && !slot.paused) {
+          } else if ((kind === 'pause' || kind === 'pause-flush') && !slot.paused) {
             const at = Date.now();
             const ms = TTL_MS + 1_000 + Math.random() * 2_000;
             faults.push(
-              `${((at - deadline) / 1000 + SECONDS).toFixed(1)}s pause gateway ${index} for ${(ms / 1000).toFixed(1)}s`,
+              `${((at - deadline) / 1000 + SECONDS).toFixed(1)}s ${kind} gateway ${index} for ${(ms / 1000).toFixed(1)}s`,
             );
             slot.paused = true;
             slot.worker.child.kill('SIGSTOP');
             await sleep(ms);
+            if (kind === 'pause-flush') await redis!.command('FLUSHALL');
             slot.worker.child.kill('SIGCONT');
             slot.paused = false;
             slot.disturbed.push({ from: at, to: Date.now() + TTL_MS });
@@ -237,10 +300,23 @@ describe.skipIf(!redis)('chaos: gateways killed, paused and flushed (Docker + Re
       for (const slot of slots) await slot.worker.call('reconcile').catch(() => undefined);
       await sleep(TTL_MS);
       for (const slot of slots) await slot.worker.call('reconcile').catch(() => undefined);
+      // What each gateway tracked before it shut down, to explain a container left running.
+      const views = await Promise.all(
+        slots.map((s) =>
+          s.worker.call<{ active: string[]; warm: string[] }>('snapshot').catch(() => undefined),
+        ),
+      );
       await Promise.all(slots.map((s) => s.worker.stop()));
       await sleep(TTL_MS);
-      const left = [...(await runningByThread()).values()].flat();
-      if (left.length > 0) violations.push(`left running after shutdown: ${left.join(', ')}`);
+      for (const [id, names] of await runningByThread()) {
+        const lease = await redis!.command('GET', `${keyPrefix}:sandbox:owner:${id}`);
+        const trackedBy = views.flatMap((v, i) =>
+          v?.active.includes(id) ? [`${i} active`] : v?.warm.includes(id) ? [`${i} warm`] : [],
+        );
+        violations.push(
+          `left running after shutdown: ${names.join(', ')} (lease ${String(lease)}, tracked by ${trackedBy.join(', ') || 'none'})`,
+        );
+      }
 
       const ok = turns.filter((t) => t.outcome === 'ok').length;
       const failed = turns.filter((t) => t.outcome === 'failed');

@@ -1,4 +1,5 @@
 import { getSandboxLeaseManager } from '@sbx/core';
+import { Sightings } from '@sbx/core/provider-kit';
 import type { SandboxProviderEventEmitter } from '@sbx/core/provider-kit';
 import type { Clock, IdleTeardownReservation, LeaseProvider, Logger, Sandbox } from '@sbx/core';
 import type { OwnershipClient, OwnershipLink } from '@sbx/core/provider-kit';
@@ -22,6 +23,13 @@ export interface AioProviderContext {
   readonly book: AioBook;
   /** Lease TTL in ms: also the adoption grace. */
   readonly leaseTtlMs: number;
+  /** The ownership renewal interval in ms: how long a parked sandbox's absent lease is left. */
+  readonly renewalIntervalMs: number;
+  /**
+   * When a renewal first found the lease of a sandbox this instance only parks absent (see
+   * `renewLease`): re-established only once it is still absent one renewal interval later.
+   */
+  readonly parkedLapses: Sightings;
   /**
    * Ids whose renewal heard `LOST` (a peer holds the lease) while the entry could not be
    * forgotten (a reaper held it). A later claim of such an id by a reaper must not be taken as
@@ -53,6 +61,7 @@ export interface AioContextParts {
   readonly events: SandboxProviderEventEmitter;
   readonly book: AioBook;
   readonly leaseTtlMs: number;
+  readonly renewalIntervalMs: number;
   readonly link: () => OwnershipLink;
   readonly isClosed: () => boolean;
   readonly createClient: (info: SandboxInfo) => Sandbox;
@@ -71,6 +80,8 @@ export function createAioContext(parts: AioContextParts): AioProviderContext {
     events: parts.events,
     book: parts.book,
     leaseTtlMs: parts.leaseTtlMs,
+    renewalIntervalMs: parts.renewalIntervalMs,
+    parkedLapses: new Sightings(),
     supersededHere: new Set<string>(),
     ownership: () => parts.link().client,
     ownershipIfReady: () => parts.link().clientIfReady,

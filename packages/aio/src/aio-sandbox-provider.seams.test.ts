@@ -62,17 +62,17 @@ describe('a flush after a paused gateway resumed (#16 bug 5)', () => {
     // While A was paused, later turns of the thread were served by B.
     expect(await b.provider.acquire(T('t'))).toBe(x);
     expect(a.lease(x)).toBe(`own:${b.ownerId}`);
-    // A resumes: its warm expiry reserves X and asks to claim it; the renewal runs meanwhile,
+    // A resumes: its warm expiry reserves X and asks about its lease; the renewal runs meanwhile,
     // hears LOST, and cannot forget the entry the reaper holds.
     for (let t = 0; t < 21; t++) {
       await a.clock.advance(30_000);
       await b.provider.renewLeases(); // B is alive all along
     }
-    a.store.pause('claim', { times: 1 });
+    a.store.pause('renew', { times: 1 });
     const expiry = track(a.provider.reapExpiredWarm());
-    const claim = await a.store.nextCall('claim');
+    const renew = await a.store.nextCall('renew');
     await a.provider.renewLeases();
-    await claim.release();
+    await renew.release();
     expect(await expiry.promise).toEqual([]); // refused: B owns it
     // FLUSHALL: every lease is gone; the reaper's next pass must not take that as free.
     a.table.clear();

@@ -28,7 +28,6 @@ import type {
 } from '@sbx/core';
 import {
   DEFAULT_SPEC_POLICY,
-  NO_SPEC_SUPPORT,
   checkSandboxSpec,
   leaseTtlMilliseconds,
   specPolicyWithin,
@@ -40,11 +39,11 @@ import {
   SandboxBook,
   SandboxProviderEventEmitter,
   SingleFlight,
-  WarmPool,
   serializerKey,
 } from '@sbx/core/provider-kit';
 import { AioAcquirePaths } from './aio-acquire-paths.js';
 import { aioClientFactory, closeQuietly } from './aio-backend-hooks.js';
+import { AioLeaseRenewal } from './aio-lease-renewal.js';
 import { openOwnershipStore } from './aio-ownership-store.js';
 import type {
   AioListSandboxesOptions,
@@ -54,18 +53,15 @@ import type {
   AioSandboxSummary,
 } from './aio-provider-init.js';
 import { aioSandboxId, aioSkillsViewOf } from './aio-identity.js';
-import type {
-  AioActiveEntry,
-  AioSandboxIdOptions,
-  AioThreadIdentity,
-  AioWarmValue,
-} from './aio-identity.js';
+import type { AioBook, AioSandboxIdOptions, AioThreadIdentity } from './aio-identity.js';
 import { createAioContext } from './aio-provider-context.js';
+import { createAioWarmPool } from './aio-warm-pool.js';
 import { resolveAioSettings } from './aio-provider-config.js';
 import type { AioSettings } from './aio-provider-config.js';
 import { AioReconciler } from './aio-reconciler.js';
 import type { AioReapOrphansOptions, ReconcileSummary } from './aio-reconciler.js';
 import { AioTeardown } from './aio-teardown.js';
+import { containerSpecSupport } from './container-spec.js';
 import { buildSandboxBackend } from './sandbox-backend-factory.js';
 import type { SandboxBackend } from './sandbox-backend.js';
 
@@ -86,7 +82,8 @@ export type {
  * The class wires the provider kit to the AIO backend and keeps the public API; the lifecycle
  * lives in its collaborators, each given the same context and book:
  * - `AioAcquirePaths`: reuse, reclaim, discover, create;
- * - `AioTeardown`: every stop and forget, the warm and idle reapers, renewal;
+ * - `AioTeardown`: every stop and forget, the warm and idle reapers;
+ * - `AioLeaseRenewal`: renewal, with the precedence of a lease a flush erased;
  * - `AioReconciler`: adoption of untracked containers, `sbx ls` and `sbx gc`.
  *
  * Concurrency model. Node runs one event loop, so a synchronous stretch of code (no `await`) is
@@ -111,10 +108,11 @@ export class AioSandboxProvider
   readonly #link: OwnershipLink;
   readonly #ownsBackend: boolean;
   readonly #leaseTtlMs: number;
-  readonly #book: SandboxBook<AioActiveEntry, AioWarmValue>;
+  readonly #book: AioBook;
   readonly #teardown: AioTeardown;
   readonly #paths: AioAcquirePaths;
   readonly #reconciler: AioReconciler;
+  readonly #leases: AioLeaseRenewal;
   readonly #renewal: PeriodicTask;
   readonly #reconciliation: PeriodicTask;
   readonly #acquires = new Set<Promise<unknown>>();
@@ -153,18 +151,10 @@ export class AioSandboxProvider
     this.#events = new SandboxProviderEventEmitter({ logger: this.#logger });
     this.#serializer = new AcquireSerializer({ name: 'aio-sandbox-acquire', logger: this.#logger });
     const createClient = init.createClient ?? aioClientFactory(this.settings, this.#logger);
-    const pool = new WarmPool<AioWarmValue>({
+    const pool = createAioWarmPool(this.settings, this.#clock, this.#logger, {
       destroy: (entry, reason) => this.#teardown.destroyWarm(entry, reason),
-      idleTimeoutSeconds: this.settings.idleTimeoutSeconds,
-      checkIntervalSeconds: this.settings.idleCheckIntervalSeconds,
-      replicas: this.settings.replicas,
-      // Active and warm are exclusive; a warm entry for an active id is stale and not the
-      // warm reaper's to stop.
-      stillReapable: (entry) => !this.#book.isActive(entry.id),
+      isActive: (id) => this.#book.isActive(id),
       onIdleCheck: () => this.#teardown.cleanupIdleActive(),
-      clock: this.#clock,
-      logger: this.#logger,
-      name: 'aio',
     });
     this.#book = new SandboxBook({ pool, clock: this.#clock });
     const ctx = createAioContext({
@@ -175,6 +165,7 @@ export class AioSandboxProvider
       events: this.#events,
       book: this.#book,
       leaseTtlMs: this.#leaseTtlMs,
+      renewalIntervalMs: renewalMs,
       link: () => this.#link,
       isClosed: () => this.#closed,
       createClient,
@@ -186,6 +177,7 @@ export class AioSandboxProvider
       this.sandboxIdFor(identity),
     );
     this.#reconciler = new AioReconciler(ctx, this.#teardown);
+    this.#leases = new AioLeaseRenewal(ctx, this.#teardown);
     const task = (name: string, intervalMs: number, run: () => Promise<unknown>) =>
       new PeriodicTask({ name, intervalMs, run, clock: this.#clock, logger: this.#logger });
     this.#renewal = task('Lease renewal', renewalMs, () => this.renewLeases());
@@ -298,28 +290,15 @@ export class AioSandboxProvider
     );
   }
 
+  /** Runs `work` once the store is up (its failure is thrown) and the ownership client built. */
   async #afterStartup<T>(work: () => Promise<T>): Promise<T> {
-    await this.#storeReady();
+    await this.#link.ready();
     return work();
   }
 
-  /** The store is up (its failure is thrown) and the ownership client built. */
-  async #storeReady(): Promise<void> {
-    await this.#link.ready();
-  }
-
-  /**
-   * Local containers honour an acquire's image (from `sandbox.spec.images`), resources and
-   * labels; the provisioner API carries none of them, so a remote backend refuses every spec.
-   */
+  /** See `containerSpecSupport`: local containers honour a spec, a provisioner none. */
   override get specSupport(): SandboxSpecSupport {
-    if (this.backend.kind !== 'local') return NO_SPEC_SUPPORT;
-    return {
-      image: true,
-      resources: ['memoryMb', 'cpus', 'pids', 'diskGb'],
-      timeout: false,
-      labels: true,
-    };
+    return containerSpecSupport(this.backend.kind);
   }
 
   protected override get specPolicy(): SandboxSpecPolicy {
@@ -369,7 +348,7 @@ export class AioSandboxProvider
    * propagates after the marker is released.
    */
   async destroy(sandboxId: string): Promise<void> {
-    await this.#storeReady();
+    await this.#link.ready();
     await this.#teardown.destroyTracked(sandboxId, () => true);
   }
 
@@ -378,31 +357,31 @@ export class AioSandboxProvider
 
   /** One idle-checker pass: idle active sandboxes, then expired warm ones. */
   async runIdleCheck(): Promise<void> {
-    await this.#storeReady();
+    await this.#link.ready();
     await this.#book.pool.runIdleCheck();
   }
 
   /** Destroys the oldest warm sandbox this instance may destroy; its id, or undefined. */
   async evictOldestWarm(): Promise<string | undefined> {
-    await this.#storeReady();
+    await this.#link.ready();
     return this.#book.pool.evictOldest();
   }
 
   /** Destroys warm sandboxes parked longer than `timeoutSeconds` (default `idle_timeout`). */
   async reapExpiredWarm(timeoutSeconds?: number): Promise<string[]> {
-    await this.#storeReady();
+    await this.#link.ready();
     return this.#book.pool.reapExpired(timeoutSeconds);
   }
 
   /** Refreshes every lease this instance holds (active and warm); one pass at a time. */
   async renewLeases(): Promise<void> {
-    await this.#storeReady();
-    return this.#renewing.run(() => this.#teardown.renewPass());
+    await this.#link.ready();
+    return this.#renewing.run(() => this.#leases.renewPass());
   }
 
   /** One reconciliation pass (shared if one is running); see `AioReconciler`. */
   async reconcile(): Promise<ReconcileSummary> {
-    await this.#storeReady();
+    await this.#link.ready();
     return this.#reconciling.run(() => this.#reconciler.reconcilePass());
   }
 
@@ -451,7 +430,8 @@ export class AioSandboxProvider
    * name, so clients are closed and leases given up (a replacement on the same store takes them
    * at once rather than one TTL later). Stopping the timers is the point: a retired instance that
    * kept expiring its warm entries would stop containers the replacement has since handed out.
-   * Idempotent; a `shutdown()` after it stops nothing it handed over.
+   * Acquires and passes in flight are waited for first: what one installed after the hand-over
+   * would keep a lease nothing renews. Idempotent; a `shutdown()` after it stops nothing.
    */
   override async reset(): Promise<void> {
     this.#retiring ??= this.#retire();
@@ -464,10 +444,17 @@ export class AioSandboxProvider
     this.#serializer.close();
     discardSandboxLeaseManager(this);
     await this.#book.pool.stop();
+    await this.#inFlightSettled();
     await this.#teardown.handOverAll();
   }
 
-  /** Stops the schedules at once; a pass in flight is awaited by shutdown, not here. */
+  /** Acquires, renewal and reconciliation passes in flight have ended (whatever their outcome). */
+  #inFlightSettled(): Promise<unknown> {
+    const passes = [this.#renewing.current, this.#reconciling.current, this.#startupReconcile];
+    return Promise.allSettled([...this.#acquires, ...passes]);
+  }
+
+  /** Stops the schedules at once; a pass in flight is awaited by the caller. */
   #stopBackground(): void {
     void this.#renewal.stop();
     void this.#reconciliation.stop();
@@ -489,14 +476,8 @@ export class AioSandboxProvider
     this.#stopBackground();
     this.#serializer.close();
     discardSandboxLeaseManager(this);
-    const book = this.#book;
-    await book.pool.stop();
-    await Promise.allSettled([...this.#acquires]);
-    await Promise.allSettled([
-      this.#renewing.current,
-      this.#reconciling.current,
-      this.#startupReconcile,
-    ]);
+    await this.#book.pool.stop();
+    await this.#inFlightSettled();
     // A store that failed to open was logged then; nothing can be claimed, so nothing is stopped.
     if ((await this.#link.storeIfOpen()) !== undefined) await this.#teardown.stopAll();
     await this.#teardown.forgetAll();

@@ -7,6 +7,7 @@ import type {
   WarmPoolDestroyReason,
 } from '@sbx/core';
 import type { AioWarmValue } from './aio-identity.js';
+import { renewLease } from './aio-lease-renewal.js';
 import type { AioProviderContext } from './aio-provider-context.js';
 import type { SandboxInfo } from './sandbox-info.js';
 
@@ -98,7 +99,7 @@ export class AioTeardown {
           `Not destroying sandbox ${id}: another instance took it over; forgetting it instead`,
         );
         reservation.release();
-        if (this.forgetLost(id)) this.#ctx.supersededHere.delete(id);
+        this.forgetLost(id);
         return false;
       }
       // Claim before untracking: a refused claim must not leave a running container that no map
@@ -220,7 +221,10 @@ export class AioTeardown {
     return true;
   }
 
-  /** Warm teardown: claim first (a refusal keeps the entry), stop under a held lease. */
+  /**
+   * Warm teardown: renew, then claim (a lease not ours right now, or a refused claim, keeps the
+   * entry), stop under a held lease.
+   */
   async destroyWarm(
     entry: WarmEntry<AioWarmValue>,
     reason: WarmPoolDestroyReason,
@@ -232,6 +236,13 @@ export class AioTeardown {
       );
       // The pool removes the entry inside its reservation; nothing is stopped.
       return true;
+    }
+    // Renewed first: a flush erases every lease, and the claim below would then be granted while a
+    // peer runs a turn in the sandbox. Only a lease that is this instance's own right now counts.
+    const lease = await renewLease(this.#ctx, entry.id);
+    if (lease !== 'own') {
+      logger.info(`Not stopping warm sandbox ${entry.id} (${reason}): its lease is ${lease}`);
+      return false;
     }
     if (!(await this.#ctx.ownership().claim(entry.id, { forDestroy: true }))) {
       logger.info(`Not stopping warm sandbox ${entry.id} (${reason}): another instance owns it`);
@@ -265,33 +276,6 @@ export class AioTeardown {
         hold?.release();
       }
     }
-  }
-
-  /**
-   * One renewal pass over every lease this instance holds (active and warm), in parallel. A lease
-   * a peer holds now makes this instance forget the sandbox, unless a teardown or an acquire of it
-   * runs here; then it is remembered as superseded, so the reaper forgets instead of stopping it.
-   */
-  async renewPass(): Promise<void> {
-    const { book, logger } = this.#ctx;
-    const ownership = this.#ctx.ownership();
-    await Promise.all(
-      book.trackedIds().map(async (id) => {
-        const epoch = ownership.epochOf(id);
-        if (await ownership.refresh(id)) return;
-        if (!this.forgetLost(id, epoch)) {
-          // Kept only because a teardown here holds it: remember that it is a peer's now. Our
-          // own teardown's del: marker reads as LOST too; that one is not a takeover.
-          if (book.pool.isReserved(id) && (await ownership.heldByPeer(id))) {
-            this.#ctx.supersededHere.add(id);
-          }
-          return;
-        }
-        logger.warn(
-          `Sandbox ${id} is owned by another instance now; forgot it (the container keeps running)`,
-        );
-      }),
-    );
   }
 
   /**

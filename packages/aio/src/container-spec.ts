@@ -6,6 +6,8 @@ import {
   type ContainerResources,
   type ContainerSecurityProfile,
 } from './container-profile.js';
+import { NO_SPEC_SUPPORT } from '@sbx/core/internal';
+import type { SandboxSpecSupport } from '@sbx/core';
 import type { DockerCreateOptions } from './docker-client.js';
 import type { MountSpec } from './sandbox-backend.js';
 
@@ -19,6 +21,21 @@ export const LABEL_MANAGED = 'sbx.managed';
 export const LABEL_SANDBOX_ID = 'sbx.sandbox-id';
 export const LABEL_PORT = 'sbx.port';
 export const LABEL_SKILLS_ROOT = 'sbx.skills-root';
+
+/**
+ * What an acquire's spec may ask of a sandbox: local containers honour its image (from
+ * `sandbox.spec.images`), resources and labels; the provisioner API carries none of them, so a
+ * remote backend refuses every spec.
+ */
+export function containerSpecSupport(kind: 'local' | 'remote'): SandboxSpecSupport {
+  if (kind !== 'local') return NO_SPEC_SUPPORT;
+  return {
+    image: true,
+    resources: ['memoryMb', 'cpus', 'pids', 'diskGb'],
+    timeout: false,
+    labels: true,
+  };
+}
 
 /**
  * `bridge`: the production shape, the image's port 8080 published on the bind host.

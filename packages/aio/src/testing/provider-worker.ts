@@ -88,6 +88,7 @@ async function main(): Promise<void> {
     snapshot: async () => provider.snapshot(),
     reconcile: () => provider.reconcile(),
     renew: () => provider.renewLeases(),
+    evictWarm: () => provider.evictOldestWarm(),
     shutdown: async () => {
       await provider.shutdown();
       await store.close();
