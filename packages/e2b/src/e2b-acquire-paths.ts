@@ -235,16 +235,21 @@ export class E2BAcquirePaths {
       await sandbox.close();
       throw error;
     }
+    // A reaper of this instance may have started on the VM during the awaits above: its `del:`
+    // claim may still be in flight, and its claim over our own `own:` would be granted, so a take
+    // landing first would hand out a VM that is killed next. Checked in the same synchronous
+    // step that marks the VM in flight, which the reaper checks in turn (`reapKill`).
+    if (this.#ctx.reaping.has(id)) {
+      slot.release();
+      await sandbox.close();
+      return undefined;
+    }
     this.#ctx.unownedRemoteOps.add(id);
     const giveUp = async (): Promise<void> => {
       this.#ctx.unownedRemoteOps.delete(id);
       slot.release();
       await sandbox.close();
     };
-    if (this.#ctx.isClosed()) {
-      await giveUp();
-      return undefined;
-    }
     let took: boolean;
     try {
       took = await (await this.#own()).publish(id);

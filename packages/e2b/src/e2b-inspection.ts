@@ -193,26 +193,31 @@ export class E2BInspection {
           root === this.#ctx.settings.skillsRoot
             ? `duplicate of thread ${thread}`
             : `prepared for skills root ${root} (thread ${thread})`;
-        const d = this.#ageDecision(info, r.graceSeconds * 1000, false, what);
+        const d = await this.#ageDecision(info, r.graceSeconds * 1000, false, what);
         decisions.set(info.sandboxId, d);
       }
     }
     for (const info of orphans) {
       decisions.set(
         info.sandboxId,
-        this.#ageDecision(info, r.orphanTtlSeconds * 1000, true, 'no user/thread tags'),
+        await this.#ageDecision(info, r.orphanTtlSeconds * 1000, true, 'no user/thread tags'),
       );
     }
     this.#reconciler.forgetUnlisted(inventory);
     return decisions;
   }
 
-  #ageDecision(info: E2BSandboxInfo, graceMs: number, orphan: boolean, what: string): ReapDecision {
+  async #ageDecision(
+    info: E2BSandboxInfo,
+    graceMs: number,
+    orphan: boolean,
+    what: string,
+  ): Promise<ReapDecision> {
     const verdict = this.#reconciler.reapVerdict(info, graceMs, orphan);
     if (verdict.kind === 'tracked') {
       return { kind: 'keep', reason: this.#trackedReason(info.sandboxId) };
     }
-    if (verdict.kind === 'due') return { kind: 'reap' };
+    if (verdict.kind === 'due') return this.#leaseDecision(info.sandboxId, what);
     const setting = orphan ? 'reconciliation_orphan_ttl_seconds' : 'reconciliation_grace_seconds';
     const since = verdict.from === 'created' ? 'since its creation tag' : 'since first seen';
     const reason = `${what}: inside the ${wholeSeconds(graceMs)} s ${setting} (${wholeSeconds(verdict.ageMs)} s ${since})`;
@@ -220,6 +225,21 @@ export class E2BInspection {
     return orphan
       ? { kind: 'keep', reason }
       : { kind: 'wait', remainingMs: graceMs - verdict.ageMs, reason };
+  }
+
+  /**
+   * A VM the age rule made due waits out its lease grace too (see `leaseGrace`); a lease a peer
+   * holds, or a store that cannot answer, is left to the `del:` claim, which refuses it.
+   */
+  async #leaseDecision(id: string, what: string): Promise<ReapDecision> {
+    const { verdict, remainingMs } = await this.#reconciler.leaseGrace(id);
+    if (verdict.kind !== 'waiting') return { kind: 'reap' };
+    const ttl = wholeSeconds(this.#ctx.ownershipConfig.leaseTtlSeconds * 1000);
+    return {
+      kind: 'wait',
+      remainingMs,
+      reason: `${what}: unowned for less than the ${ttl} s lease TTL (a live owner re-claims its lease within one renewal interval)`,
+    };
   }
 
   #trackedReason(id: string): string {

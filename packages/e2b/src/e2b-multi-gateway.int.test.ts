@@ -376,6 +376,14 @@ describe.skipIf(!url)('E2B gateways sharing one E2B backend and one Redis', () =
     await until('the crashed gateway’s leases to lapse', async () =>
       (await leaseKeys(w)).length === 0 ? true : undefined,
     );
+    // Unowned now, but a live owner might be about to re-claim (a flush looks the same): B waits
+    // until it has seen them unowned for a whole lease TTL.
+    expect(await b.reconcileNow()).toMatchObject({ adopted: 0, killed: 0 });
+    const unownedSeenAt = Date.now();
+    const ttlMs = timing.renewal * timing.multiplier * 1000;
+    await until('one lease TTL of the VMs unowned', async () =>
+      Date.now() > unownedSeenAt + ttlMs + 100 ? true : undefined,
+    );
     // One pass adopts both canonical VMs (into the warm pool) and reaps the duplicate.
     expect(await b.reconcileNow()).toMatchObject({ adopted: 2, killed: 1 });
     expect(b.warmIds().sort()).toEqual([v1, v2].sort());
@@ -390,6 +398,42 @@ describe.skipIf(!url)('E2B gateways sharing one E2B backend and one Redis', () =
     expect(await b.get(v1)!.executeCommand('cat /home/user/turn-marker')).toBe('from-a\n');
     expect(await b.acquire(T('crash-2'))).toBe(v2);
     expect(creates(w)).toBe(3);
+  });
+
+  it('a flush of the deployment’s keys costs live VMs nothing: a peer adopts none, the owner re-claims', async () => {
+    const w = await world();
+    const a = gateway(w);
+    const b = gateway(w);
+    await a.reconcileNow();
+    const [ownerA, ownerB] = await Promise.all([a.ownerId(), b.ownerId()]);
+    const busy = await a.acquire(T('flush-busy'));
+    const parked = await a.acquire(T('flush-parked'));
+    await a.release(parked);
+    const flush = async () => {
+      const keys = await admin.keys(`${w.prefix}:*`);
+      if (keys.length) await admin.del(...keys);
+    };
+    await flush();
+    expect(await leaseKeys(w)).toEqual([]);
+    // B's pass right after the flush: both VMs are unowned for a moment, and adopted by nobody.
+    expect(await b.reconcileNow()).toMatchObject({ adopted: 0, killed: 0 });
+    expect(b.warmIds()).toEqual([]);
+    // A's renewal re-claims its leases (well within one TTL); B's later passes see them owned.
+    await a.renewLeases();
+    expect(await lease(w, busy)).toBe(`own:${ownerA}`);
+    expect(await lease(w, parked)).toBe(`own:${ownerA}`);
+    const ttlMs = SHORT.renewal * SHORT.multiplier * 1000;
+    const start = Date.now();
+    await until('one lease TTL after the flush', async () => {
+      await a.renewLeases();
+      return Date.now() > start + ttlMs + 100 ? true : undefined;
+    });
+    expect(await b.reconcileNow()).toMatchObject({ adopted: 0, killed: 0 });
+    expect(b.warmIds()).toEqual([]);
+    expect(await lease(w, busy)).not.toBe(`own:${ownerB}`);
+    expect(await a.get(busy)!.executeCommand('echo still-mine')).toBe('still-mine\n');
+    expect(a.warmIds()).toEqual([parked]);
+    expect(kills(w)).toBe(0);
   });
 
   it('a kill slower than the lease TTL: the held del: marker keeps a peer from adopting the VM; released after the kill', async () => {

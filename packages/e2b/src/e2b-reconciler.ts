@@ -1,5 +1,6 @@
 import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
-import { ageVerdict } from '@sbx/core/provider-kit';
+import { Sightings, ageVerdict, leaseGraceVerdict } from '@sbx/core/provider-kit';
+import type { LeaseGraceVerdict } from '@sbx/core/provider-kit';
 import { runBootstrap } from './bootstrap.js';
 import type { E2BRemoteSandbox, E2BSandboxInfo } from './e2b-client.js';
 import { reservationMaxAgeMs } from './e2b-config.js';
@@ -35,16 +36,25 @@ export interface ReconciliationStats {
  * One reconciliation pass: the capacity ledger brought in line with the listing, each thread's
  * canonical VM adopted warm when nobody holds it, duplicates and orphans killed after their grace
  * (the provider kit's age rule, from sightings kept across passes) under a claimed `del:` marker.
+ * Adopting or killing an untracked VM also needs it seen unowned for a whole lease TTL (the kit's
+ * lease grace), so a store flush costs live peers nothing.
  */
 export class E2BReconciler {
   readonly #ctx: E2BProviderContext;
   readonly #teardown: E2BTeardown;
   readonly #capacity: E2BCapacity;
+  /** When each untracked VM was first seen without a lease, for the lease grace. */
+  readonly #unowned = new Sightings();
+  /** When a store call of this instance last failed: the lease grace counts only time after it. */
+  #storeFailedAt: number | undefined;
 
   constructor(ctx: E2BProviderContext, teardown: E2BTeardown, capacity: E2BCapacity) {
     this.#ctx = ctx;
     this.#teardown = teardown;
     this.#capacity = capacity;
+    ctx.events.onEvent((event) => {
+      if (event.type === 'ownership-error') this.#storeFailedAt = ctx.clock.now();
+    });
   }
 
   async #own(): Promise<OwnershipClient> {
@@ -161,7 +171,42 @@ export class E2BReconciler {
   /** First sightings of VMs a complete listing no longer shows are dropped. */
   forgetUnlisted(inventory: RemoteInventory): void {
     if (!inventory.complete) return;
-    this.#ctx.firstSeen.keepOnly(inventory.entries.map((e) => e.sandboxId));
+    const listed = inventory.entries.map((e) => e.sandboxId);
+    this.#ctx.firstSeen.keepOnly(listed);
+    this.#unowned.keepOnly(listed);
+  }
+
+  /**
+   * The lease grace of an untracked VM (core's `leaseGraceVerdict`): it may be adopted or killed
+   * only once seen unowned for a whole lease TTL. After a store flush every live owner re-claims
+   * its leases within one renewal interval, shorter than the TTL by construction, while a crashed
+   * one never does; without the wait, the first pass after a flush takes every live peer's VM.
+   * Only time the store answered counts (an owner cannot re-claim during an outage), so a failed
+   * store call seen here since the first sighting starts the wait again. A lease this instance
+   * holds is no peer's (the claim then decides), and a store without cross-process visibility
+   * shows no peer's lease to wait for. `remainingMs` is the wait left.
+   */
+  async leaseGrace(id: string): Promise<{ verdict: LeaseGraceVerdict; remainingMs: number }> {
+    const ownership = await this.#own();
+    if (!ownership.crossProcess) return { verdict: { kind: 'adoptable' }, remainingMs: 0 };
+    const peek = await ownership.peek(id);
+    if (peek.kind === 'held' && peek.holder.ownerId === ownership.ownerId) {
+      this.#unowned.forget(id);
+      return { verdict: { kind: 'adoptable' }, remainingMs: 0 };
+    }
+    const now = this.#ctx.clock.now();
+    const graceMs = this.#ctx.ownershipConfig.leaseTtlSeconds * 1000;
+    const { verdict, firstUnownedAt } = leaseGraceVerdict({
+      crossProcess: true,
+      peek,
+      firstUnownedAt: this.#unowned.get(id),
+      now,
+      graceMs,
+      storeFailedAt: this.#storeFailedAt,
+    });
+    this.#unowned.set(id, firstUnownedAt);
+    const since = firstUnownedAt ?? now;
+    return { verdict, remainingMs: Math.max(0, since + graceMs - now) };
   }
 
   /**
@@ -239,41 +284,55 @@ export class E2BReconciler {
   ): Promise<boolean> {
     const id = info.sandboxId;
     const sandbox = this.#ctx.adapter(id, remote);
-    if (this.#ctx.isClosed() || this.#capacity.total() >= this.#ctx.settings.capacityLimit) {
+    if ((await this.leaseGrace(id)).verdict.kind !== 'adoptable') {
       await sandbox.close();
       return false;
     }
-    if (stores.capacity !== undefined) {
-      try {
-        await stores.capacity.track(id, info.metadata[E2B_TAGS.capacityReservation] || undefined);
-      } catch {
-        await sandbox.close();
-        return false;
-      }
+    // From the checks to the reservation and the in-flight mark in one synchronous step: an
+    // acquire reserving during an await between them would take the slot counted free here, and a
+    // reaper of this instance reads the mark before claiming (`reapKill`), as this reads its set.
+    if (
+      this.#ctx.isClosed() ||
+      this.#capacity.total() >= this.#ctx.settings.capacityLimit ||
+      this.#ctx.reaping.has(id)
+    ) {
+      await sandbox.close();
+      return false;
     }
     const slot = this.#ctx.slots.reserve();
     this.#ctx.unownedRemoteOps.add(id);
     const endIntent = stores.ownership.holdIntent(id);
     try {
+      if (stores.capacity !== undefined) {
+        try {
+          await stores.capacity.track(id, info.metadata[E2B_TAGS.capacityReservation] || undefined);
+        } catch (error) {
+          this.#ctx.logger.warn(
+            'Tracking an e2b sandbox in the capacity ledger failed; not adopting it',
+            {
+              sandboxId: id,
+              error: errorMessage(error),
+            },
+          );
+          await sandbox.close();
+          return false;
+        }
+      }
       if (!(await stores.ownership.claim(id, { forDestroy: false }))) {
         // A live peer holds it (or the store cannot say): nothing of ours is in flight, so the
         // slot is given back. A tombstone here would count a peer's VM against this instance,
         // hide it from discovery and every later pass (tracked locally), so it was never adopted
         // once the peer crashed, and a tombstone retry after the lapse would kill it instead.
-        slot.release();
         await sandbox.close();
         return false;
       }
       const failure = await runBootstrap(remote, this.#ctx.settings.homeDir);
       if (failure !== undefined) {
-        const outcome = await this.#teardown.killAndClose(id, sandbox);
-        if (outcome === 'failed') slot.tombstone(id);
-        else slot.release();
+        if ((await this.#teardown.killAndClose(id, sandbox)) === 'failed') slot.tombstone(id);
         return false;
       }
       if (this.#ctx.isShuttingDown()) {
         await this.#teardown.killAndClose(id, sandbox);
-        slot.release();
         return false;
       }
       const seed = this.#ctx.seedOf(key);
@@ -284,7 +343,6 @@ export class E2BReconciler {
         // The thread got a sandbox meanwhile: this one is a duplicate, handled on a later pass.
         await (await this.#own()).release(id);
         await sandbox.close();
-        slot.release();
         return false;
       }
       // Parked warm, not active: nobody is using it yet. Its thread reclaims it on the next
@@ -292,16 +350,18 @@ export class E2BReconciler {
       await this.#teardown.pushTimeout(remote);
       if (this.#ctx.book.pool.put(id, { seed, key }) === undefined) {
         await this.#teardown.killAndClose(id, sandbox);
-        slot.release();
         return false;
       }
       slot.commit();
+      this.#unowned.forget(id);
       await sandbox.close();
       return true;
     } finally {
+      // A failed adoption ends its intent mark and gives its slot back, whichever way it failed
+      // (a committed or tombstoned slot ignores the release).
       endIntent();
       this.#ctx.unownedRemoteOps.delete(id);
-      if (!slot.done) slot.release();
+      slot.release();
     }
   }
 
@@ -311,6 +371,7 @@ export class E2BReconciler {
     orphan: boolean,
   ): Promise<'killed' | 'deferred'> {
     if (this.reapVerdict(info, graceMs, orphan).kind !== 'due') return 'deferred';
+    if ((await this.leaseGrace(info.sandboxId)).verdict.kind !== 'adoptable') return 'deferred';
     return (await this.reapKill(info.sandboxId)).outcome === 'killed' ? 'killed' : 'deferred';
   }
 
@@ -358,6 +419,7 @@ export class E2BReconciler {
             await remote.close().catch(() => undefined);
           }
           this.#ctx.firstSeen.forget(id);
+          this.#unowned.forget(id);
           await this.#teardown.ledgerRelease(id);
           return { outcome: 'killed' };
         } catch (error) {
