@@ -156,8 +156,8 @@ export class E2BCapacity {
           'capacity',
         );
       }
+      // A shutdown meanwhile is seen by `reserveLocal`, first thing in the next round.
       await this.#waitForSlot(Math.min(remaining, 1000));
-      if (this.#ctx.isClosed()) throw this.#shutdownCapacityError();
     }
   }
 

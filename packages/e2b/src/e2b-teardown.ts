@@ -238,8 +238,7 @@ export class E2BTeardown {
   }
 
   register(id: string, sandbox: E2BSandbox, key: ThreadKey | undefined, seed: string | undefined) {
-    // Active and warm are exclusive: a warm entry left behind would give the VM a second reaper.
-    this.#ctx.book.pool.forget(id);
+    // Active and warm are exclusive: `install` drops a warm entry of the id in the same step.
     this.#ctx.book.install(
       id,
       { sandbox, key, seed },
@@ -325,7 +324,9 @@ export class E2BTeardown {
     const stores = await this.#emptyBook();
     for (const [id, entry] of active) {
       parked.delete(id);
-      if (stores !== undefined && owned.has(id)) await this.killAndClose(id, entry.sandbox);
+      // An active VM's lease is always held here (renewal untracks one it loses), so its claim
+      // alone decides: a VM a peer has taken since is only closed.
+      if (stores !== undefined) await this.killAndClose(id, entry.sandbox);
       else await entry.sandbox.close();
     }
     for (const id of parked) {
