@@ -391,6 +391,44 @@ describe('AcquireSerializer', () => {
     expect(s.queued).toBe(0);
   });
 
+  it('S14 a freed slot starts one queued job, not every queued job', async () => {
+    const s = new AcquireSerializer({ limit: 1 });
+    const gates = [new Deferred(), new Deferred(), new Deferred()];
+    let started = 0;
+    const jobs = gates.map((gate) =>
+      s.run(() => {
+        started += 1;
+        return gate.promise;
+      }),
+    );
+    await settle();
+    expect([started, s.running, s.queued]).toEqual([1, 1, 2]);
+    gates[0]?.resolve();
+    await settle();
+    expect([started, s.running, s.queued]).toEqual([2, 1, 1]);
+    gates[1]?.resolve();
+    gates[2]?.resolve();
+    await Promise.all(jobs);
+    expect(s.running).toBe(0);
+  });
+
+  it('S14 a queued job aborted before it starts leaves the queue at once and never runs when a slot frees', async () => {
+    const s = new AcquireSerializer({ limit: 1 });
+    const gate = new Deferred();
+    const first = s.run(() => gate.promise);
+    const controller = new AbortController();
+    let ran = 0;
+    const aborted = track(s.run(() => void (ran += 1), { signal: controller.signal }));
+    controller.abort();
+    expect(s.queued).toBe(0);
+    gate.resolve();
+    await first;
+    await settle();
+    expect(aborted.reason).toBeInstanceOf(AbortedError);
+    expect(ran).toBe(0);
+    expect(s.running).toBe(0);
+  });
+
   it('S15 run() takes no key lock: provider I/O outside a held section is not serialized by the key', async () => {
     const s = new AcquireSerializer();
     const lease = await s.acquire('k');

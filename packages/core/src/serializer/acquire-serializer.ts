@@ -39,9 +39,8 @@ export interface AcquireSerializerOptions {
   logger?: Logger;
 }
 
+/** A queued caller: in the queue exactly until grant, abort or close settles it. */
 interface Waiter {
-  /** Set by whichever of grant, abort or close gets there first; the others do nothing. */
-  settled: boolean;
   grant(): void;
   fail(error: Error): void;
 }
@@ -73,8 +72,10 @@ function abortError(signal: AbortSignal): AbortedError {
  * number of in-flight transitions, not by the number of threads ever seen.
  *
  * Cancellation is exactly-once by construction: a waiter is settled by the first of grant, abort or
- * close, synchronously inside that event, so the reference it holds is returned exactly once and
- * the cleanup never depends on the cancelled caller ever resuming.
+ * close, synchronously inside that event, which takes it out of the queue; grant and close also
+ * remove its abort listener in that step (an `EventTarget` skips a listener removed during its
+ * dispatch), so the reference it holds is returned exactly once and the cleanup never depends on
+ * the cancelled caller ever resuming.
  */
 export class AcquireSerializer {
   readonly limit: number;
@@ -145,15 +146,12 @@ export class AcquireSerializer {
 
     return new Promise<SerializerLease>((resolve, reject) => {
       const onAbort = (): void => {
-        if (waiter.settled) return;
-        waiter.settled = true;
         const at = owned.queue.indexOf(waiter);
         if (at >= 0) owned.queue.splice(at, 1);
         this.#checkin(owned);
         reject(abortError(signal as AbortSignal));
       };
       const waiter: Waiter = {
-        settled: false,
         grant: () => {
           signal?.removeEventListener('abort', onAbort);
           resolve(this.#lease(key, owned));
@@ -270,7 +268,6 @@ export class AcquireSerializer {
     for (const entry of this.#table.values()) {
       const queued = entry.queue.splice(0);
       for (const waiter of queued) {
-        waiter.settled = true;
         this.#checkin(entry);
         waiter.fail(new SerializerClosedError());
       }
@@ -299,7 +296,6 @@ export class AcquireSerializer {
     // The queue only ever holds unsettled waiters: an abort or close removes the ones it settles.
     const next = entry.queue.shift();
     if (next !== undefined) {
-      next.settled = true;
       next.grant();
       return;
     }
