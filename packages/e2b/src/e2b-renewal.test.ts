@@ -1,3 +1,4 @@
+import { OwnershipBackendError } from '@sbx/core';
 import { ManualClock, pausable, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeHarness, sharedLeases } from './test-support.js';
@@ -118,6 +119,38 @@ describe('lease renewal', () => {
     await renewal.promise;
     expect(h.fake.vms.get(second)!.alive).toBe(false);
     expect(await h.ownership.owner(second)).toBeUndefined();
+  });
+
+  it('a store that cannot answer keeps every VM (renew or re-claim unanswered)', async () => {
+    const h = await withPeer();
+    const active = await h.provider.acquire(T('t1'));
+    h.store.pause('renew', { times: 1 });
+    const renewal = track(h.provider.renewLeases());
+    (await h.store.nextCall('renew')).fail(new OwnershipBackendError('store down'));
+    await renewal.promise;
+    expect(h.provider.get(active)).toBeDefined();
+    expect(h.provider.ownsLease(active)).toBe(true);
+    // A lapsed lease whose re-claim goes unanswered is kept too.
+    h.table.expire(active);
+    h.store.pause('claim', { times: 1 });
+    const again = track(h.provider.renewLeases());
+    (await h.store.nextCall('claim')).fail(new OwnershipBackendError('store down'));
+    await again.promise;
+    expect(h.provider.get(active)).toBeDefined();
+    expect(h.provider.ownsLease(active)).toBe(true);
+  });
+
+  it('a warm eviction during a store outage keeps the VM (not known to be a peer’s)', async () => {
+    const h = await withPeer({ config: { replicas: 1, overflow_policy: 'reject' } });
+    const a = await h.provider.acquire(T('a'));
+    await h.provider.release(a);
+    h.store.pause('renew', { times: 1 });
+    const b = track(h.provider.acquire(T('b')));
+    (await h.store.nextCall('renew')).fail(new OwnershipBackendError('store down'));
+    await b.promise.catch(() => undefined);
+    expect(h.provider.warmIds()).toEqual([a]);
+    expect(h.provider.ownsLease(a)).toBe(true);
+    expect(h.fake.vms.get(a)!.alive).toBe(true);
   });
 
   it('a peer’s lease makes renewal forget the VM, closing its client, without a kill', async () => {

@@ -37,6 +37,7 @@ import { resolveE2BSettings } from './e2b-config.js';
 import type { E2BSettings } from './e2b-config.js';
 import { errorMessage } from './e2b-errors.js';
 import { E2BInspection } from './e2b-inspection.js';
+import { E2BLeaseRenewal } from './e2b-lease-renewal.js';
 import type {
   E2BListSandboxesOptions,
   E2BOrphanReapReport,
@@ -82,6 +83,7 @@ export class E2BSandboxProvider extends SandboxProvider {
   readonly #uploads: E2BUploads;
   readonly #reconciler: E2BReconciler;
   readonly #inspection: E2BInspection;
+  readonly #leases: E2BLeaseRenewal;
   readonly #renewal: PeriodicTask;
   readonly #reconciliation: PeriodicTask;
   readonly #reconciling = new SingleFlight<ReconciliationStats>();
@@ -152,6 +154,7 @@ export class E2BSandboxProvider extends SandboxProvider {
     this.#paths = new E2BAcquirePaths(this.#ctx, this.#teardown, this.#capacity, this.#uploads);
     this.#reconciler = new E2BReconciler(this.#ctx, this.#teardown, this.#capacity);
     this.#inspection = new E2BInspection(this.#ctx, this.#reconciler);
+    this.#leases = new E2BLeaseRenewal(this.#ctx);
     const task = (name: string, intervalMs: number, run: () => Promise<unknown>) =>
       new PeriodicTask({ name, intervalMs, run, clock: this.#clock, logger: this.#logger });
     this.#renewal = task('Lease renewal', this.ownership.renewalIntervalSeconds * 1000, () =>
@@ -438,10 +441,11 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   /**
    * Renews every lease we hold. A store that cannot answer means "unknown": keep and retry. An
-   * absent lease is re-claimed; a lease a peer holds makes us forget the VM without touching it.
+   * absent lease is re-claimed (at once for a VM in use, one renewal interval later for one only
+   * parked); a lease a peer holds makes us forget the VM without touching it.
    */
   async renewLeases(): Promise<void> {
-    await this.#teardown.renewLeases();
+    await this.#leases.renewLeases();
   }
 
   /** One reconciliation pass (shared if one is already running). */

@@ -1,7 +1,8 @@
-import { threadLayout } from '@sbx/core';
+import { RenewOutcome, threadLayout } from '@sbx/core';
 import type { WarmEntry, WarmPoolDestroyReason } from '@sbx/core';
 import type { E2BRemoteSandbox, E2BSandboxInfo } from './e2b-client.js';
 import { errorMessage, isSandboxGoneError } from './e2b-errors.js';
+import { renewOnce } from './e2b-lease-renewal.js';
 import type { E2BSandbox } from './e2b-sandbox.js';
 import type { Slot } from './local-slots.js';
 import { specTimeoutOf } from './metadata.js';
@@ -12,9 +13,9 @@ import type { OwnershipClient } from '@sbx/core/provider-kit';
 import type { ActiveEntry, E2BProviderContext, Stores, WarmValue } from './e2b-provider-context.js';
 
 /**
- * Every way a VM stops or is forgotten: kills under a claimed `del:` marker, the warm pool's
- * destroy hook, the end-of-turn park, the forget of one a peer took over, lease renewal and the
- * shutdown teardown. A kill that cannot be confirmed keeps a tombstone (its slot stays counted);
+ * Every way a VM stops or is handed on: kills under a claimed `del:` marker, the warm pool's
+ * destroy hook, the end-of-turn park, the shutdown teardown and reset's hand-over (lease renewal
+ * is `E2BLeaseRenewal`). A kill that cannot be confirmed keeps a tombstone (its slot stays counted);
  * the ledger slot is released only after E2B confirmed the VM gone.
  */
 export class E2BTeardown {
@@ -55,10 +56,7 @@ export class E2BTeardown {
     // Kept past the adapter's close: a racing shutdown may still need to kill through it.
     const remote = sandbox.client;
     try {
-      if (sandbox.isDead) {
-        await this.killAndClose(id, sandbox);
-        return;
-      }
+      // The sync skips an adapter known dead and marks one it finds gone: either is killed here.
       await syncOutputs(
         sandbox,
         threadLayout(this.#ctx.settings.baseDir, key.userId, key.threadId).threadDir,
@@ -100,11 +98,27 @@ export class E2BTeardown {
   // ------------------------------------------------------------------------------------------
   // capacity
 
-  /** WarmPool destroy hook. `true` = gone (or a peer's, forgotten); `false` keeps its slot. */
+  /**
+   * WarmPool destroy hook. `true` = gone (or a peer's, forgotten); `false` keeps its slot. A warm
+   * VM is killed only while its lease is ours: after a flush the lease is absent for every holder
+   * at once, a stale one's included (a peer may run a turn in the VM since), and a `del:` claim
+   * over an absent lease would be granted. It is kept until renewal settles who holds it (without
+   * cross-process visibility nobody else can).
+   */
   async destroyWarm(entry: WarmEntry<WarmValue>, reason: WarmPoolDestroyReason): Promise<boolean> {
     const id = entry.id;
-    if (!(await (await this.#own()).claim(id, { forDestroy: true }))) {
-      (await this.#own()).forget(id);
+    const ownership = await this.#own();
+    const lease = await renewOnce(this.#ctx, ownership, id);
+    if (lease === 'unknown' || (lease === RenewOutcome.LAPSED && ownership.crossProcess)) {
+      this.#ctx.logger.info('Not evicting a warm e2b sandbox whose lease is not known to be ours', {
+        sandboxId: id,
+        reason,
+      });
+      return false;
+    }
+    // A peer's lease (LOST) refuses the claim too.
+    if (!(await ownership.claim(id, { forDestroy: true }))) {
+      ownership.forget(id);
       this.#ctx.logger.info('A peer owns a warm e2b sandbox; forgetting it locally', {
         sandboxId: id,
         reason,
@@ -269,39 +283,7 @@ export class E2BTeardown {
   }
 
   // ------------------------------------------------------------------------------------------
-  // background: lease renewal and reconciliation
-
-  /**
-   * Renews every lease we hold (the ownership client's `refresh`: a store that cannot answer
-   * means "unknown", keep and retry; an absent lease is re-claimed). A lease a peer holds makes us
-   * forget the VM without touching it, unless an acquire re-took it meanwhile: its intent mark,
-   * or an epoch that moved on since this renewal read it (the `LOST` answer is stale then).
-   * Ids under a held teardown are skipped: `renew` would see our own `del:` marker.
-   */
-  async renewLeases(): Promise<void> {
-    const ownership = await this.#own();
-    for (const id of ownership.heldIds()) {
-      if (this.#ctx.isClosed()) return;
-      if (ownership.isTearingDown(id)) continue;
-      const epoch = ownership.epochOf(id);
-      if (await ownership.refresh(id)) continue;
-      // Both marks are read after the round trip in the same synchronous step as the forget: a
-      // take that lands between a check and the forget (a reclaim's publish moves the epoch, then
-      // drops its intent mark) would otherwise be forgotten, its VM's lease never renewed again.
-      if (ownership.epochOf(id) !== epoch || ownership.hasIntent(id)) continue;
-      await this.#forgetLost(ownership, id);
-    }
-  }
-
-  /** Forgets a VM a peer took over; everything up to the client's close in one synchronous step. */
-  async #forgetLost(ownership: OwnershipClient, id: string): Promise<void> {
-    ownership.forget(id);
-    const entry = this.#ctx.book.untrackActive(id);
-    this.#ctx.book.pool.forget(id);
-    this.#ctx.logger.info('A peer took over an e2b sandbox; forgot it locally', { sandboxId: id });
-    this.#ctx.notify();
-    if (entry !== undefined) await entry.sandbox.close();
-  }
+  // shutdown and hand-over
 
   /** Shutdown, after the background tasks stopped: kills what is ours, forgets the rest. */
   async shutdownAll(): Promise<Stores | undefined> {
