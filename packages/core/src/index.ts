@@ -336,6 +336,8 @@ export { errorMessage } from './tools/tool-errors.js';
 export type { ToolCallResult, ToolErrorCodeValue } from './tools/tool-result.js';
 export { createToolRunner } from './tools/tool-runner.js';
 export type { ToolCallOptions, ToolRunner, ToolRunnerOptions } from './tools/tool-runner.js';
+export { MAX_STREAMED_OUTPUT_CHARS } from './tools/tool-output.js';
+export type { ToolOutputChunk, ToolOutputListener } from './tools/tool-output.js';
 
 export type { RawToolArguments, StandardJsonSchemaV1 } from './tools/tool-standard-schema.js';
 export { bashTool } from './tools/bash-tool.js';

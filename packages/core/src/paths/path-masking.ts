@@ -172,6 +172,18 @@ export async function maskLocalPathsInOutput(
   output: string,
   options: LocalMaskOptions = {},
 ): Promise<string> {
+  if (output.length === 0) return output;
+  return (await localPathMasker(options))(output);
+}
+
+/**
+ * `maskLocalPathsInOutput` prepared once: the canonical spellings are resolved now, so the
+ * returned function masks synchronously. For text that arrives in pieces (streamed command
+ * output), where each piece must be masked in order and at once.
+ */
+export async function localPathMasker(
+  options: LocalMaskOptions = {},
+): Promise<(output: string) => string> {
   const skills = options.skillsContainerPath ?? '/mnt/skills';
   const sources: MaskSource[] = [];
   if (options.skillsHostPath) {
@@ -188,7 +200,7 @@ export async function maskLocalPathsInOutput(
     sources.push({ hostPath: td.acpWorkspacePath, virtualPath: '/mnt/acp-workspace' });
   }
   if (td) sources.push(...threadHostToVirtualMappings(td));
-  if (sources.length === 0 || output.length === 0) return output;
+  if (sources.length === 0) return (output) => output;
 
   const spelled: MaskSource[] = [];
   for (const source of sources) {
@@ -197,5 +209,6 @@ export async function maskLocalPathsInOutput(
     spelled.push({ hostPath: raw, virtualPath: source.virtualPath });
     if (canonical !== raw) spelled.push({ hostPath: canonical, virtualPath: source.virtualPath });
   }
-  return new HostPathMasker(spelled, { separatorAgnostic: true }).mask(output);
+  const masker = new HostPathMasker(spelled, { separatorAgnostic: true });
+  return (output) => masker.mask(output);
 }

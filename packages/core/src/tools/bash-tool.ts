@@ -15,7 +15,8 @@ import {
 import { resolveToolConfig } from './tool-config.js';
 import { requestEnvOf, type ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
-import { runToolInvocation } from './tool-invocation.js';
+import { runToolInvocation, toolOutputListener } from './tool-invocation.js';
+import { ToolOutputStream, streamedOutputLimit } from './tool-output.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type BashInput } from './tool-schemas.js';
 import { truncateBashOutput } from './truncation.js';
@@ -83,7 +84,8 @@ export function recordCommandOutcome(result: ExecResult, text: string): string {
  * and the command passes the best-effort path guard first; output has host paths masked, request
  * secrets redacted, and is middle-truncated to `bashOutputMaxChars`. With `yield_time_ms` (opt-in,
  * `processTools`), a command still running after that time is left running as a background
- * process and the call returns its output so far and its process id.
+ * process and the call returns its output so far and its process id. The call's output listener
+ * (`ToolCallOptions.onOutput`), if any, gets the output while the command runs.
  */
 export function bashTool(context: ToolContext, input: BashInput): Promise<string> {
   return runToolInvocation(context, async () => {
@@ -103,6 +105,8 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
     const sandbox = acquired.sandbox;
     let env: Readonly<Record<string, string>> = {};
     let result: string;
+    const listener = toolOutputListener();
+    let stream: ToolOutputStream | undefined;
     try {
       const local = isLocalSandbox(sandbox);
       // One switch: unless the tool configuration says otherwise, a local sandbox built with host
@@ -118,9 +122,13 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
       }
       env = await requestEnvOf(context);
       const prepared = prepareLocalBashCommand(context, sandbox, command);
+      if (listener) {
+        const limit = streamedOutputLimit(config.bashOutputMaxChars);
+        stream = await ToolOutputStream.open(context, sandbox, env, limit, listener);
+      }
       if (yieldTimeMs !== undefined) {
         const started = workspaceCommand(context, sandbox, prepared, 'process');
-        result = await runYielded(context, sandbox, started, env, yieldTimeMs, command);
+        result = await runYielded(context, sandbox, started, env, yieldTimeMs, command, stream);
       } else {
         const full = workspaceCommand(context, sandbox, prepared);
         const options: ExecOptions = {};
@@ -129,6 +137,10 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
         if (local) options.timeoutMs = config.bashCommandTimeoutSeconds * 1000;
         if (context.signal) options.signal = context.signal;
         if (context.commandScopeId) options.scopeId = context.commandScopeId;
+        if (stream) {
+          options.onStdout = stream.onStdout;
+          options.onStderr = stream.onStderr;
+        }
         const outcome = await sandbox.exec(full.command, options);
         result = recordCommandOutcome(outcome, execResultText(outcome));
       }
@@ -139,6 +151,9 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
             ToolErrorCode.UNEXPECTED,
             `Error: Unexpected error executing command: ${describeError(err)}`,
           );
+    } finally {
+      // Whatever the command still prints (a yielded process) is no longer this call's.
+      stream?.close();
     }
     const masked = await maskHostPaths(context, sandbox, result);
     return truncateBashOutput(redactSecrets(masked, env), config.bashOutputMaxChars);

@@ -1,6 +1,6 @@
 import { validateLocalBashCommandPaths } from '../host/bash-path-guard.js';
 import { isSbxError } from '../errors/errors.js';
-import { maskLocalPathsInOutput } from '../paths/path-masking.js';
+import { localPathMasker } from '../paths/path-masking.js';
 import {
   isUserDataRoot,
   resolveAndValidateUserDataPath,
@@ -52,9 +52,21 @@ export async function maskHostPaths(
   sandbox: Sandbox | undefined,
   text: string,
 ): Promise<string> {
-  if (sandbox ? !isLocalSandbox(sandbox) : !context.local) return text;
+  if (text.length === 0) return text;
+  return (await hostPathMasker(context, sandbox))(text);
+}
+
+/**
+ * `maskHostPaths` prepared once, masking synchronously: for output that arrives in pieces while a
+ * command runs, each piece masked as it comes, exactly as the whole result is.
+ */
+export async function hostPathMasker(
+  context: ToolContext,
+  sandbox: Sandbox | undefined,
+): Promise<(text: string) => string> {
+  if (sandbox ? !isLocalSandbox(sandbox) : !context.local) return (text) => text;
   const local = localToolEnvironment(context, sandbox);
-  return maskLocalPathsInOutput(text, {
+  return localPathMasker({
     threadData: local?.threadData ?? null,
     ...(local?.skillsContainerPath ? { skillsContainerPath: local.skillsContainerPath } : {}),
     ...(local?.skillsHostPath ? { skillsHostPath: local.skillsHostPath } : {}),

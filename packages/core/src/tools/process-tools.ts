@@ -19,6 +19,7 @@ import {
   type ProcessWriteInput,
 } from './tool-schemas.js';
 import { truncateBashOutput } from './truncation.js';
+import type { ToolOutputStream } from './tool-output.js';
 
 /** How long process_write waits for an answer by default, and process_kill for the end. */
 const DEFAULT_WRITE_WAIT_MS = 1_000;
@@ -75,7 +76,7 @@ async function readNew(
 /**
  * bash's yield mode: the command starts as a background process; if it ends within the yield
  * time the call returns what a one-shot bash call would (and fails the same way), else its output
- * so far and its process id.
+ * so far and its process id. `stream`, when given, gets the output while the call waits.
  */
 export async function runYielded(
   context: ToolContext,
@@ -84,12 +85,16 @@ export async function runYielded(
   env: Readonly<Record<string, string>>,
   yieldTimeMs: number,
   shown?: string,
+  stream?: ToolOutputStream,
 ): Promise<string> {
   // Listings show the command as the agent wrote it (virtual paths), not as it runs.
   const handle = await sandbox.processes.start(started.command, {
     ...(Object.keys(env).length > 0 ? { env } : {}),
     ...(started.cwd !== undefined ? { cwd: started.cwd } : {}),
     ...(shown !== undefined && shown !== started.command ? { label: shown } : {}),
+    // The caller closes the stream when the call returns; a process left running then streams
+    // to no one (its output stays readable with process_output).
+    ...(stream ? { onStdout: stream.onStdout, onStderr: stream.onStderr } : {}),
   });
   const exit =
     yieldTimeMs > 0

@@ -100,3 +100,38 @@ describe('runToolCall: the outcome is the tool’s decision, not the text’s fi
     expect(good).toEqual({ text: 'x\n', isError: false });
   });
 });
+
+describe('runToolCall options', () => {
+  it('a per-call signal on a context without a session keeps the read marks across calls', async () => {
+    const ctx = { ...contextWith({ [LOG]: 'v1\n' }), session: undefined };
+    const signal = new AbortController().signal;
+    await runToolCall('read_file', { path: LOG }, ctx, { signal });
+    const edited = await runToolCall(
+      'str_replace',
+      { path: LOG, old_str: 'v1', new_str: 'v2' },
+      ctx,
+      {
+        signal,
+      },
+    );
+    expect(edited).toEqual({ text: 'OK', isError: false });
+  });
+
+  it('a per-call signal cancels the call, combined with the context signal', async () => {
+    const seen: (boolean | undefined)[] = [];
+    const provider = new MemorySandboxProvider({
+      sandboxOptions: {
+        onCommand: (_command, options) => {
+          seen.push(options.signal?.aborted);
+          return 'ran';
+        },
+      },
+    });
+    const ctx = createToolContext({ provider, threadId: 't1' });
+    const aborted = new AbortController();
+    aborted.abort();
+    await runToolCall('bash', { command: 'true' }, ctx, { signal: aborted.signal });
+    await runToolCall('bash', { command: 'true' }, ctx);
+    expect(seen).toEqual([true, undefined]);
+  });
+});

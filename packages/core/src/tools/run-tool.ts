@@ -7,8 +7,10 @@ import { lsTool } from './ls-tool.js';
 import { readFileTool } from './read-file-tool.js';
 import { strReplaceTool } from './str-replace-tool.js';
 import type { ToolContext } from './tool-context.js';
+import { toolSessionOf } from './read-before-write.js';
 import { describeError } from './tool-errors.js';
 import { runToolInvocationWithOutcome } from './tool-invocation.js';
+import type { ToolOutputListener } from './tool-output.js';
 import { ToolErrorCode, toolCallResult, toolFailure, type ToolCallResult } from './tool-result.js';
 import { TOOL_NAMES, isToolName, type ToolInputs, type ToolName } from './tool-schemas.js';
 import { writeFileTool } from './write-file-tool.js';
@@ -63,6 +65,30 @@ export async function runTool(name: string, input: unknown, context: ToolContext
   }
 }
 
+/** Per-call options of `runToolCall` and `ToolRunner.call`. */
+export interface ToolCallOptions {
+  /** Cancels this call (a framework's per-call abort signal), in addition to the context's. */
+  signal?: AbortSignal | undefined;
+  /**
+   * Receives `bash`'s output while the command runs (the yield mode's too, until the call
+   * returns), a line at a time per stream, rewritten as the result is (host paths masked, the
+   * request's secrets redacted) and bounded: at most `bashOutputMaxChars` characters (at most
+   * `MAX_STREAMED_OUTPUT_CHARS`, also when the cap is off), then one notice and nothing more.
+   * Every chunk arrives before the call resolves; the result is the same with or without a
+   * listener. Other tools never call it. See `ToolOutputListener`.
+   */
+  onOutput?: ToolOutputListener | undefined;
+}
+
+function combinedSignal(
+  a: AbortSignal | undefined,
+  b: AbortSignal | undefined,
+): AbortSignal | undefined {
+  if (!a) return b;
+  if (!b || a === b) return a;
+  return AbortSignal.any([a, b]);
+}
+
 /**
  * `runTool` with the outcome as data: the same text plus `isError` and an error code, decided by
  * the tool itself. Hosts, the MCP server and the CLI use this instead of inspecting the text.
@@ -72,9 +98,16 @@ export async function runToolCall(
   name: string,
   input: unknown,
   context: ToolContext,
+  options: ToolCallOptions = {},
 ): Promise<ToolCallResult> {
-  const { value, failureCode } = await runToolInvocationWithOutcome(context, () =>
-    runTool(name, input, context),
+  const signal = combinedSignal(context.signal, options.signal);
+  // A copy for the call's signal must keep the context's read marks: bind its session first.
+  if (signal !== context.signal) toolSessionOf(context);
+  const callContext: ToolContext = signal === context.signal ? context : { ...context, signal };
+  const { value, failureCode } = await runToolInvocationWithOutcome(
+    callContext,
+    () => runTool(name, input, callContext),
+    options.onOutput,
   );
   return toolCallResult(value, failureCode);
 }

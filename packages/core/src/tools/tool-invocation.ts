@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ToolContext } from './tool-context.js';
+import type { ToolOutputListener } from './tool-output.js';
 
 /**
  * One composed tool invocation: the tool body plus every sandbox touch around it (the
@@ -27,6 +28,8 @@ interface MutableInvocation {
    * caller never infers failure from the text, which may legitimately start with `Error:`.
    */
   failureCode: string | undefined;
+  /** Where the caller of this one call wants its command output while it runs, if anywhere. */
+  readonly onOutput: ToolOutputListener | undefined;
 }
 
 const storage = new AsyncLocalStorage<MutableInvocation>();
@@ -44,17 +47,20 @@ export function runToolInvocation<T>(context: ToolContext, fn: () => Promise<T>)
     authorized: false,
     pending: undefined,
     failureCode: undefined,
+    onOutput: undefined,
   };
   return storage.run(invocation, fn);
 }
 
 /**
  * Runs `fn` as one tool invocation and reports the failure code its tool body recorded, if any.
- * Always a fresh invocation (never joins an outer one): the outcome belongs to exactly this call.
+ * Always a fresh invocation (never joins an outer one): the outcome belongs to exactly this call,
+ * and so does `onOutput` (see `toolOutputListener`).
  */
 export async function runToolInvocationWithOutcome<T>(
   context: ToolContext,
   fn: () => Promise<T>,
+  onOutput?: ToolOutputListener,
 ): Promise<{ value: T; failureCode: string | undefined }> {
   const invocation: MutableInvocation = {
     id: nextId++,
@@ -62,6 +68,7 @@ export async function runToolInvocationWithOutcome<T>(
     authorized: false,
     pending: undefined,
     failureCode: undefined,
+    onOutput,
   };
   const value = await storage.run(invocation, fn);
   return { value, failureCode: invocation.failureCode };
@@ -75,6 +82,14 @@ export async function runToolInvocationWithOutcome<T>(
 export function recordToolFailure(code: string): void {
   const invocation = storage.getStore();
   if (invocation && invocation.failureCode === undefined) invocation.failureCode = code;
+}
+
+/**
+ * The output listener of the call the caller runs in: per call, never part of the (shared) tool
+ * context, so one call's listener never sees another call's output.
+ */
+export function toolOutputListener(): ToolOutputListener | undefined {
+  return storage.getStore()?.onOutput;
 }
 
 /** The invocation the caller runs in, if any. */

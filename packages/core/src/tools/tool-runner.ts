@@ -1,5 +1,5 @@
 import { createToolContext, type CreateToolContextOptions } from './create-tool-context.js';
-import { runToolCall } from './run-tool.js';
+import { runToolCall, type ToolCallOptions } from './run-tool.js';
 import type { ToolContext } from './tool-context.js';
 import { getToolDefinitions, type ToolDefinition } from './tool-definitions.js';
 import { toolSessionOf } from './read-before-write.js';
@@ -22,10 +22,7 @@ export type ToolRunnerOptions =
   | (CreateToolContextOptions & ToolSelection & { context?: undefined })
   | (ToolSelection & { context: ToolContext });
 
-export interface ToolCallOptions {
-  /** Cancels this call (a framework's per-call abort signal), in addition to the context's. */
-  signal?: AbortSignal | undefined;
-}
+export type { ToolCallOptions } from './run-tool.js';
 
 /**
  * What a framework adapter needs from sbx: the definitions to offer and one call per tool-use,
@@ -38,19 +35,11 @@ export interface ToolRunner {
   call(name: string, input: unknown, options?: ToolCallOptions): Promise<ToolCallResult>;
 }
 
-function combinedSignal(
-  a: AbortSignal | undefined,
-  b: AbortSignal | undefined,
-): AbortSignal | undefined {
-  if (!a) return b;
-  if (!b || a === b) return a;
-  return AbortSignal.any([a, b]);
-}
-
 /**
  * One tool context for a run of an agent framework, and its tools' definitions. Each call gets a
  * shallow copy of the context with the combined signal: state (`sandboxId`) and session are shared
- * objects, so what one call acquires or reads the next call sees.
+ * objects, so what one call acquires or reads the next call sees. `call(name, input, { signal,
+ * onOutput })` takes the call's own abort signal and output listener (see `ToolCallOptions`).
  */
 export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
   const { tools: asked, strict, ...rest } = options;
@@ -72,9 +61,7 @@ export function createToolRunner(options: ToolRunnerOptions): ToolRunner {
         const text = `Error: Tool '${name}' is not available here. Available tools: ${available}`;
         return toolCallResult(text, ToolErrorCode.UNKNOWN_TOOL);
       }
-      const signal = combinedSignal(context.signal, callOptions.signal);
-      const callContext: ToolContext = signal ? { ...context, signal } : context;
-      return runToolCall(name, input, callContext);
+      return runToolCall(name, input, context, callOptions);
     },
   };
 }
