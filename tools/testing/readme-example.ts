@@ -7,16 +7,18 @@ import { pathToFileURL } from 'node:url';
 export const EXAMPLE_MARKER = '<!-- example: runs in CI -->';
 
 /**
- * The first fenced `ts` block after `EXAMPLE_MARKER` in a README. Fails loudly when there is none,
- * so a README that loses its example fails its test instead of testing nothing.
+ * The first fenced `ts` block after the `nth` (from 0) `EXAMPLE_MARKER` in a README. Fails loudly
+ * when there is none, so a README that loses its example fails its test instead of testing nothing.
  */
 export async function readmeExample(
   readmePath: string,
   marker: string = EXAMPLE_MARKER,
+  nth = 0,
 ): Promise<string> {
   const text = await readFile(readmePath, 'utf8');
-  const at = text.indexOf(marker);
-  if (at < 0) throw new Error(`${readmePath}: no '${marker}' marker`);
+  let at = text.indexOf(marker);
+  for (let i = 0; i < nth && at >= 0; i++) at = text.indexOf(marker, at + marker.length);
+  if (at < 0) throw new Error(`${readmePath}: no '${marker}' marker number ${nth + 1}`);
   const block = /```ts\n([\s\S]*?)```/.exec(text.slice(at));
   if (!block?.[1]) throw new Error(`${readmePath}: no \`\`\`ts block after the example marker`);
   return block[1];
@@ -27,6 +29,8 @@ export interface ReadmeExampleRun {
   replacements?: readonly string[];
   /** Which example: the marker before its block. Default `EXAMPLE_MARKER`. */
   marker?: string;
+  /** Which occurrence of the marker, from 0. Default 0. */
+  nth?: number;
   /** Published as `globalThis.sbxExampleModel` while the example runs. */
   model?: unknown;
   /** `SBX_HOME` for the run, kept afterwards. Default: a fresh directory, removed afterwards. */
@@ -44,7 +48,7 @@ export async function runReadmeExample(
   readmePath: string,
   run: ReadmeExampleRun = {},
 ): Promise<number> {
-  const shown = await readmeExample(readmePath, run.marker);
+  const shown = await readmeExample(readmePath, run.marker, run.nth);
   const pending = [...(run.replacements ?? [])];
   const source = shown
     .split('\n')

@@ -355,6 +355,8 @@ export {
   processWriteTool,
 } from './tools/process-tools.js';
 export { createToolContext } from './tools/create-tool-context.js';
+export { createSandbox } from './tools/create-sandbox.js';
+export type { CreateSandboxOptions, DisposableSandbox } from './tools/create-sandbox.js';
 export type { CreateToolContextOptions } from './tools/create-tool-context.js';
 export type {
   ToolContext,
