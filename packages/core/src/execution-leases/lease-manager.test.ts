@@ -733,4 +733,208 @@ describe('SandboxLeaseManager', () => {
     await expect(manager.release('')).rejects.toThrow(InvalidArgumentError);
     await manager.release('unknown'); // no-op
   });
+
+  it('an empty thread id is refused by every transition before any provider call or binding', async () => {
+    const { manager, provider } = setup();
+    const noThread = { userId: 'u1', threadId: '' };
+    for (const attempt of [
+      manager.acquire('o', noThread),
+      manager.retain('o', 'fake:u1:t1', noThread),
+      manager.reuseOrAcquire('o', 'fake:u1:t1', noThread),
+    ]) {
+      const err = await rejectionOf(attempt);
+      expect(err).toBeInstanceOf(InvalidArgumentError);
+      expect((err as InvalidArgumentError).baseMessage).toBe(
+        'Sandbox leases need a non-empty threadId',
+      );
+    }
+    expect(provider.admitted).toEqual([]);
+    expect(manager.snapshot().bindings).toEqual({});
+  });
+
+  it('L9 retain and reuseOrAcquire as a normal owner upgrade a live borrower binding of the same id', async () => {
+    const { manager, provider } = setup();
+    const s = await provider.acquire(T1);
+    await manager.retain('by-retain', s, { ...T1, releaseOnLast: false });
+    await manager.retain('by-reuse', s, { ...T1, releaseOnLast: false });
+    await manager.retain('by-retain', s, T1);
+    expect(await manager.reuseOrAcquire('by-reuse', s, T1)).toBe(s);
+    expect(manager.snapshot().bindings['by-retain']?.releaseOnLast).toBe(true);
+    expect(manager.snapshot().bindings['by-reuse']?.releaseOnLast).toBe(true);
+    await manager.release('by-retain');
+    await manager.release('by-reuse');
+    expect(provider.released).toEqual([s]);
+  });
+
+  it('concurrent releases of one owner both resolve and park once', async () => {
+    const { manager, provider } = setup();
+    const s = await manager.acquire('owner', T1);
+    await Promise.all([manager.release('owner'), manager.release('owner')]);
+    expect(provider.released).toEqual([s]);
+    expect(manager.snapshot()).toEqual({ bindings: {}, holders: {}, pending: [] });
+  });
+
+  it('a release queued behind a move of its owner leaves the sandbox the owner holds by then', async () => {
+    const { manager, provider } = setup();
+    const s = await manager.acquire('owner', T1);
+    const other = await provider.acquire({ ...T1, threadId: 'elsewhere' });
+    provider.gate.pause('acquire', { times: 1 });
+    // Holds T1's lock during its provider call, so the next two queue behind it in order.
+    const holding = manager.acquire('holder', T1);
+    const call = await provider.gate.nextCall('acquire');
+    const moving = manager.retain('owner', other, T1);
+    const releasing = manager.release('owner'); // reads the binding to s, then waits
+    await call.release();
+    await Promise.all([holding, moving, releasing]);
+    expect(manager.bindingFor('owner')).toBeUndefined();
+    expect(manager.holdersOf(other)).toEqual([]);
+    expect(manager.holdersOf(s)).toEqual(['holder']);
+    expect(provider.released).toEqual([other]);
+    expectConsistent(manager);
+  });
+
+  it('L26 an idle-teardown reservation released twice does not end a later reservation of the id', async () => {
+    const { manager, provider } = setup();
+    const idle = await provider.acquire(T1);
+    const first = manager.tryReserveIdleTeardown(idle);
+    first?.release();
+    const second = manager.tryReserveIdleTeardown(idle);
+    expect(second).toBeDefined();
+    first?.release();
+    expect(manager.tryReserveIdleTeardown(idle)).toBeUndefined(); // still the second's
+    await expect(manager.retain('late', idle, T1)).rejects.toThrow(LeaseStateError);
+    second?.release();
+  });
+
+  it('L10 an owner acquiring on two threads at once ends bound to one; the other fresh sandbox is rolled back', async () => {
+    const { manager, provider } = setup();
+    provider.gate.pause('acquire', { times: 2 });
+    const onT1 = track(manager.acquire('owner', T1));
+    const onT2 = track(manager.acquire('owner', T2));
+    const calls = [
+      await provider.gate.nextCall('acquire'),
+      await provider.gate.nextCall('acquire'),
+    ];
+    const threadOf = (c: { args: readonly unknown[] }) =>
+      (c.args[0] as { threadId: string }).threadId;
+    const t1Call = calls.find((c) => threadOf(c) === 't1');
+    const t2Call = calls.find((c) => threadOf(c) === 't2');
+    await t1Call?.release();
+    expect(await onT1.promise).toBe('fake:u1:t1');
+    // Both identity checks before the provider calls passed; the bind after them must not.
+    await t2Call?.release();
+    const err = await rejectionOf(onT2.promise);
+    expect(err).toBeInstanceOf(LeaseStateError);
+    expect(manager.bindingFor('owner')).toBe('fake:u1:t1');
+    expect(provider.released).toEqual(['fake:u1:t2']);
+    expectConsistent(manager);
+  });
+
+  it('a rollback that parks clears a park pending from a leave of another thread (one park, not two)', async () => {
+    const { manager, provider, sandboxOf } = setup();
+    const s = await provider.acquire(T1);
+    await manager.retain('other-thread', s, T2);
+    const sandbox = sandboxOf(s);
+    sandbox.gate.pause('releaseCommandScope', { times: 1 });
+    // Its leave asked for the park; the park waits for the scope cleanup.
+    const leaving = track(manager.release('other-thread'));
+    const cleanup = await sandbox.gate.nextCall('releaseCommandScope');
+    provider.gate.pause('acquire', { times: 1 });
+    const controller = new AbortController();
+    const acquiring = track(manager.acquire('owner', { ...T1, signal: controller.signal }));
+    const call = await provider.gate.nextCall('acquire');
+    controller.abort();
+    await call.release();
+    expect(await rejectionOf(acquiring.promise)).toBeInstanceOf(AbortedError);
+    expect(provider.released).toEqual([s]); // the rollback parked it
+    await cleanup.release();
+    await leaving.promise;
+    expect(provider.released).toEqual([s]);
+    expect(manager.isPending(s)).toBe(false);
+  });
+
+  it('L11 a stale binding dropped as the last holder clears the pending park: a borrower of the revived id does not park it', async () => {
+    const { manager, provider } = setup();
+    const s = await manager.acquire('normal', T1);
+    await manager.acquire('borrower', { ...T1, releaseOnLast: false });
+    await manager.release('normal');
+    expect(manager.isPending(s)).toBe(true);
+    provider.kill(s);
+    expect(await manager.acquire('borrower', { ...T1, releaseOnLast: false })).toBe(s);
+    expect(manager.isPending(s)).toBe(false);
+    await manager.release('borrower');
+    expect(provider.released).toEqual([]);
+  });
+
+  it('L11 a stale binding dropped while others still hold the id keeps their pending park', async () => {
+    const { manager, provider } = setup();
+    const s = await manager.acquire('normal', T1);
+    await manager.acquire('b1', { ...T1, releaseOnLast: false });
+    await manager.acquire('b2', { ...T1, releaseOnLast: false });
+    await manager.release('normal'); // asks for the park; b1 and b2 still hold s
+    provider.kill(s);
+    expect(await manager.acquire('b1', { ...T1, releaseOnLast: false })).toBe(s); // revived
+    expect(manager.isPending(s)).toBe(true);
+    await manager.release('b2');
+    await manager.release('b1');
+    expect(provider.released).toEqual([s]);
+  });
+
+  it('an owner of another thread that joins during the last leave’s scope cleanup inherits the park', async () => {
+    const { manager, provider, sandboxOf } = setup();
+    const s = await manager.acquire('leaving', T1);
+    const sandbox = sandboxOf(s);
+    sandbox.gate.pause('releaseCommandScope', { times: 1 });
+    const releasing = track(manager.release('leaving'));
+    const cleanup = await sandbox.gate.nextCall('releaseCommandScope');
+    await manager.retain('joiner', s, T2); // T2's lock: not held by the release
+    await cleanup.release();
+    await releasing.promise;
+    expect(provider.released).toEqual([]); // not parked under the joiner
+    expect(manager.isPending(s)).toBe(true);
+    await manager.release('joiner');
+    expect(provider.released).toEqual([s]);
+  });
+
+  it('L18 runLifecycleOperation does not start an operation under an already aborted signal', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('gone'));
+    let started = false;
+    const err = await rejectionOf(
+      runLifecycleOperation(
+        () => {
+          started = true;
+          return 1;
+        },
+        { signal: controller.signal },
+      ),
+    );
+    expect(err).toBeInstanceOf(AbortedError);
+    expect(started).toBe(false);
+  });
+
+  it('L17 a client lease whose sandbox is gone right after the acquire releases its fresh owner', async () => {
+    const { provider } = setup();
+    let calls = 0;
+    const vanishing: LeaseProvider = {
+      acquire: (o) => provider.acquire(o),
+      release: (id) => provider.release(id),
+      get: (id) => {
+        calls += 1;
+        // The manager's own post-acquire check sees it; the lease's lookup no longer does.
+        return calls === 2 ? undefined : provider.get(id);
+      },
+    };
+    const err = await rejectionOf(acquireSandboxClientLease(vanishing, T1));
+    expect(err).toBeInstanceOf(SandboxNotFoundError);
+    expect(getSandboxLeaseManager(vanishing).snapshot().bindings).toEqual({});
+    expect(provider.released).toEqual(['fake:u1:t1']);
+    discardSandboxLeaseManager(vanishing);
+  });
+
+  it('L21 no owner is minted into an array context', () => {
+    const context: unknown[] = [];
+    expect(ensureSandboxLeaseOwner(context)).toBeUndefined();
+    expect(Object.keys(context)).toEqual([]);
+  });
 });

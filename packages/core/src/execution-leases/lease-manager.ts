@@ -124,7 +124,6 @@ export class SandboxLeaseManager {
     return this.#serializer.hold(
       key,
       async () => {
-        this.#assertIdentity(owner, key);
         const left = this.#bind(owner, key, options, sandboxId, releaseOnLast);
         if (left !== undefined) await this.#completeLeave(owner, left);
       },
