@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryLeaseTable, MemoryOwnershipStore } from './memory-ownership-store.js';
 import { withHeldTeardownLease } from './teardown-lease.js';
-import { Deferred, track } from '../testing/deferred.js';
+import { Deferred, settle, track } from '../testing/deferred.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { pausable } from '../testing/pausable.js';
 import { recordingLogger } from '../testing/recording-logger.js';
@@ -149,5 +149,105 @@ describe('withHeldTeardownLease', () => {
     await clock.advance(0);
     expect(released).toBe(true);
     expect(await peer.take(ID)).toBe(true);
+  });
+
+  it('a stop that ends between beats refreshes nothing more, and leaves no timer behind', async () => {
+    const { clock, ours, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const store = pausable(ours);
+    const stop = new Deferred();
+    const run = track(
+      withHeldTeardownLease(
+        { store: store.proxy, sandboxId: ID, intervalMs: INTERVAL_MS, clock, logger },
+        () => stop.promise,
+      ),
+    );
+    await clock.advance(INTERVAL_MS);
+    expect(store.calls().map((c) => c.method)).toEqual(['claim']);
+    stop.resolve();
+    await run.promise;
+    // The beat the end of the stop woke up goes straight to the release.
+    expect(store.calls().map((c) => c.method)).toEqual(['claim', 'release']);
+    expect(clock.pendingTimers).toBe(0);
+  });
+
+  it('after losing the exclusion the heartbeat never marks the sandbox again, even once the peer let it go', async () => {
+    const { clock, table, ours, peer, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const stop = new Deferred();
+    const run = track(
+      withHeldTeardownLease(
+        { store: ours, sandboxId: ID, intervalMs: INTERVAL_MS, clock, logger },
+        () => stop.promise,
+      ),
+    );
+    // The peer took the sandbox (our marker lapsed while a beat was late).
+    table.set(ID, 'own', 'peer', TTL_SECONDS * 1000);
+    await clock.advance(INTERVAL_MS);
+    expect(logger.text('error')).toContain('Lost the teardown exclusion');
+    await peer.release(ID);
+    for (let i = 0; i < 3; i += 1) await clock.advance(INTERVAL_MS);
+    expect(await peer.owner(ID)).toBeUndefined();
+    expect(await peer.take(ID)).toBe(true);
+    stop.resolve();
+    await run.promise;
+    expect(await peer.owner(ID)).toEqual({ state: 'own', ownerId: 'peer' });
+  });
+
+  it('a failed final release is logged; the stop’s outcome stands and onReleased still fires', async () => {
+    const { clock, ours, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const store = pausable(ours);
+    store.pause('release', { times: 1 });
+    let released = false;
+    const run = track(
+      withHeldTeardownLease(
+        {
+          store: store.proxy,
+          sandboxId: ID,
+          intervalMs: INTERVAL_MS,
+          clock,
+          logger,
+          onReleased: () => {
+            released = true;
+          },
+        },
+        async () => 'stopped',
+      ),
+    );
+    (await store.nextCall('release')).fail(new Error('store unreachable'));
+    expect(await run.promise).toBe('stopped');
+    expect(logger.text('warn')).toContain('Could not release the teardown lease');
+    expect(released).toBe(true);
+  });
+
+  it('onReleased fires only once the final release has completed', async () => {
+    const { clock, ours, peer, logger } = setup();
+    await ours.claim(ID, { forDestroy: true });
+    const store = pausable(ours);
+    store.pause('release', { times: 1 });
+    let released = false;
+    const run = track(
+      withHeldTeardownLease(
+        {
+          store: store.proxy,
+          sandboxId: ID,
+          intervalMs: INTERVAL_MS,
+          clock,
+          logger,
+          onReleased: () => {
+            released = true;
+          },
+        },
+        async () => 'stopped',
+      ),
+    );
+    const release = await store.nextCall('release');
+    await settle();
+    expect(released).toBe(false);
+    expect(await peer.take(ID)).toBe(false); // the marker is still there
+    await release.release();
+    expect(await run.promise).toBe('stopped');
+    expect(released).toBe(true);
   });
 });
