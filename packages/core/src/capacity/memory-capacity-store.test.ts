@@ -97,6 +97,21 @@ describe('MemoryCapacityStore grace and ageing (manual clock)', () => {
     expect(ledger.fields.get('s:vm')).toBe(`m:${clock.now()}`);
   });
 
+  it('a track that counts a new VM bumps the revision: an inventory listed before it is stale', async () => {
+    const { ledger, store } = await readyStore(2);
+    const listedAt = await store.revision();
+    await store.track('vm-new');
+    expect(
+      await store.reconcile({
+        expectedRevision: listedAt,
+        entries: [],
+        complete: true,
+        maxAgeMs: 0,
+      }),
+    ).toBe(false);
+    expect(ledger.fields.get('s:vm-new')).toBe('1');
+  });
+
   it('rejects a hard limit below 1 or not an integer', () => {
     expect(() => new MemoryCapacityStore({ hardLimit: 0 })).toThrow(/hardLimit/);
     expect(() => new MemoryCapacityStore({ hardLimit: 1.5 })).toThrow(/hardLimit/);

@@ -178,5 +178,9 @@ describe('createCapacityStore', () => {
 
   it('rejects a hard limit below 1', async () => {
     await expect(createCapacityStore(redisConfig(), { hardLimit: 0 })).rejects.toThrow(/hardLimit/);
+    // Memory ownership builds no ledger, but a bad limit is still a configuration error.
+    await expect(createCapacityStore(undefined, { hardLimit: 0, env: {} })).rejects.toThrow(
+      /hardLimit/,
+    );
   });
 });
