@@ -235,8 +235,9 @@ export class WarmPool<T> {
         return false;
       }
       // Removed inside the reservation, after the stop: no moment where a stopped sandbox is in
-      // the pool unreserved, and a re-park during the stop (a new entry) survives.
-      if (this.#entries.get(entry.id) === entry) this.#entries.delete(entry.id);
+      // the pool unreserved. The reservation also kept put/take/forget off the id, so the entry
+      // is still the one destroyed.
+      this.#entries.delete(entry.id);
       return true;
     } finally {
       reservation.release();
@@ -274,7 +275,7 @@ export class WarmPool<T> {
    */
   async ensureCapacity(activeCount: number, newId?: string): Promise<WarmPoolCapacityResult> {
     const evicted: string[] = [];
-    while (activeCount + this.#entries.size >= this.replicas && this.#entries.size > 0) {
+    while (activeCount + this.#entries.size >= this.replicas) {
       const id = await this.evictOldest();
       if (id === undefined) break;
       evicted.push(id);
@@ -348,8 +349,8 @@ export class WarmPool<T> {
   #schedule(): void {
     if (!this.#running) return;
     this.#timer = this.#clock.setTimeout(async () => {
+      // stop() clears this timer, so it only fires while running.
       this.#timer = undefined;
-      if (!this.#running) return;
       await this.runIdleCheck();
       this.#schedule();
     }, this.checkIntervalSeconds * 1000);
