@@ -63,6 +63,60 @@ describe.skipIf(!url)('RedisCapacityStore on a real redis-server', () => {
     }
   });
 
+  it('maxAgeMs 0 is inclusive on the server clock: an inventory in the same millisecond drops a just-marked VM and a just-made reservation', async () => {
+    const prefix = uniquePrefix('cap-boundary');
+    const store = await createRedisCapacityStore({ url: url!, keyPrefix: prefix, hardLimit: 4 });
+    const sweep = (expectedRevision: number) =>
+      store.reconcile({ expectedRevision, entries: [], complete: true, maxAgeMs: 0 });
+    try {
+      expect(await sweep(0)).toBe(true);
+      // Each pair is sent together and usually runs within one server millisecond, where the age
+      // is exactly 0. Repeated so that a pair straddling a millisecond cannot hide a comparison
+      // that drops only what is strictly older.
+      for (let i = 0; i < 5; i += 1) {
+        await store.track(`vm-${i}`);
+        const marked = await store.revision();
+        // The first marks the VM missing (a change: revision + 1), the second removes it.
+        expect(await Promise.all([sweep(marked), sweep(marked + 1)])).toEqual([true, true]);
+        const reserving = await store.revision();
+        expect(await Promise.all([store.reserve(`tok-${i}`), sweep(reserving + 1)])).toEqual([
+          CapacityReserveOutcome.GRANTED,
+          true,
+        ]);
+        expect(Object.keys(await admin.hgetall(store.keys.capacityKey)).sort()).toEqual([
+          'meta:hard_limit',
+          'meta:revision',
+          'meta:state',
+        ]);
+      }
+    } finally {
+      await admin.del(store.keys.capacityKey);
+      await store.close();
+    }
+  });
+
+  it('a track that counts a new VM bumps the revision: an inventory listed before it is stale', async () => {
+    const prefix = uniquePrefix('cap-track-rev');
+    const store = await createRedisCapacityStore({ url: url!, keyPrefix: prefix, hardLimit: 2 });
+    try {
+      await store.reconcile({ expectedRevision: 0, entries: [], complete: true, maxAgeMs: 0 });
+      const listedAt = await store.revision();
+      await store.track('vm-new');
+      expect(
+        await store.reconcile({
+          expectedRevision: listedAt,
+          entries: [],
+          complete: true,
+          maxAgeMs: 0,
+        }),
+      ).toBe(false);
+      expect(await admin.hget(store.keys.capacityKey, 's:vm-new')).toBe('1');
+    } finally {
+      await admin.del(store.keys.capacityKey);
+      await store.close();
+    }
+  });
+
   it('an injected client is used as-is and left open by close()', async () => {
     const client = new Redis(url!);
     const prefix = uniquePrefix('cap-injected');
