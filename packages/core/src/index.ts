@@ -334,6 +334,7 @@ export { ToolErrorCode, toolFailure } from './tools/tool-result.js';
 /** The message of anything thrown (`String(err)` for non-errors): the one helper for log fields. */
 export { errorMessage } from './tools/tool-errors.js';
 export type { ToolCallResult, ToolErrorCodeValue } from './tools/tool-result.js';
+export type { CommandDetails } from './tools/command-details.js';
 export { createToolRunner } from './tools/tool-runner.js';
 export type { ToolCallOptions, ToolRunner, ToolRunnerOptions } from './tools/tool-runner.js';
 export { MAX_STREAMED_OUTPUT_CHARS } from './tools/tool-output.js';

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,12 +8,8 @@ import {
   type ExecResult,
   type SandboxCapabilities,
 } from '../contract/sandbox-exec.js';
-import { execViaLauncher } from '../process/launcher-exec.js';
-import type { ProcessLauncher } from '../process/process-launcher.js';
-import { ProcessTable } from '../process/process-table.js';
 import { Deferred, track } from '../testing/deferred.js';
-import { startOnHost } from '../testing/host-shell.js';
-import { ManualClock } from '../testing/manual-clock.js';
+import type { ManualClock } from '../testing/manual-clock.js';
 import { MemorySandbox } from '../testing/memory-sandbox.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { recordingLogger } from '../testing/recording-logger.js';
@@ -22,62 +17,12 @@ import { createToolContext } from './create-tool-context.js';
 import { runToolCall } from './run-tool.js';
 import type { ToolContext } from './tool-context.js';
 import { createToolRunner } from './tool-runner.js';
+import { hostShellThread } from './host-shell-sandbox.test-support.js';
 import {
   MAX_STREAMED_OUTPUT_CHARS,
   streamLimitNotice,
   type ToolOutputChunk,
 } from './tool-output.js';
-
-/**
- * A sandbox whose commands run for real in a host shell (a stand-in VM: `/mnt/user-data` lives
- * below `boxDir`), through core's own `execViaLauncher` and `ProcessTable`, so output streams the
- * way a provider built on the kit streams it.
- */
-class HostShellSandbox extends MemorySandbox {
-  readonly #launcher: ProcessLauncher;
-  readonly #table: ProcessTable;
-
-  constructor(id: string, boxDir: string, clock: ManualClock) {
-    super(id);
-    this.#launcher = {
-      async launch(command, options, sink) {
-        const started = startOnHost({
-          boxDir,
-          mapped: ['/mnt/user-data'],
-          command: 'sh',
-          args: ['-c', command],
-          env: options.env ?? {},
-          onStdout: sink.stdout,
-          onStderr: sink.stderr,
-        });
-        return {
-          exited: started.exited.then((exit) => ({
-            exitCode: exit.exitCode,
-            ...(exit.signal ? { signal: exit.signal } : {}),
-          })),
-          kill: async (signal) => started.kill(signal),
-        };
-      },
-    };
-    this.#table = new ProcessTable({ launcher: this.#launcher, clock, stdin: false });
-  }
-
-  override get capabilities(): SandboxCapabilities {
-    return FULL_PROCESS_CAPABILITIES;
-  }
-
-  override get processes(): ProcessTable {
-    return this.#table;
-  }
-
-  override exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    return execViaLauncher(this.#launcher, command, options, { timeoutMs: options.timeoutMs });
-  }
-
-  override async close(): Promise<void> {
-    await this.#table.close();
-  }
-}
 
 /** A step of a scripted command: output on a stream, or a wait for the test. */
 type Step = { out: string } | { err: string } | { gate: Promise<void> };
@@ -119,7 +64,6 @@ function collect(): { chunks: ToolOutputChunk[]; text: () => string; first: Defe
 
 describe('bash streams its output while the command runs', () => {
   let base: string;
-  let boxDir: string;
   let fifo: string;
   let clock: ManualClock;
   let provider: MemorySandboxProvider;
@@ -133,17 +77,7 @@ describe('bash streams its output while the command runs', () => {
   });
 
   async function hostShell(config: ToolContext['config'] = {}): Promise<void> {
-    boxDir = await mkdtemp(path.join(base, 'box-'));
-    await mkdir(path.join(boxDir, 'mnt', 'user-data', 'workspace'), { recursive: true });
-    // The gate: the command blocks reading this FIFO until the test writes a line to it.
-    fifo = path.join(boxDir, 'gate');
-    const made = spawnSync('mkfifo', [fifo]);
-    if (made.status !== 0) throw new Error(`mkfifo failed: ${String(made.stderr)}`);
-    clock = new ManualClock();
-    provider = new MemorySandboxProvider();
-    const id = provider.idFor({ userId: 'alice', threadId: 't1' });
-    provider.sandboxes.set(id, new HostShellSandbox(id, boxDir, clock));
-    context = createToolContext({ provider, userId: 'alice', threadId: 't1', config });
+    ({ fifo, clock, provider, context } = await hostShellThread(base, config));
   }
 
   it('delivers the first line of a real command before the command ends', async () => {
@@ -167,7 +101,7 @@ describe('bash streams its output while the command runs', () => {
     expect(seen.chunks).toEqual([{ stream: 'stdout', text: 'first\n' }]);
     await writeFile(fifo, 'go\n');
     const result = await call.promise;
-    expect(result).toEqual({ text: 'first\nsecond go\n', isError: false });
+    expect(result).toMatchObject({ text: 'first\nsecond go\n', isError: false });
     expect(seen.text()).toBe('first\nsecond go\n');
     await provider.sandboxes.get(provider.idFor({ userId: 'alice', threadId: 't1' }))?.close();
   });
@@ -370,7 +304,7 @@ describe('what bash streams is what its result shows', () => {
       },
     });
     expect(calls).toBe(1);
-    expect(result).toEqual({ text: 'a\nb\n\nStd Error:\nc\n', isError: false });
+    expect(result).toMatchObject({ text: 'a\nb\n\nStd Error:\nc\n', isError: false });
     expect(logger.lines.filter((l) => l.level === 'warn')).toEqual([
       {
         level: 'warn',

@@ -15,7 +15,8 @@ import {
 import { resolveToolConfig } from './tool-config.js';
 import { requestEnvOf, type ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
-import { runToolInvocation, toolOutputListener } from './tool-invocation.js';
+import { commandDetails } from './command-details.js';
+import { recordCommandDetails, runToolInvocation, toolOutputListener } from './tool-invocation.js';
 import { ToolOutputStream, streamedOutputLimit } from './tool-output.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type BashInput } from './tool-schemas.js';
@@ -128,7 +129,12 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
       }
       if (yieldTimeMs !== undefined) {
         const started = workspaceCommand(context, sandbox, prepared, 'process');
-        result = await runYielded(context, sandbox, started, env, yieldTimeMs, command, stream);
+        result = await runYielded(context, sandbox, started, {
+          env,
+          yieldTimeMs,
+          shown: command,
+          ...(stream ? { stream } : {}),
+        });
       } else {
         const full = workspaceCommand(context, sandbox, prepared);
         const options: ExecOptions = {};
@@ -142,6 +148,17 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
           options.onStderr = stream.onStderr;
         }
         const outcome = await sandbox.exec(full.command, options);
+        recordCommandDetails(
+          await commandDetails(context, sandbox, env, config.bashOutputMaxChars, {
+            exitCode: outcome.timedOut ? null : outcome.exitCode,
+            running: false,
+            timedOut: outcome.timedOut,
+            ...(outcome.signal !== undefined ? { signal: outcome.signal } : {}),
+            stdout: outcome.stdout,
+            stderr: outcome.stderr,
+            truncated: outcome.truncated,
+          }),
+        );
         result = recordCommandOutcome(outcome, execResultText(outcome));
       }
     } catch (err) {

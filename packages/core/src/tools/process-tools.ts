@@ -1,6 +1,11 @@
 import { execResultText } from '../command/exec-result-text.js';
 import type { Sandbox } from '../contract/sandbox.js';
-import type { ProcessExit, ProcessHandle, ProcessInfo } from '../contract/sandbox-processes.js';
+import type {
+  ProcessExit,
+  ProcessHandle,
+  ProcessInfo,
+  ProcessOutput,
+} from '../contract/sandbox-processes.js';
 import { redactSecrets } from '../config/env-policy.js';
 import { ProcessNotFoundError } from '../errors/process-errors.js';
 import { isSbxError } from '../errors/errors.js';
@@ -8,7 +13,8 @@ import { maskHostPaths } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
 import { requestEnvOf, type ToolContext } from './tool-context.js';
 import { describeError } from './tool-errors.js';
-import { runToolInvocation } from './tool-invocation.js';
+import { commandDetails } from './command-details.js';
+import { recordCommandDetails, runToolInvocation } from './tool-invocation.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import {
@@ -53,14 +59,57 @@ function describeEnd(id: string, exit: ProcessExit | undefined, info: ProcessInf
   return `[process ${id} ended; its exit code is unknown]`;
 }
 
+/** How a process stands: ended (with its exit) or still running. */
+function endOf(exit: ProcessExit | undefined, info: ProcessInfo): ProcessExit | undefined {
+  if (exit !== undefined) return exit;
+  if (info.status === 'running') return undefined;
+  return {
+    exitCode: info.exitCode,
+    timedOut: info.timedOut,
+    ...(info.signal !== undefined ? { signal: info.signal } : {}),
+  };
+}
+
+/** Where a process tool's call records its details from: the process and what was read of it. */
+interface ProcessRead {
+  readonly handle: ProcessHandle;
+  readonly exit: ProcessExit | undefined;
+  readonly output: ProcessOutput;
+}
+
+/** The details of a process as one call read it (`ToolCallResult.command`). */
+async function recordProcessRead(
+  context: ToolContext,
+  sandbox: Sandbox,
+  read: ProcessRead,
+): Promise<void> {
+  const ended = endOf(read.exit, read.handle.info());
+  const env = await requestEnvOf(context);
+  const maxChars = resolveToolConfig(context.config).bashOutputMaxChars;
+  recordCommandDetails(
+    await commandDetails(context, sandbox, env, maxChars, {
+      exitCode: ended?.exitCode ?? null,
+      running: ended === undefined,
+      timedOut: ended?.timedOut ?? false,
+      ...(ended?.signal !== undefined ? { signal: ended.signal } : {}),
+      processId: read.handle.id,
+      stdout: read.output.stdout,
+      stderr: read.output.stderr,
+      truncated: read.output.droppedBytes > 0 || read.output.more,
+    }),
+  );
+}
+
 /** New output since the model's last read, with the process state and any gap. */
 async function readNew(
+  context: ToolContext,
   sandbox: Sandbox,
   handle: ProcessHandle,
   exit: ProcessExit | undefined,
 ): Promise<string> {
   const output = await handle.output({ since: cursorOf(sandbox, handle.id) });
   setCursor(sandbox, handle.id, output.cursor);
+  await recordProcessRead(context, sandbox, { handle, exit, output });
   const parts: string[] = [];
   if (output.droppedBytes > 0) {
     parts.push(
@@ -73,6 +122,16 @@ async function readNew(
   return parts.join('\n');
 }
 
+/** What bash's yield mode runs with besides the command. */
+export interface YieldedRun {
+  readonly env: Readonly<Record<string, string>>;
+  readonly yieldTimeMs: number;
+  /** The command as the agent wrote it, when it runs rewritten (for listings). */
+  readonly shown?: string;
+  /** Gets the output while the call waits; the caller closes it when the call returns. */
+  readonly stream?: ToolOutputStream;
+}
+
 /**
  * bash's yield mode: the command starts as a background process; if it ends within the yield
  * time the call returns what a one-shot bash call would (and fails the same way), else its output
@@ -82,11 +141,9 @@ export async function runYielded(
   context: ToolContext,
   sandbox: Sandbox,
   started: { readonly command: string; readonly cwd?: string },
-  env: Readonly<Record<string, string>>,
-  yieldTimeMs: number,
-  shown?: string,
-  stream?: ToolOutputStream,
+  run: YieldedRun,
 ): Promise<string> {
+  const { env, yieldTimeMs, shown, stream } = run;
   // Listings show the command as the agent wrote it (virtual paths), not as it runs.
   const handle = await sandbox.processes.start(started.command, {
     ...(Object.keys(env).length > 0 ? { env } : {}),
@@ -106,6 +163,7 @@ export async function runYielded(
   if (exit !== undefined) {
     const output = await handle.output();
     setCursor(sandbox, handle.id, output.cursor);
+    await recordProcessRead(context, sandbox, { handle, exit, output });
     const result = {
       exitCode: exit.exitCode,
       stdout: output.stdout,
@@ -117,7 +175,7 @@ export async function runYielded(
     const text = execResultText(result);
     return result.exitCode === 0 ? text : toolFailure('COMMAND_FAILED', text);
   }
-  const sofar = await readNew(sandbox, handle, undefined);
+  const sofar = await readNew(context, sandbox, handle, undefined);
   return (
     `${sofar.replace(/\n\[process [^\]]+ is running\]$/, '')}\n` +
     `[process ${handle.id} is still running after ${yieldTimeMs} ms. Read its output with process_output(process_id="${handle.id}"), send it input with process_write, stop it with process_kill.]`
@@ -176,7 +234,7 @@ export function processOutputTool(
     const { process_id: id, wait_ms: waitMs } = parsed.value;
     return withProcess(context, id, async (sandbox, handle) => {
       const exit = await waitFor(handle!, waitMs ?? 0, context);
-      return readNew(sandbox, handle!, exit);
+      return readNew(context, sandbox, handle!, exit);
     });
   });
 }
@@ -193,7 +251,7 @@ export function processWriteTool(context: ToolContext, input: ProcessWriteInput)
       const bound = typeof waitMs === 'number' && waitMs > 0 ? waitMs : DEFAULT_WRITE_WAIT_MS;
       await handle!.write(text, { timeoutMs: bound });
       const exit = await waitFor(handle!, waitMs ?? DEFAULT_WRITE_WAIT_MS, context);
-      return readNew(sandbox, handle!, exit);
+      return readNew(context, sandbox, handle!, exit);
     });
   });
 }
@@ -207,7 +265,7 @@ export function processKillTool(context: ToolContext, input: ProcessKillInput): 
     return withProcess(context, id, async (sandbox, handle) => {
       await handle!.kill(signal);
       const exit = await waitFor(handle!, KILL_WAIT_MS, context);
-      return readNew(sandbox, handle!, exit);
+      return readNew(context, sandbox, handle!, exit);
     });
   });
 }

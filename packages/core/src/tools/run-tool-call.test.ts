@@ -27,7 +27,8 @@ describe('runToolCall: the outcome is the tool’s decision, not the text’s fi
   it('a command printing "Error: ..." is a success when the tool ran it', async () => {
     const ctx = contextWith({}, () => 'Error: this is just output');
     const result = await runToolCall('bash', { command: 'echo "Error: this is just output"' }, ctx);
-    expect(result).toEqual({ text: 'Error: this is just output', isError: false });
+    expect(result).toMatchObject({ text: 'Error: this is just output', isError: false });
+    expect(result.command?.exitCode).toBe(0);
   });
 
   it('a refusal that does not start with "Error:" is still a failure', async () => {

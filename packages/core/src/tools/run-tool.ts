@@ -104,10 +104,10 @@ export async function runToolCall(
   // A copy for the call's signal must keep the context's read marks: bind its session first.
   if (signal !== context.signal) toolSessionOf(context);
   const callContext: ToolContext = signal === context.signal ? context : { ...context, signal };
-  const { value, failureCode } = await runToolInvocationWithOutcome(
+  const { value, failureCode, command } = await runToolInvocationWithOutcome(
     callContext,
     () => runTool(name, input, callContext),
     options.onOutput,
   );
-  return toolCallResult(value, failureCode);
+  return toolCallResult(value, failureCode, command);
 }

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { ToolContext } from './tool-context.js';
+import type { CommandDetails } from './command-details.js';
 import type { ToolOutputListener } from './tool-output.js';
 
 /**
@@ -30,6 +31,8 @@ interface MutableInvocation {
   failureCode: string | undefined;
   /** Where the caller of this one call wants its command output while it runs, if anywhere. */
   readonly onOutput: ToolOutputListener | undefined;
+  /** Set by a tool that ran a command: its outcome as data (see `recordCommandDetails`). */
+  command: CommandDetails | undefined;
 }
 
 const storage = new AsyncLocalStorage<MutableInvocation>();
@@ -48,6 +51,7 @@ export function runToolInvocation<T>(context: ToolContext, fn: () => Promise<T>)
     pending: undefined,
     failureCode: undefined,
     onOutput: undefined,
+    command: undefined,
   };
   return storage.run(invocation, fn);
 }
@@ -61,7 +65,7 @@ export async function runToolInvocationWithOutcome<T>(
   context: ToolContext,
   fn: () => Promise<T>,
   onOutput?: ToolOutputListener,
-): Promise<{ value: T; failureCode: string | undefined }> {
+): Promise<{ value: T; failureCode: string | undefined; command: CommandDetails | undefined }> {
   const invocation: MutableInvocation = {
     id: nextId++,
     context,
@@ -69,9 +73,10 @@ export async function runToolInvocationWithOutcome<T>(
     pending: undefined,
     failureCode: undefined,
     onOutput,
+    command: undefined,
   };
   const value = await storage.run(invocation, fn);
-  return { value, failureCode: invocation.failureCode };
+  return { value, failureCode: invocation.failureCode, command: invocation.command };
 }
 
 /**
@@ -82,6 +87,15 @@ export async function runToolInvocationWithOutcome<T>(
 export function recordToolFailure(code: string): void {
   const invocation = storage.getStore();
   if (invocation && invocation.failureCode === undefined) invocation.failureCode = code;
+}
+
+/**
+ * Records the outcome of the command the current invocation ran, for `ToolCallResult.command`. The
+ * last record wins (a tool records once, after its command). Outside an invocation it is a no-op.
+ */
+export function recordCommandDetails(details: CommandDetails): void {
+  const invocation = storage.getStore();
+  if (invocation) invocation.command = details;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { isSbxError } from '../errors/errors.js';
+import type { CommandDetails } from './command-details.js';
 import { recordToolFailure } from './tool-invocation.js';
 
 /**
@@ -53,6 +54,12 @@ export interface ToolCallResult {
     /** `text` without the leading `Error: `. */
     readonly message: string;
   };
+  /**
+   * Present when the call ran a command (`bash`, `process_output`, `process_write`,
+   * `process_kill`), also when it failed: exit code, still running, process id, the output as
+   * data (see `CommandDetails`).
+   */
+  readonly command?: CommandDetails;
 }
 
 /**
@@ -69,9 +76,14 @@ export function failureCodeOf(err: unknown): string {
   return isSbxError(err) ? err.code : ToolErrorCode.UNEXPECTED;
 }
 
-/** Builds the structured result from a tool's text and the failure code it recorded. */
-export function toolCallResult(text: string, failureCode: string | undefined): ToolCallResult {
-  if (failureCode === undefined) return { text, isError: false };
+/** Builds the structured result from a tool's text and what it recorded. */
+export function toolCallResult(
+  text: string,
+  failureCode: string | undefined,
+  command?: CommandDetails,
+): ToolCallResult {
+  const details = command ? { command } : {};
+  if (failureCode === undefined) return { text, isError: false, ...details };
   const message = text.startsWith('Error: ') ? text.slice('Error: '.length) : text;
-  return { text, isError: true, error: { code: failureCode, message } };
+  return { text, isError: true, error: { code: failureCode, message }, ...details };
 }
