@@ -63,5 +63,5 @@ export { pingRedis } from './redis-probe.js';
 export type { RedisPing } from './redis-probe.js';
 
 // --- MCP
-export { createSbxMcpServer } from './mcp-server.js';
+export { COMMAND_OUTPUT_SCHEMA, createSbxMcpServer } from './mcp-server.js';
 export type { SbxMcpServerOptions, SbxMcpSession } from './mcp-server.js';

@@ -24,6 +24,51 @@ describe('sbx mcp (command)', () => {
     expect(run.stderr).toMatch(/thread t\)\n$/);
   });
 
+  it('--process-tools offers the yield mode and the process tools', async () => {
+    const stdin = new PassThrough();
+    const running = sbx(
+      ['mcp', '--thread', 't', '--allow-host-bash', '--process-tools', '--json'],
+      { env: { SBX_HOME: home.dir }, stdin },
+    );
+    stdin.end();
+    const run = await running;
+    expect(run.code).toBe(0);
+    const banner = JSON.parse(run.stderr.trim().split('\n')[0]!) as { tools: string[] };
+    expect(banner.tools).toEqual(
+      expect.arrayContaining([
+        'bash',
+        'process_output',
+        'process_write',
+        'process_kill',
+        'process_list',
+      ]),
+    );
+    const plainIn = new PassThrough();
+    const plain = sbx(['mcp', '--thread', 't', '--allow-host-bash', '--json'], {
+      env: { SBX_HOME: home.dir },
+      stdin: plainIn,
+    });
+    plainIn.end();
+    const plainBanner = JSON.parse((await plain).stderr.trim().split('\n')[0]!) as {
+      tools: string[];
+    };
+    expect(plainBanner.tools).not.toContain('process_list');
+  });
+
+  it('--help names the package for npx, and the thread default a session gets', async () => {
+    const run = await sbx(['mcp', '--help']);
+    expect(run.code).toBe(0);
+    // A bare `npx sbx` outside an install runs an unrelated public package called sbx.
+    expect(run.stdout).not.toMatch(/"args": \["sbx"/);
+    expect(run.stdout).toContain('"args": ["-y", "-p", "@sbx/cli", "sbx", "mcp"]');
+    expect(run.stdout).toMatch(
+      /-t, --thread <id>\s+thread id of the sandbox \(default: a fresh id per\s+session\)/,
+    );
+    expect(run.stdout).toContain('--process-tools');
+    const exec = await sbx(['exec', '--help']);
+    expect(exec.stdout).toMatch(/-t, --thread <id>\s+thread id of the sandbox \(default: cli\)/);
+  });
+
   it('stops before serving when the authorization file is invalid, stdout untouched', async () => {
     const authz = path.join(home.dir, 'authz.yaml');
     await writeFile(authz, 'authorization:\n  enabled: true\n  fail_open: true\n');

@@ -24,6 +24,8 @@ export interface McpOptions extends ThreadCommandOptions {
   role?: string;
   /** Offer `bash` on the host provider although `sandbox.allow_host_bash` is off. */
   allowHostBash?: boolean;
+  /** Offer bash's yield mode and the process tools although `sandbox.tools.process_tools` is off. */
+  processTools?: boolean;
 }
 
 async function readAuthorizationFile(file: string): Promise<AuthorizationConfig> {
@@ -83,6 +85,7 @@ export async function mcpCommand(options: McpOptions, runtime: CommandRuntime): 
       allowHostBash: options.allowHostBash === true ? true : undefined,
       authorization,
       role: options.role,
+      processTools: options.processTools === true ? true : undefined,
       logger,
     });
     const closed = new Promise<void>((resolve) => {

@@ -9,8 +9,18 @@ import {
 import { TOOL_NAMES } from '@sbx/core/internal';
 import { parseAuthorizationConfig, type AuthorizationConfig } from '@sbx/authz';
 import { LocalSandboxProvider } from '@sbx/local';
+import { spawnSync } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Progress } from '@modelcontextprotocol/sdk/types.js';
+import { Deferred, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createSbxMcpServer, type SbxMcpServerOptions, type SbxMcpSession } from './mcp-server.js';
+import {
+  COMMAND_OUTPUT_SCHEMA,
+  createSbxMcpServer,
+  type SbxMcpServerOptions,
+  type SbxMcpSession,
+} from './mcp-server.js';
 import { tempDir } from './test-support.js';
 
 const WS = '/mnt/user-data/workspace';
@@ -32,6 +42,8 @@ const RBAC: AuthorizationConfig = parseAuthorizationConfig({
 interface Connected {
   client: Client;
   session: SbxMcpSession;
+  /** Every message the server sent, as it went out. */
+  sent: unknown[];
 }
 
 function text(result: unknown): string {
@@ -67,10 +79,16 @@ describe('sbx MCP server (in-memory transport, official SDK client)', () => {
       ...options,
     });
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const sent: unknown[] = [];
+    const send = serverSide.send.bind(serverSide);
+    serverSide.send = async (message, sendOptions) => {
+      sent.push(message);
+      await send(message, sendOptions);
+    };
     const client = new Client({ name: 'sbx-test', version: '0.0.0' });
     await session.server.connect(serverSide);
     await client.connect(clientSide);
-    const connected = { client, session };
+    const connected = { client, session, sent };
     open.push(connected);
     return connected;
   }
@@ -237,6 +255,98 @@ describe('sbx MCP server (in-memory transport, official SDK client)', () => {
     expect((await client.listTools()).tools).toHaveLength(7);
     const allowed = await client.callTool({ name: 'bash', arguments: { command: 'echo now' } });
     expect(text(allowed)).toBe('now\n');
+  });
+
+  it('declares an output schema on the command tools and returns it as structured content', async () => {
+    const { client } = await connect({ processTools: true });
+    const { tools } = await client.listTools();
+    for (const name of ['bash', 'process_output', 'process_write', 'process_kill']) {
+      expect(tools.find((t) => t.name === name)?.outputSchema, name).toEqual(COMMAND_OUTPUT_SCHEMA);
+    }
+    for (const name of ['read_file', 'write_file', 'ls', 'process_list']) {
+      expect(tools.find((t) => t.name === name)?.outputSchema, name).toBeUndefined();
+    }
+    // The SDK client validates structured content against the tool's output schema.
+    const ok = await client.callTool({
+      name: 'bash',
+      arguments: { command: 'echo hi; echo no >&2' },
+    });
+    expect(ok.structuredContent).toEqual({
+      exitCode: 0,
+      running: false,
+      timedOut: false,
+      stdout: 'hi\n',
+      stderr: 'no\n',
+      truncated: false,
+    });
+    const failed = await client.callTool({ name: 'bash', arguments: { command: 'exit 3' } });
+    expect(failed).toMatchObject({ isError: true, structuredContent: { exitCode: 3 } });
+    const started = await client.callTool({
+      name: 'bash',
+      arguments: { command: 'echo up; sleep 30', yield_time_ms: 1_000 },
+    });
+    const processId = (started.structuredContent as { processId?: string }).processId;
+    expect(started.structuredContent).toMatchObject({ running: true, exitCode: null, processId });
+    const killed = await client.callTool({
+      name: 'process_kill',
+      arguments: { process_id: processId, signal: 'SIGKILL' },
+    });
+    expect(killed.structuredContent).toMatchObject({
+      running: false,
+      exitCode: null,
+      signal: 'SIGKILL',
+      processId,
+    });
+    const read = await client.callTool({ name: 'ls', arguments: { path: WS } });
+    expect(read.structuredContent).toBeUndefined();
+  });
+
+  it("streams a bash run's output as progress notifications before the command ends", async () => {
+    const { client, session } = await connect({ userId: 'alice', threadId: 't-progress' });
+    // The gate: a FIFO in the thread's workspace, which the command reads until the test writes.
+    const workspace = provider.threadData('alice', session.threadId).workspacePath;
+    if (workspace === undefined) throw new Error('the host provider names no workspace');
+    await mkdir(workspace, { recursive: true });
+    const made = spawnSync('mkfifo', [path.join(workspace, 'gate')]);
+    expect(made.status).toBe(0);
+    const progress: Progress[] = [];
+    const first = new Deferred();
+    const call = track(
+      client.callTool(
+        { name: 'bash', arguments: { command: 'echo first; read go < gate; echo "second $go"' } },
+        undefined,
+        {
+          onprogress: (p) => {
+            progress.push(p);
+            first.resolve();
+          },
+        },
+      ),
+    );
+    await first.promise;
+    expect(call.settled).toBe(false);
+    expect(progress).toEqual([{ progress: 6, message: 'first\n' }]);
+    await writeFile(path.join(workspace, 'gate'), 'go\n');
+    const result = await call.promise;
+    expect(text(result)).toBe('first\nsecond go\n');
+    expect(progress.map((p) => p.message).join('')).toBe('first\nsecond go\n');
+    expect(progress.map((p) => p.progress)).toEqual([6, 16]);
+  });
+
+  it('sends no progress to a client that asked for none', async () => {
+    const { client, sent } = await connect();
+    const result = await client.callTool({ name: 'bash', arguments: { command: 'echo quiet' } });
+    expect(text(result)).toBe('quiet\n');
+    expect(sent.filter((m) => (m as { method?: string }).method !== undefined)).toEqual([]);
+  });
+
+  it('offers the process tools when asked, over a config that has them off', async () => {
+    const { client } = await connect({ processTools: true });
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['process_output', 'process_list']));
+    const listed = await client.callTool({ name: 'process_list', arguments: {} });
+    expect(listed).toMatchObject({ isError: false });
+    expect(text(listed)).toBe('(no processes)');
   });
 
   it('releases the sandbox when the session closes', async () => {

@@ -11,7 +11,7 @@ import { provisionerCommand, type ProvisionerOptions } from './provisioner-comma
 import { toolCommand, type ToolOptions } from './tool-command.js';
 import { CLI_VERSION } from './version.js';
 import type { CommonOptions } from './command-result.js';
-import type { ProviderCommandOptions } from './command-runtime.js';
+import { DEFAULT_CLI_THREAD_ID, type ProviderCommandOptions } from './command-runtime.js';
 
 export const EXIT_STATUS_HELP = `
 Exit status:
@@ -56,10 +56,10 @@ function withProvider(command: Command): Command {
     .option('-v, --verbose', 'log debug and info messages of the provider to stderr');
 }
 
-function withThread(command: Command): Command {
+function withThread(command: Command, threadDefault = DEFAULT_CLI_THREAD_ID): Command {
   return withProvider(command)
     .option('-u, --user <id>', 'user id of the sandbox (default: default)')
-    .option('-t, --thread <id>', 'thread id of the sandbox (default: cli)');
+    .option('-t, --thread <id>', `thread id of the sandbox (default: ${threadDefault})`);
 }
 
 /**
@@ -142,14 +142,23 @@ export function buildProgram(runtime: CommandRuntime, exit: { code: number }): C
       exit.code = await doctorCommand(options, runtime);
     });
 
-  withThread(program.command('mcp'))
+  withThread(program.command('mcp'), 'a fresh id per session')
     .description('serve the agent tools over MCP (stdio), one sandbox per session')
     .option('--role <role>', 'role of the MCP client for authorization')
     .option('--authz-config <file>', 'YAML file with an authorization: section')
     .option('--allow-host-bash', 'offer bash on the local provider')
+    .option(
+      '--process-tools',
+      "offer bash's yield_time_ms and the process tools (default: sandbox.tools.process_tools)",
+    )
     .addHelpText(
       'after',
-      '\nThe thread defaults to a fresh id per session. MCP host configuration:\n  { "command": "npx", "args": ["sbx", "mcp"] }',
+      [
+        '',
+        'MCP host configuration (names the package, so npx never runs an unrelated "sbx"):',
+        '  { "command": "npx", "args": ["-y", "-p", "@sbx/cli", "sbx", "mcp"] }',
+        'or, with @sbx/cli installed globally: { "command": "sbx", "args": ["mcp"] }',
+      ].join('\n'),
     )
     .action(async (options: McpOptions) => {
       exit.code = await mcpCommand(options, runtime);

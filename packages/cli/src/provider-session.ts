@@ -44,6 +44,8 @@ export interface ToolContextOptions {
   threadId: string;
   logger: Logger;
   allowHostBash?: boolean | undefined;
+  /** Overrides `sandbox.tools.process_tools` for this context. */
+  processTools?: boolean | undefined;
   authorize?: SandboxAuthorizer | undefined;
   signal?: AbortSignal | undefined;
 }
@@ -60,6 +62,7 @@ export async function toolContextFor(
 ): Promise<ToolContext> {
   const toolConfig = toolConfigFromSandboxConfig(config);
   if (options.allowHostBash !== undefined) toolConfig.allowHostBash = options.allowHostBash;
+  if (options.processTools !== undefined) toolConfig.processTools = options.processTools;
   const local = isHostDirectoryProvider(provider)
     ? {
         threadData: provider.threadData(options.userId, options.threadId),
