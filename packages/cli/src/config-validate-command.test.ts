@@ -135,3 +135,101 @@ describe('sbx config validate', () => {
     });
   });
 });
+
+describe('one pass, and sbx doctor -c agrees', () => {
+  let dir: { dir: string; remove: () => Promise<void> };
+  const file = async (name: string, lines: string[]): Promise<string> => {
+    const p = path.join(dir.dir, name);
+    await writeFile(p, `${lines.join('\n')}\n`);
+    return p;
+  };
+
+  beforeEach(async () => {
+    dir = await tempDir('config-one-pass');
+  });
+  afterEach(async () => {
+    await dir.remove();
+  });
+
+  async function validate(config: string): Promise<{ code: number; issues: string[] }> {
+    const run = await sbx(['config', 'validate', '--json', config]);
+    const doc = JSON.parse(run.stdout) as { issues?: { path: string; message: string }[] };
+    return { code: run.code, issues: (doc.issues ?? []).map((i) => `${i.path}: ${i.message}`) };
+  }
+
+  async function doctorConfigRow(config: string): Promise<{ status: string; detail: string }> {
+    const run = await sbx(['doctor', '--json', '-c', config], {
+      cwd: dir.dir,
+      env: { SBX_HOME: dir.dir, DOCKER_HOST: `unix://${path.join(dir.dir, 'no.sock')}` },
+    });
+    const report = JSON.parse(run.stdout) as {
+      checks: { id: string; status: string; detail: string }[];
+    };
+    return report.checks.find((c) => c.id === 'config')!;
+  }
+
+  it('lists core, provider block and authorization issues of one file in one run', async () => {
+    const bad = await file('all.yaml', [
+      'sandbox:',
+      '  use: "@sbx/aio"',
+      '  replicas: 0',
+      '  bash_output_max_char: 10',
+      '  aio:',
+      '    netwrok: host',
+      '  e2b:',
+      '    templat: base',
+      'authorization:',
+      '  enabled: true',
+      '  fail_open: true',
+    ]);
+    const { code, issues } = await validate(bad);
+    expect(code).toBe(1);
+    expect(issues.map((i) => i.split(':')[0])).toEqual([
+      'sandbox.replicas',
+      'sandbox.bash_output_max_char',
+      'sandbox.aio.netwrok',
+      'sandbox.e2b.templat',
+      'authorization.fail_open',
+      'authorization.provider',
+    ]);
+  });
+
+  it('checks the blocks also when a key of the document root is refused', async () => {
+    const bad = await file('root.yaml', [
+      'skills:',
+      '  path: relative/skills',
+      'sandbox:',
+      '  use: "@sbx/local"',
+      '  skills:',
+      '    path: /srv/skills',
+      '  local:',
+      '    max_cached_thread: 3',
+    ]);
+    const { issues } = await validate(bad);
+    expect(issues.map((i) => i.split(':')[0])).toEqual(
+      expect.arrayContaining(['sandbox.local.max_cached_thread']),
+    );
+    expect(issues.length).toBeGreaterThan(1);
+  });
+
+  it.each([
+    ['a core key', ['sandbox:', '  replicas: 0']],
+    ['a provider block only', ['sandbox:', '  use: "@sbx/aio"', '  aio:', '    netwrok: host']],
+    ['the authorization section only', ['authorization:', '  enabled: true', '  fail_open: true']],
+    [
+      'all three',
+      ['sandbox:', '  replicas: 0', '  e2b:', '    templat: x', 'authorization:', '  bogus: 1'],
+    ],
+    ['nothing', ['sandbox:', '  use: "@sbx/local"', '  allow_host_bash: true']],
+  ])('validate and doctor -c say the same of %s', async (_name, lines) => {
+    const config = await file('case.yaml', lines);
+    const validation = await validate(config);
+    const row = await doctorConfigRow(config);
+    if (validation.code === 0) {
+      expect(row.status).toBe('ok');
+    } else {
+      expect(row.status).toBe('fail');
+      expect(row.detail).toBe(validation.issues.join('; '));
+    }
+  });
+});

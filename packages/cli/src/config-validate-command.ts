@@ -2,15 +2,21 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   errorMessage,
-  loadSandboxConfig,
+  parseSandboxConfig,
   type ConfigBlockValidator,
   type ConfigIssue,
   type ModuleImporter,
   type SandboxConfig,
 } from '@sbx/core';
-import { PROVIDER_BLOCK_PACKAGES, parseProviderSpecifier } from '@sbx/core/internal';
+import {
+  PROVIDER_BLOCK_PACKAGES,
+  parseConfigYaml,
+  parseProviderSpecifier,
+  readConfigFile,
+} from '@sbx/core/internal';
 import { parseAuthorizationConfig, parseAuthorizationConfigYaml } from '@sbx/authz';
 import { writeLine } from './cli-io.js';
+import { configWithoutRefusedKeys } from './config-without-refused-keys.js';
 import {
   configIssuesOf,
   exitCodeFor,
@@ -85,32 +91,35 @@ async function providerBlockIssues(
   return { issues, warnings };
 }
 
-/**
- * The issues of a top-level `authorization:` section, read straight from the file. Used when core
- * rejected the file, so one run shows the problems of both sections. Problems of the document as a
- * whole (unreadable, not YAML) are core's to report.
- */
-async function authorizationIssuesOf(file: string): Promise<ConfigIssue[]> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch {
-    // Core has already reported why the file cannot be read.
-    return [];
+/** Adds `found` to `issues`, leaving out what is there already (two checks of one key). */
+function addIssues(issues: ConfigIssue[], found: readonly ConfigIssue[]): void {
+  const seen = new Set(issues.map((i) => `${i.path}\0${i.message}`));
+  for (const issue of found) {
+    const key = `${issue.path}\0${issue.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    issues.push(issue);
   }
+}
+
+/** The issues of an `authorization` section as @sbx/authz reads it (whole-section ones too). */
+function authorizationIssues(read: () => unknown): ConfigIssue[] {
   try {
-    parseAuthorizationConfigYaml(text);
+    read();
     return [];
   } catch (err) {
-    const issues = configIssuesOf(err);
-    if (!issues) throw err;
-    return issues.filter((issue) => issue.path !== '');
+    const found = configIssuesOf(err);
+    if (!found) throw err;
+    return [...found];
   }
 }
 
 /**
- * Validates a config file the way every sbx host loads it (core's `loadSandboxConfig`), plus its
- * `authorization` block the way @sbx/authz reads it, and collects the issues of both.
+ * Validates a config file the way every sbx host loads it (core's `loadSandboxConfig`), every
+ * provider block through its own package, and its `authorization` block the way @sbx/authz reads
+ * it, in one pass: when core refuses keys, the rest is still checked on the configuration the file
+ * gives without them (`configWithoutRefusedKeys`), so one run lists every issue. `sbx doctor` reads
+ * a config file through this too, so the two always agree.
  */
 export async function validateConfigFile(
   file: string,
@@ -118,41 +127,46 @@ export async function validateConfigFile(
 ): Promise<ConfigValidation> {
   const { io } = runtime;
   const absolute = path.resolve(io.cwd, file);
+  const options = { env: io.env, cwd: path.dirname(absolute) };
   const issues: ConfigIssue[] = [];
   const warnings: string[] = [];
-  let provider: string | undefined;
+  let document: unknown;
+  let config: SandboxConfig | undefined;
   try {
-    const config = await loadSandboxConfig(
-      { path: absolute },
-      { env: io.env, cwd: path.dirname(absolute) },
-    );
-    provider = config.use;
-    const blocks = await providerBlockIssues(config, io.env, runtime.importer ?? nativeImport);
-    issues.push(...blocks.issues);
-    warnings.push(...blocks.warnings);
-    if (config.authorization !== undefined) {
-      try {
-        parseAuthorizationConfig(config.authorization);
-      } catch (err) {
-        const found = configIssuesOf(err);
-        if (!found) throw err;
-        issues.push(...found);
-      }
-    }
+    document = parseConfigYaml(await readConfigFile(absolute, absolute), undefined);
+    config = parseSandboxConfig(document, options);
   } catch (err) {
     const found = configIssuesOf(err);
     if (!found) throw err;
-    issues.push(...found);
-    const seen = new Set(found.map((i) => `${i.path}\0${i.message}`));
-    for (const issue of await authorizationIssuesOf(absolute)) {
-      if (!seen.has(`${issue.path}\0${issue.message}`)) issues.push(issue);
+    addIssues(issues, found);
+    if (document !== undefined) config = configWithoutRefusedKeys(document, found, options);
+  }
+  if (config !== undefined) {
+    const blocks = await providerBlockIssues(config, io.env, runtime.importer ?? nativeImport);
+    addIssues(issues, blocks.issues);
+    warnings.push(...blocks.warnings);
+    if (config.authorization !== undefined) {
+      const section = config.authorization;
+      addIssues(
+        issues,
+        authorizationIssues(() => parseAuthorizationConfig(section)),
+      );
     }
+  } else if (document !== undefined) {
+    // Refused as a whole (not a mapping, ...): what @sbx/authz makes of the file is still news,
+    // except problems of the document as a whole, which core has named.
+    const text = await readFile(absolute, 'utf8');
+    const found = authorizationIssues(() => parseAuthorizationConfigYaml(text));
+    addIssues(
+      issues,
+      found.filter((issue) => issue.path !== ''),
+    );
   }
   return {
     file: absolute,
     valid: issues.length === 0,
     issues,
-    provider: issues.length === 0 ? provider : undefined,
+    provider: issues.length === 0 ? config?.use : undefined,
     ...(warnings.length > 0 ? { warnings } : {}),
   };
 }

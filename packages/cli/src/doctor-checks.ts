@@ -10,7 +10,8 @@ import {
 } from '@sbx/core';
 import { parseProviderSpecifier } from '@sbx/core/internal';
 import { findShell, POSIX_SHELL_CANDIDATES } from '@sbx/local';
-import { loadCliConfig, type CliConfigOptions } from './cli-config.js';
+import { configFileOf, loadCliConfig, type CliConfigOptions } from './cli-config.js';
+import { validateConfigFile } from './config-validate-command.js';
 import type { CliIo } from './cli-io.js';
 import { configIssuesOf } from './command-result.js';
 import { type DockerEndpoint } from './docker-probe.js';
@@ -335,36 +336,52 @@ export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorRep
   };
   add('sbx', true, [nodeCheck(options.nodeVersion ?? process.versions.node)]);
 
-  let config: SandboxConfig;
-  let configFile: string | undefined;
-  try {
-    const loaded = await loadCliConfig(options.config ?? {}, io);
-    config = loaded.config;
-    configFile = loaded.file;
-    add('sbx', true, [
-      {
-        id: 'config',
-        title: 'configuration valid',
-        status: 'ok',
-        detail: configFile ?? 'no config file: built-in defaults',
-      },
-    ]);
-  } catch (err) {
-    const issues = configIssuesOf(err);
+  let config: SandboxConfig | undefined;
+  let configFile = configFileOf(options.config ?? {}, io);
+  const configFailed = (detail: string): void => {
     add('sbx', true, [
       {
         id: 'config',
         title: 'configuration valid',
         status: 'fail',
-        detail: issues
-          ? issues.map((i) => `${i.path || '<root>'}: ${i.message}`).join('; ')
-          : describe(err),
+        detail,
         fix: 'run sbx config validate <file> and correct the keys it lists',
       },
     ]);
-    // The remaining checks still say something useful about the machine under the defaults.
-    config = parseSandboxConfig({}, { env: io.env, cwd: io.cwd });
+  };
+  try {
+    // The file is checked exactly as `sbx config validate` checks it (core's keys, every provider
+    // block, the authorization section, in one pass), so the two never disagree.
+    const validation =
+      configFile === undefined
+        ? undefined
+        : await validateConfigFile(configFile, { io, importer: options.importer });
+    if (validation && !validation.valid) {
+      configFailed(validation.issues.map((i) => `${i.path || '<root>'}: ${i.message}`).join('; '));
+    } else {
+      const loaded = await loadCliConfig(options.config ?? {}, io);
+      config = loaded.config;
+      configFile = loaded.file;
+      const notChecked = validation?.warnings ?? [];
+      add('sbx', true, [
+        {
+          id: 'config',
+          title: 'configuration valid',
+          status: 'ok',
+          detail:
+            (configFile ?? 'no config file: built-in defaults') +
+            (notChecked.length > 0 ? ` (${notChecked.join('; ')})` : ''),
+        },
+      ]);
+    }
+  } catch (err) {
+    const issues = configIssuesOf(err);
+    configFailed(
+      issues ? issues.map((i) => `${i.path || '<root>'}: ${i.message}`).join('; ') : describe(err),
+    );
   }
+  // The remaining checks still say something useful about the machine under the defaults.
+  config ??= parseSandboxConfig({}, { env: io.env, cwd: io.cwd });
 
   const timeoutMs = options.timeoutMs ?? 3000;
   const ctx: ProbeContext = {

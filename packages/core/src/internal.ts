@@ -11,6 +11,8 @@ export {
   hostDataDirProblem,
 } from './config/config-schema.js';
 export { REFERENCE_FLAT_PROVIDER_KEYS } from './config/config-input.js';
+export { readConfigFile } from './config/config-file.js';
+export { parseConfigYaml } from './config/config-yaml.js';
 export {
   PROVIDER_BLOCK_PACKAGES,
   closestKey,
