@@ -10,6 +10,7 @@ import {
   type SandboxConfig,
   type SandboxProvider,
   type ToolContext,
+  type ToolSession,
 } from '@sbx/core';
 import { isHostDirectoryProvider } from './host-directory-provider.js';
 
@@ -48,6 +49,8 @@ export interface ToolContextOptions {
   processTools?: boolean | undefined;
   authorize?: SandboxAuthorizer | undefined;
   signal?: AbortSignal | undefined;
+  /** The read-before-write marks to start from (default: a fresh session). */
+  session?: ToolSession | undefined;
 }
 
 /**
@@ -82,6 +85,7 @@ export async function toolContextFor(
     ...(local ? { local } : {}),
     ...(options.authorize ? { authorize: options.authorize } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.session ? { session: options.session } : {}),
   });
 }
 

@@ -15,6 +15,7 @@ import { identityOf, type CommandRuntime, type ThreadCommandOptions } from './co
 import { ExitCode } from './exit-codes.js';
 import { createProgress, withProgress } from './progress.js';
 import { closeProviderSession, openProvider, toolContextFor } from './provider-session.js';
+import { cliToolSessionFile, loadCliToolSession, saveCliToolSession } from './cli-tool-session.js';
 
 export interface ToolOptions extends ThreadCommandOptions {
   /** Enables host bash on the host provider for this call (default: `sandbox.allow_host_bash`). */
@@ -65,9 +66,10 @@ export function toolExitCode(result: ToolCallResult): number {
  * would make it (same validation, path confinement, truncation and error texts). Prints the tool's
  * result; exits 1 when the tool reports a failure, 3 when sbx could not reach a sandbox.
  *
- * Each invocation is a new tool session, so read-before-write marks do not carry over between
- * invocations: editing an existing file needs a `read_file` in the same session, which one CLI call
- * cannot provide. Use `sbx mcp` for a session that spans calls.
+ * The calls of one user's thread share one tool session, kept in the data directory between
+ * invocations (`cli-tool-session.ts`): `sbx tool read_file` and then `sbx tool str_replace` of
+ * that file work as they do in one agent run, and read-before-write still refuses to change a
+ * file that changed since it was read.
  */
 export async function toolCommand(
   name: string,
@@ -93,24 +95,32 @@ export async function toolCommand(
     provider = await withProgress(progress, `loading ${config.use}`, () =>
       openProvider(config, { logger, allowHostBash, importer }),
     );
+    const sessionFile = cliToolSessionFile(config.baseDir, userId, threadId);
+    const session = await loadCliToolSession(sessionFile, logger);
+    const marksBefore = JSON.stringify(session.toJSON());
     const ctx = await toolContextFor(provider, config, {
       userId,
       threadId,
       logger,
       allowHostBash,
       signal,
+      session,
     });
     context = ctx;
     const result = await withProgress(progress, `running ${name}`, () =>
       runToolCall(name, input, ctx),
     );
+    if (JSON.stringify(session.toJSON()) !== marksBefore) {
+      await saveCliToolSession(sessionFile, session, logger);
+    }
     const sandboxId = ctx.state.sandboxId;
+    const command = result.command ? { command: result.command } : {};
     if (options.json) {
       printJson(
         io,
         result.error
-          ? { ok: false, tool: name, sandboxId, error: result.error }
-          : { ok: true, tool: name, sandboxId, result: result.text },
+          ? { ok: false, tool: name, sandboxId, error: result.error, ...command }
+          : { ok: true, tool: name, sandboxId, result: result.text, ...command },
       );
     } else {
       writeLine(io.stdout, result.text.replace(/\n$/, ''));
