@@ -24,17 +24,20 @@ export async function readmeExample(
   return block[1];
 }
 
-export interface ReadmeExampleRun {
+export interface ExampleRun {
   /** Lines that replace, in order, each line ending in `// your model`. */
   replacements?: readonly string[];
-  /** Which example: the marker before its block. Default `EXAMPLE_MARKER`. */
-  marker?: string;
-  /** Which occurrence of the marker, from 0. Default 0. */
-  nth?: number;
   /** Published as `globalThis.sbxExampleModel` while the example runs. */
   model?: unknown;
   /** `SBX_HOME` for the run, kept afterwards. Default: a fresh directory, removed afterwards. */
   home?: string;
+}
+
+export interface ReadmeExampleRun extends ExampleRun {
+  /** Which example: the marker before its block. Default `EXAMPLE_MARKER`. */
+  marker?: string;
+  /** Which occurrence of the marker, from 0. Default 0. */
+  nth?: number;
 }
 
 /**
@@ -49,25 +52,38 @@ export async function runReadmeExample(
   run: ReadmeExampleRun = {},
 ): Promise<number> {
   const shown = await readmeExample(readmePath, run.marker, run.nth);
+  await runExampleCode(readmePath, shown, run);
+  return shown.trimEnd().split('\n').length;
+}
+
+/**
+ * Runs `code`, a documentation block of `docPath`, as a module beside that file (see
+ * `runReadmeExample`).
+ */
+export async function runExampleCode(
+  docPath: string,
+  code: string,
+  run: ExampleRun = {},
+): Promise<void> {
   const pending = [...(run.replacements ?? [])];
-  const source = shown
+  const source = code
     .split('\n')
     .map((line) => {
       if (!line.trimEnd().endsWith('// your model')) return line;
       const next = pending.shift();
       if (next === undefined) {
-        throw new Error(`${readmePath}: more '// your model' lines than replacements`);
+        throw new Error(`${docPath}: more '// your model' lines than replacements`);
       }
       return next;
     })
     .join('\n');
   if (pending.length > 0) {
-    throw new Error(`${readmePath}: fewer '// your model' lines than replacements`);
+    throw new Error(`${docPath}: fewer '// your model' lines than replacements`);
   }
   const home = run.home ?? (await mkdtemp(path.join(tmpdir(), 'sbx-readme-example-')));
   const file = path.join(
-    path.dirname(readmePath),
-    `.readme-example-${process.pid}-${Date.now()}.mts`,
+    path.dirname(docPath),
+    `.readme-example-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.mts`,
   );
   const global = globalThis as { sbxExampleModel?: unknown };
   const previousHome = process.env.SBX_HOME;
@@ -83,7 +99,6 @@ export async function runReadmeExample(
     await rm(file, { force: true });
     if (run.home === undefined) await rm(home, { recursive: true, force: true });
   }
-  return shown.trimEnd().split('\n').length;
 }
 
 /** The replacement line that reads the scripted model, e.g. `model: ${SCRIPTED_MODEL},`. */
