@@ -92,6 +92,30 @@ export async function snippetsOf(files: readonly string[]): Promise<DocSnippet[]
   return all;
 }
 
+/** A configuration block of the docs: a ```yaml block with a top-level `sandbox:` key. */
+export interface DocConfig {
+  readonly file: string;
+  /** Line of the block's first line in the file, from 1. */
+  readonly line: number;
+  readonly yaml: string;
+  /** The `$NAME` variables it reads (set to a stand-in value when it is validated). */
+  readonly variables: readonly string[];
+}
+
+export function extractConfigs(file: string, text: string): DocConfig[] {
+  const out: DocConfig[] = [];
+  for (const match of text.matchAll(/^```ya?ml\n([\s\S]*?)^```/gm)) {
+    const yaml = match[1]!;
+    if (!/^sandbox:/m.test(yaml)) continue;
+    const line = text.slice(0, match.index).split('\n').length + 1;
+    const variables = [
+      ...new Set([...yaml.matchAll(/\$([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!)),
+    ];
+    out.push({ file, line, yaml, variables });
+  }
+  return out;
+}
+
 /** The lines a README marks `// your model`: a real model the runner cannot call. */
 export function namesModel(snippet: DocSnippet): boolean {
   return snippet.code.split('\n').some((line) => line.trimEnd().endsWith('// your model'));
