@@ -36,7 +36,8 @@ describe('bash results and the process tools on a LocalSandbox', () => {
 
   it('a command printing "Error:" and exiting 0 is a success; `false` is a failure', async () => {
     const ok = await runToolCall('bash', { command: 'echo "Error: only text"' }, context());
-    expect(ok).toEqual({ text: 'Error: only text\n', isError: false });
+    expect(ok).toMatchObject({ text: 'Error: only text\n', isError: false });
+    expect(ok.command).toMatchObject({ exitCode: 0, stdout: 'Error: only text\n' });
     const failed = await runToolCall('bash', { command: 'false' }, context());
     expect(failed).toMatchObject({ isError: true, error: { code: 'COMMAND_FAILED' } });
     expect(failed.text).toBe('\nExit Code: 1');
