@@ -103,7 +103,15 @@ export function buildProgram(runtime: CommandRuntime, exit: { code: number }): C
     .option('--allow-host-bash', 'let bash run on the local provider for this call')
     .addHelpText(
       'after',
-      `\nExample:\n  sbx tool write_file '{"path": "/mnt/user-data/workspace/a.txt", "content": "hi"}'`,
+      [
+        '',
+        'Calls of one user and thread share one tool session (what read_file read, for',
+        'read-before-write), kept in the data directory under cli/tool-sessions.',
+        '',
+        'Example:',
+        `  sbx tool read_file '{"path": "/mnt/user-data/workspace/a.txt"}'`,
+        `  sbx tool str_replace '{"path": "/mnt/user-data/workspace/a.txt", "old_str": "hi", "new_str": "ho"}'`,
+      ].join('\n'),
     )
     .action(async (name: string, json: string, options: ToolOptions) => {
       exit.code = await toolCommand(name, json, options, runtime);
