@@ -212,6 +212,27 @@ describe('one pass, and sbx doctor -c agrees', () => {
     expect(issues.length).toBeGreaterThan(1);
   });
 
+  it('names a document that is no mapping once, as core does', async () => {
+    const { issues } = await validate(await file('list.yaml', ['- a', '- b']));
+    expect(issues).toHaveLength(1);
+    expect(issues[0]).toMatch(/^: expected a mapping/);
+  });
+
+  it('still reads the authorization section when the sandbox section is no mapping', async () => {
+    const bad = await file('section.yaml', [
+      'sandbox: 5',
+      'authorization:',
+      '  enabled: true',
+      '  fail_open: true',
+    ]);
+    const { issues } = await validate(bad);
+    expect(issues.map((i) => i.split(':')[0])).toEqual([
+      'sandbox',
+      'authorization.fail_open',
+      'authorization.provider',
+    ]);
+  });
+
   it.each([
     ['a core key', ['sandbox:', '  replicas: 0']],
     ['a provider block only', ['sandbox:', '  use: "@sbx/aio"', '  aio:', '    netwrok: host']],

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import {
   errorMessage,
@@ -130,10 +129,12 @@ export async function validateConfigFile(
   const options = { env: io.env, cwd: path.dirname(absolute) };
   const issues: ConfigIssue[] = [];
   const warnings: string[] = [];
+  let text: string | undefined;
   let document: unknown;
   let config: SandboxConfig | undefined;
   try {
-    document = parseConfigYaml(await readConfigFile(absolute, absolute), undefined);
+    text = await readConfigFile(absolute, absolute);
+    document = parseConfigYaml(text, undefined);
     config = parseSandboxConfig(document, options);
   } catch (err) {
     const found = configIssuesOf(err);
@@ -152,11 +153,11 @@ export async function validateConfigFile(
         authorizationIssues(() => parseAuthorizationConfig(section)),
       );
     }
-  } else if (document !== undefined) {
+  } else if (document !== undefined && text !== undefined) {
     // Refused as a whole (not a mapping, ...): what @sbx/authz makes of the file is still news,
     // except problems of the document as a whole, which core has named.
-    const text = await readFile(absolute, 'utf8');
-    const found = authorizationIssues(() => parseAuthorizationConfigYaml(text));
+    const source = text;
+    const found = authorizationIssues(() => parseAuthorizationConfigYaml(source));
     addIssues(
       issues,
       found.filter((issue) => issue.path !== ''),
