@@ -1,4 +1,4 @@
-import { SandboxCapacityExceededError } from '@sbx/core';
+import { MemoryCapacityStore, SandboxCapacityExceededError } from '@sbx/core';
 import { ManualClock, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeHarness, sharedLeases } from './test-support.js';
@@ -66,6 +66,28 @@ describe('eviction', () => {
     expect((err as SandboxCapacityExceededError).reason).toBe('shutdown');
     await shutdown;
     expect(h.fake.callsOf('create')).toHaveLength(1);
+  });
+});
+
+describe('the deployment-wide ledger', () => {
+  it('a full ledger with local room evicts a warm VM here and reserves again', async () => {
+    const ledger = new MemoryCapacityStore({ hardLimit: 1 });
+    await ledger.reconcile({
+      expectedRevision: await ledger.revision(),
+      entries: [],
+      complete: true,
+      maxAgeMs: 120_000,
+    });
+    const h = await harness({
+      capacity: ledger,
+      config: { replicas: 2, overflow_policy: 'reject' },
+    });
+    const a = await h.provider.acquire(T('a'));
+    await h.provider.release(a);
+    const b = await h.provider.acquire(T('b'));
+    expect(h.fake.vms.get(a)!.alive).toBe(false);
+    expect(h.provider.get(b)).toBeDefined();
+    expect(h.provider.warmIds()).toEqual([]);
   });
 });
 

@@ -96,6 +96,7 @@ describe('reset()', () => {
     const acquire = track(h.provider.acquire(T('t1')));
     const bootstrap = await h.fake.gate.nextCall('run');
     const queued = track(h.provider.acquire(T('t1')));
+    await settle(); // queued on the thread's lock
     const reset = await resetWaiting(h);
     await bootstrap.release();
     const id = await acquire.promise;

@@ -47,8 +47,9 @@ export class E2BTeardown {
   }
 
   async releaseLocked(id: string): Promise<void> {
+    // Gone when a release queued on the thread's lock behind another one gets its turn.
     const entry = this.#ctx.book.active(id);
-    if (entry === undefined || entry.key === undefined) return;
+    if (entry?.key === undefined) return;
     const key = entry.key;
     this.#ctx.book.untrackActive(id);
     const slot = this.#ctx.slots.beginTransition();
@@ -90,7 +91,8 @@ export class E2BTeardown {
 
   async releaseAnonymous(id: string, entry: ActiveEntry): Promise<void> {
     // Nothing can ever find a thread-less sandbox again, so parking it would only hold a slot.
-    if (this.#ctx.book.untrackActive(id, entry) === undefined) return;
+    // Untracked in the step `release()` found the entry in: a second release finds nothing.
+    this.#ctx.book.untrackActive(id, entry);
     await this.killAndClose(id, entry.sandbox);
     this.#ctx.notify();
   }
