@@ -153,6 +153,19 @@ describe('BoxliteProvider.listSandboxes', () => {
     expect(adopted?.userId).toBeUndefined();
   });
 
+  it('a listing during the start-up reconciliation waits for it: an adopting box shows as warm, not half-way', async () => {
+    const h = harness();
+    await h.runtime.seed('sbx-boxlite-feedfacecafebeef');
+    h.runtime.gate.pause('get', { times: 1 });
+    const acquiring = h.provider.acquire({ userId: 'u1', threadId: 't1' });
+    const adopting = await h.runtime.gate.nextCall('get');
+    const listing = h.provider.listSandboxes();
+    await adopting.release();
+    await acquiring;
+    const adopted = (await listing).find((s) => s.id === 'feedfacecafebeef');
+    expect(adopted).toMatchObject({ state: 'warm' });
+  });
+
   it('reports a runtime that cannot list instead of an empty list', async () => {
     const h = harness();
     await h.provider.acquire({ userId: 'u1', threadId: 't1' });

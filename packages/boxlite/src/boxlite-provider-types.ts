@@ -38,10 +38,12 @@ export interface BoxliteProviderOptions extends SandboxProviderInit {
 /** A released box waiting in the warm pool. */
 export interface WarmBox {
   readonly sandbox: BoxliteSandbox;
-  /** Unknown (`undefined`) for a box adopted at startup: any thread whose id matches may reclaim it, after a health check. */
+  /**
+   * Unknown (`undefined`) for a box adopted at startup: any thread whose id matches may reclaim it,
+   * after a health check. Known for a box this instance released, which is reused unchecked within
+   * `health_check_skip_seconds`.
+   */
   readonly identity: BoxIdentity | undefined;
-  /** Released by this instance: within `health_check_skip_seconds` it is reused unchecked. */
-  readonly skipEligible: boolean;
 }
 
 export interface ActiveBox {

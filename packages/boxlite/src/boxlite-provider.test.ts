@@ -225,10 +225,11 @@ describe('§8.6 BoxLite provider', () => {
     }
   });
 
-  it('§8.6.135 shutdown closes the runtime as well', async () => {
+  it('§8.6.135 shutdown stops the active boxes and closes the runtime as well', async () => {
     const h = harness();
-    await h.provider.acquire({ userId: 'u', threadId: 't' });
+    const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
     await h.provider.shutdown();
+    expect(h.runtime.latest(h.provider.boxName(id))?.running).toBe(false);
     expect(h.runtime.closed).toBe(true);
   });
 
@@ -305,6 +306,51 @@ describe('§8.6 BoxLite provider', () => {
       expect(h.provider.get(id)?.box).not.toBe(old);
       expect(old?.running).toBe(false);
       expect(healthChecks(h)).toBe(0);
+      // Refused as gone, not taken and mistaken for a box that failed its health check.
+      expect(h.logger.text('warn')).not.toContain('failed its health check');
+    });
+
+    it('no acquire hands a box out once shutdown has begun, wherever the shutdown lands', async () => {
+      // The shutdown is started a few microtasks after the acquire, at every depth in turn, so
+      // one of them lands between the grant of the per-id lock and the start of its section.
+      for (let depth = 0; depth < 12; depth += 1) {
+        const h = harness();
+        const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+        let shutdownBegan = false;
+        const handedOutAfterShutdown: number[] = [];
+        h.provider.onEvent((event) => {
+          if (event.type === 'acquire' && shutdownBegan) handedOutAfterShutdown.push(depth);
+        });
+        const again = h.provider.acquire({ userId: 'u', threadId: 't' }).catch((e: unknown) => e);
+        let chain = Promise.resolve();
+        for (let i = 0; i < depth; i += 1) chain = chain.then(() => undefined);
+        const shuttingDown = chain.then(() => {
+          shutdownBegan = true;
+          return h.provider.shutdown();
+        });
+        const outcome = await again;
+        await shuttingDown;
+        expect(handedOutAfterShutdown).toEqual([]);
+        if (outcome !== id) expect(outcome).toBeInstanceOf(ProviderClosedError);
+        expect(h.runtime.latest(h.provider.boxName(id))?.running).toBe(false);
+      }
+    });
+
+    it('a warm box whose stop fails stays in the pool, still running, and a later pass stops it', async () => {
+      const h = harness({ idle_timeout: 60 });
+      const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+      await h.provider.release(id);
+      const box = h.runtime.latest(h.provider.boxName(id))!;
+      box.stopFailures.push(new Error('engine busy'));
+      await h.clock.advance(61_000);
+      await h.provider.runIdleCheck();
+      expect(box.stopCalls).toBe(1);
+      expect(box.running).toBe(true);
+      expect(h.provider.warmIds).toEqual([id]);
+      expect(h.logger.text('error')).toContain('Failed to stop BoxLite box');
+      await h.provider.runIdleCheck();
+      expect(box.running).toBe(false);
+      expect(h.provider.warmIds).toEqual([]);
     });
 
     it('a reclaim whose health check was still running when shutdown began stops the box and fails', async () => {

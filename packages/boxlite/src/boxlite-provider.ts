@@ -259,8 +259,8 @@ export class BoxliteProvider
     if (taken === undefined) return false;
     const { sandbox } = taken.value;
     const age = this.clock.now() - taken.releasedAt;
+    // An adopted box (identity unknown) is always checked: nothing here saw it healthy lately.
     const skip =
-      taken.value.skipEligible &&
       stored !== undefined &&
       this.settings.healthCheckSkipSeconds > 0 &&
       age <= this.settings.healthCheckSkipSeconds * 1000;
@@ -360,7 +360,6 @@ export class BoxliteProvider
     const parked = this.registry.pool.put(id, {
       sandbox: active.sandbox,
       identity: active.identity,
-      skipEligible: true,
     });
     if (parked === undefined) await this.#stopBox(id, active.sandbox, 'teardown_in_flight');
   }

@@ -61,7 +61,6 @@ export async function adoptLeftoverBoxes(
       registry.pool.put(id, {
         sandbox: into.adapter(id, box),
         identity: undefined,
-        skipEligible: false,
       });
       logger.info('Adopted BoxLite box into the warm pool', { sandboxId: id, box: name });
       into.onAdopt(id);
