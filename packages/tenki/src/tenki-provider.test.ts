@@ -211,10 +211,11 @@ describe('§8.7 Tenki provider', () => {
     await hung.release();
   });
 
-  it('§8.7.161 shutdown closes the client as well', async () => {
+  it('§8.7.161 shutdown terminates the active VMs and closes the client as well', async () => {
     const h = harness();
     await h.provider.acquire({ userId: 'u', threadId: 't' });
     await h.provider.shutdown();
+    expect(h.client.sandboxes[0]?.terminated).toBe(true);
     expect(h.client.closed).toBe(true);
   });
 
@@ -232,6 +233,44 @@ describe('§8.7 Tenki provider', () => {
       await h.provider.release(id);
       expect(h.provider.warmIds).toEqual([]);
       expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    });
+
+    it('a create that finishes after shutdown began terminates its VM and fails', async () => {
+      const h = harness();
+      h.client.gate.pause('create', { times: 1 });
+      const acquiring = track(h.provider.acquire({ userId: 'u', threadId: 't' }));
+      const create = await h.client.gate.nextCall('create');
+      await h.provider.shutdown();
+      await create.release();
+      expect(await rejectionOf(acquiring.promise)).toBeInstanceOf(ProviderClosedError);
+      expect(h.provider.activeIds).toEqual([]);
+      expect(h.client.sandboxes[0]?.terminated).toBe(true);
+    });
+
+    it('no acquire hands a VM out once shutdown has begun, wherever the shutdown lands', async () => {
+      // The shutdown is started a few microtasks after the acquire, at every depth in turn, so
+      // one of them lands between the grant of the per-id lock and the start of its section.
+      for (let depth = 0; depth < 12; depth += 1) {
+        const h = harness();
+        const id = await h.provider.acquire({ userId: 'u', threadId: 't' });
+        let shutdownBegan = false;
+        const handedOutAfterShutdown: number[] = [];
+        h.provider.onEvent((event) => {
+          if (event.type === 'acquire' && shutdownBegan) handedOutAfterShutdown.push(depth);
+        });
+        const again = h.provider.acquire({ userId: 'u', threadId: 't' }).catch((e: unknown) => e);
+        let chain = Promise.resolve();
+        for (let i = 0; i < depth; i += 1) chain = chain.then(() => undefined);
+        const shuttingDown = chain.then(() => {
+          shutdownBegan = true;
+          return h.provider.shutdown();
+        });
+        const outcome = await again;
+        await shuttingDown;
+        expect(handedOutAfterShutdown).toEqual([]);
+        if (outcome !== id) expect(outcome).toBeInstanceOf(ProviderClosedError);
+        expect(h.client.sandboxes[0]?.terminated).toBe(true);
+      }
     });
 
     it('a reclaim whose liveness check was still running when shutdown began terminates the VM and fails', async () => {
