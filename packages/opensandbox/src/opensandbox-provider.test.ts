@@ -1,7 +1,7 @@
 import { ProviderClosedError, SandboxRuntimeError, parseSandboxConfig } from '@sbx/core';
 import { deriveSandboxScopeToken } from '@sbx/core/provider-kit';
 import type { Logger } from '@sbx/core';
-import { ManualClock, rejectionOf, settle, track } from '@sbx/core/testing';
+import { Deferred, ManualClock, rejectionOf, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OpenSandboxProviderConfig } from './opensandbox-config.js';
 import {
@@ -472,6 +472,86 @@ describe('OpenSandboxProvider races (deterministic interleavings)', () => {
     expect((err as Error).message).toBe(PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE);
     await shutdown.promise;
     expect(fake.remote(remoteId)).toMatchObject({ alive: false, kills: 1 });
+  });
+
+  it('no acquire hands a sandbox out once shutdown has begun, wherever the shutdown lands', async () => {
+    // The shutdown is started a few microtasks after a reuse, at every depth in turn: before the
+    // lock, between its grant and the section, during the renewal, after it.
+    for (let depth = 0; depth < 16; depth += 1) {
+      const { fake, provider } = setup();
+      const id = await provider.acquire({ userId: 'u', threadId: 't' });
+      let shutdownBegan = false;
+      const handedOutAfterShutdown: number[] = [];
+      provider.onEvent((event) => {
+        if (event.type === 'acquire' && shutdownBegan) handedOutAfterShutdown.push(depth);
+      });
+      const again = provider.acquire({ userId: 'u', threadId: 't' }).catch((e: unknown) => e);
+      let chain = Promise.resolve();
+      for (let i = 0; i < depth; i += 1) chain = chain.then(() => undefined);
+      const shuttingDown = chain.then(() => {
+        shutdownBegan = true;
+        return provider.shutdown();
+      });
+      const outcome = await again;
+      await shuttingDown;
+      expect(handedOutAfterShutdown).toEqual([]);
+      if (outcome !== id) expect(outcome).toBeInstanceOf(ProviderClosedError);
+      expect(fake.aliveIds).toEqual([]);
+    }
+  });
+
+  it('a thread-less acquire still loading the SDK when shutdown begins creates nothing', async () => {
+    const fake = new FakeOpenSandbox();
+    fakes.push(fake);
+    const sdk = new Deferred<typeof fake.sdk>();
+    const provider = new OpenSandboxProvider({
+      config: { opensandbox: SECURE },
+      sdk: () => sdk.promise,
+      clock: new ManualClock(1_000_000),
+      logger: capturingLogger().logger,
+      env: {},
+    });
+    providers.push(provider);
+    const acquire = track(provider.acquire());
+    await settle();
+    const shutdown = track(provider.shutdown());
+    await settle();
+    sdk.resolve(fake.sdk);
+    expect(await rejectionOf(acquire.promise)).toBeInstanceOf(ProviderClosedError);
+    await shutdown.promise;
+    expect(fake.creates).toEqual([]);
+  });
+
+  it('a renewal that finds the remote gone after shutdown began fails the acquire and creates nothing', async () => {
+    const { fake, provider } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    fake.gate.pause('renew', { times: 1 });
+    const reuse = track(provider.acquire({ userId: 'u', threadId: 't' }));
+    const renew = await fake.gate.nextCall('renew');
+    const shutdown = track(provider.shutdown());
+    await settle();
+    renew.fail(fakeApiError(404, 'sandbox not found'));
+    await rejectionOf(reuse.promise);
+    await shutdown.promise;
+    expect(fake.creates).toHaveLength(1);
+    expect(provider.get(id)).toBeUndefined();
+    expect(fake.aliveIds).toEqual([]);
+  });
+
+  it('shutdown waits for the deletion of a sandbox evicted just before', async () => {
+    const { fake, provider, remoteOf } = setup();
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    const evicted = remoteOf(id);
+    fake.gate.pause('kill', { times: 1 });
+    fake.failNext('run', fakeApiError(404, 'sandbox not found'));
+    await rejectionOf(provider.get(id)!.executeCommand('echo hi'));
+    const deleting = await fake.gate.nextCall('kill');
+    const shutdown = track(provider.shutdown());
+    await settle();
+    expect(shutdown.settled).toBe(false);
+    await deleting.release();
+    await shutdown.promise;
+    expect(fake.remote(evicted)).toMatchObject({ alive: false, kills: 1 });
   });
 
   it('a release while shutdown is under way deletes the sandbox and does not fail', async () => {

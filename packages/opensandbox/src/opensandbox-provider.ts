@@ -202,13 +202,6 @@ export class OpenSandboxProvider
   override async release(sandboxId: string): Promise<void> {
     const active = this.registry.active.get(sandboxId);
     if (active === undefined) return;
-    if (active.identity === undefined) {
-      // Nobody can ever reclaim a random id: parking it would only hold a replica slot until it
-      // idles out, so it is deleted at once.
-      this.registry.active.delete(sandboxId);
-      await this.#destroyQuietly(active.sandbox, 'anonymous_release');
-      return;
-    }
     if (this.closed) {
       this.registry.active.delete(sandboxId);
       await this.#destroyQuietly(active.sandbox, 'shutdown');
@@ -261,7 +254,8 @@ export class OpenSandboxProvider
     identity: OpenSandboxIdentity,
     signal: AbortSignal | undefined,
   ): Promise<string> {
-    this.assertOpen();
+    // No closed check here: shutdown closes the locks (a queued section never starts), and each
+    // path below re-checks after its round trip, where shutdown may really have begun.
     const active = this.registry.active.get(id);
     if (active !== undefined) {
       assertSameThreadIdentity(id, active.identity, identity, UNKNOWN_IDENTITY);
@@ -399,6 +393,8 @@ export class OpenSandboxProvider
     const active = this.registry.active.get(id);
     if (active === undefined) return;
     this.registry.active.delete(id);
+    // Nobody can ever reclaim a thread-less (random) id: parking it would only hold a replica slot
+    // until it idles out, so it is deleted at once.
     if (active.sandbox.closed || active.identity === undefined) {
       await this.#destroyQuietly(active.sandbox, 'release');
       return;
