@@ -35,6 +35,20 @@ async function providerTag(id: string): Promise<string> {
   return out;
 }
 
+/**
+ * The processes carrying `tag` once at least `atLeast` of them are readable. A process caught in
+ * the middle of its exec has an unreadable environment for an instant, which a loaded machine
+ * stretches; waiting for the count (bounded) keeps the test about cleanup, not about that instant.
+ */
+async function settledMarked(tag: string, atLeast: number): Promise<number[]> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const found = await markedProcesses(PROVIDER_PROCESS_MARKER, tag);
+    if (found.length >= atLeast || Date.now() > deadline) return found;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 const ESCAPES = [
   'setsid sleep 300 >/dev/null 2>&1 < /dev/null &',
   '( (sleep 300 >/dev/null 2>&1 < /dev/null &) & )',
@@ -48,7 +62,7 @@ describe.runIf(hasProcFs)('nothing a local sandbox started outlives it', () => {
     for (const command of ESCAPES) await provider.get(a)!.executeCommand(command);
     await provider.get(b)!.executeCommand('setsid sleep 300 >/dev/null 2>&1 < /dev/null &');
     const tag = await providerTag(a);
-    expect((await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).length).toBeGreaterThanOrEqual(4);
+    expect((await settledMarked(tag, 4)).length).toBeGreaterThanOrEqual(4);
 
     await provider.release(a);
     // Only b's process is left.
@@ -61,7 +75,7 @@ describe.runIf(hasProcFs)('nothing a local sandbox started outlives it', () => {
     const a = await provider.acquire({ userId: 'u', threadId: 'a' });
     await provider.get(a)!.executeCommand(ESCAPES[0]!);
     const tag = await providerTag(a);
-    expect(await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).toHaveLength(1);
+    expect(await settledMarked(tag, 1)).toHaveLength(1);
     await provider.shutdown();
     expect(await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).toEqual([]);
   });
@@ -78,7 +92,7 @@ describe.runIf(hasProcFs)('nothing a local sandbox started outlives it', () => {
       const tag = await small.get(a)!.executeCommand(`printf %s "$${PROVIDER_PROCESS_MARKER}"`);
       await small.acquire({ userId: 'u', threadId: 'b' }); // evicts a
       expect(small.get(a)).toBeUndefined();
-      expect(await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).toHaveLength(1);
+      expect(await settledMarked(tag, 1)).toHaveLength(1);
       await small.release(a);
       expect(await markedProcesses(PROVIDER_PROCESS_MARKER, tag)).toEqual([]);
     } finally {

@@ -12,6 +12,13 @@ import { LOOP_PROBE_SCRIPT, runIsolated } from '../testing/isolated-run.js';
  */
 let dir: string;
 
+/**
+ * Lateness that still says "the loop was free": a search run on the loop would hold it for the
+ * whole 1 s deadline or more, while a loaded 2-core machine alone can delay a 20 ms timer by a
+ * hundred milliseconds or so.
+ */
+const LOOP_FREE_MS = 500;
+
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'sbx-grep-hostile-'));
   await writeFile(path.join(dir, 'nested.txt'), `${'a'.repeat(28)}!\n`);
@@ -63,13 +70,13 @@ describe('grep under hostile patterns', () => {
     const outcome = await hostileGrep('(a+)+$', 1_000);
     expect(outcome.ok).toBe(false);
     expect(outcome.code).toBe('SEARCH_TIMEOUT');
-    expect(outcome.worstLateMs).toBeLessThan(100);
+    expect(outcome.worstLateMs).toBeLessThan(LOOP_FREE_MS);
   });
 
   it('^(a|aa)+$ on 50 characters stops at its deadline, the loop stays free', async () => {
     const outcome = await hostileGrep('^(a|aa)+$', 1_000);
     expect(outcome.code).toBe('SEARCH_TIMEOUT');
-    expect(outcome.worstLateMs).toBeLessThan(100);
+    expect(outcome.worstLateMs).toBeLessThan(LOOP_FREE_MS);
   });
 
   it('(x+x+)+y never sees the 30,000-character line (over the line limit)', async () => {
@@ -80,7 +87,7 @@ describe('grep under hostile patterns', () => {
   it('a+b is not quadratic on a 30,000-character line: only the short line is tested', async () => {
     const outcome = await hostileGrep('a+b', 10_000);
     expect(outcome).toMatchObject({ ok: true, matches: 1 });
-    expect(outcome.worstLateMs).toBeLessThan(100);
+    expect(outcome.worstLateMs).toBeLessThan(LOOP_FREE_MS);
   });
 });
 
