@@ -1,12 +1,15 @@
-import { OwnershipBackendError } from '@sbx/core';
+import { OwnershipBackendError, SandboxIdentityCollisionError } from '@sbx/core';
+import { track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
+import { AioSandboxProvider } from './aio-sandbox-provider.js';
 import { makeHarness } from './testing/provider-harness.js';
 import type { Harness, HarnessOptions } from './testing/provider-harness.js';
 
-// The acquire paths' store failures: a take that cannot be answered is not a teardown marker. The
-// acquire fails and this instance keeps what it tracks; only a `del:` (another instance stopping
-// it) makes the path forget the sandbox and start afresh.
+// The acquire paths' guards: a take that cannot be answered is not a teardown marker (the acquire
+// fails and this instance keeps what it tracks; only a `del:` makes the path start afresh); the
+// checks before the first await, and those taken again after the take.
 
+const BEING_DESTROYED = 'SANDBOX_BEING_DESTROYED';
 const T = (threadId: string) => ({ userId: 'u1', threadId });
 const harnesses: Harness[] = [];
 async function harness(options: HarnessOptions = {}): Promise<Harness> {
@@ -46,5 +49,130 @@ describe('a store error on the acquire paths', () => {
     h.faults.heal();
     expect(await h.provider.acquire(T('t'))).toBe(id);
     expect(h.provider.snapshot()).toMatchObject({ active: [id], warm: [] });
+  });
+});
+
+describe('checks taken before the first await of an acquire', () => {
+  class CollidingProvider extends AioSandboxProvider {
+    override sandboxIdFor(): string {
+      return 'a1b2c3d4e5f60718';
+    }
+  }
+
+  it('another tenant’s active sandbox is refused at once, even when discovery cannot answer: nothing is created over it or stopped', async () => {
+    const h = await harness({ providerClass: CollidingProvider });
+    const id = await h.provider.acquire({ userId: 'alice', threadId: 't' });
+    h.backend.discover = async () => {
+      throw new Error('engine unreachable');
+    };
+    await expect(h.provider.acquire({ userId: 'bob', threadId: 't' })).rejects.toBeInstanceOf(
+      SandboxIdentityCollisionError,
+    );
+    expect(h.backend.isRunning(id)).toBe(true);
+    expect(h.backend.count('create')).toBe(1);
+    expect(h.backend.count('destroy')).toBe(0);
+    expect(h.provider.get(id)).toBeDefined();
+  });
+
+  it('reuse of an id a teardown here holds makes no health check and no take', async () => {
+    const h = await harness();
+    await h.provider.acquire(T('t'));
+    await h.clock.advance(601_000);
+    h.store.pause('claim', { times: 1 });
+    const idle = track(h.provider.runIdleCheck());
+    const claim = await h.store.nextCall('claim');
+    const health = h.backend.count('checkHealth');
+    const takes = h.store.count('take');
+    await expect(h.provider.acquire(T('t'))).rejects.toMatchObject({ code: BEING_DESTROYED });
+    await claim.release();
+    await idle.promise;
+    expect(h.backend.count('checkHealth')).toBe(health);
+    expect(h.store.count('take')).toBe(takes);
+  });
+
+  it('a warm container adopted without a published port is not reclaimed: discovery looks for it instead', async () => {
+    const h = await harness();
+    const id = h.provider.sandboxIdFor(T('t'));
+    const info = h.backend.startExternal(id);
+    (info as { sandboxUrl: string }).sandboxUrl = '';
+    expect((await h.provider.reconcile()).adopted).toEqual([id]);
+    const paths: string[] = [];
+    h.provider.onEvent((e) => {
+      if (e.type === 'acquire') paths.push(e.path);
+    });
+    const health = h.backend.count('checkHealth');
+    expect(await h.provider.acquire(T('t'))).toBe(id);
+    expect(paths).toEqual(['discover']);
+    expect(h.backend.count('checkHealth')).toBe(health);
+  });
+});
+
+describe('checks taken again after an acquire’s take', () => {
+  it('a reclaim whose take returns while the warm reaper is stopping the sandbox does not promote it', async () => {
+    const h = await harness();
+    const x = await h.provider.acquire(T('t'));
+    await h.provider.release(x);
+    h.store.pause('take', { times: 1, phase: 'after' });
+    const acquire = track(h.provider.acquire(T('t')));
+    const take = await h.store.nextCall('take'); // committed, reply in flight
+    h.backendGate.pause('destroy', { times: 1 });
+    const evict = track(h.provider.evictOldestWarm());
+    const stop = await h.backendGate.nextCall('destroy'); // reserved, entry still parked
+    await take.release();
+    await expect(acquire.promise).rejects.toMatchObject({ code: BEING_DESTROYED });
+    expect(h.provider.get(x)).toBeUndefined();
+    await stop.release();
+    expect(await evict.promise).toBe(x);
+    expect(h.backend.isRunning(x)).toBe(false);
+  });
+
+  it('an unhealthy verdict landing while a warm stop runs does not stop the container a second time', async () => {
+    const h = await harness();
+    const x = await h.provider.acquire(T('t'));
+    await h.provider.release(x);
+    h.backend.healthOverride.set(x, 'dead');
+    h.backendGate.pause('checkHealth', { times: 1 });
+    const acquire = track(h.provider.acquire(T('t')));
+    const health = await h.backendGate.nextCall('checkHealth');
+    h.backendGate.pause('destroy', { times: 1 });
+    const evict = track(h.provider.evictOldestWarm());
+    const stop = await h.backendGate.nextCall('destroy');
+    await health.release();
+    await expect(acquire.promise).rejects.toMatchObject({ code: BEING_DESTROYED });
+    await stop.release();
+    expect(await evict.promise).toBe(x);
+    expect(h.backend.count('destroy', x)).toBe(1);
+  });
+});
+
+describe('a new container whose readiness probe throws', () => {
+  it('is stopped under this instance’s marker and the acquire fails', async () => {
+    const h = await harness();
+    h.backend.readinessProbe = async () => {
+      throw new Error('probe broke');
+    };
+    const x = h.provider.sandboxIdFor(T('t'));
+    await expect(h.provider.acquire(T('t'))).rejects.toThrow('probe broke');
+    expect(h.backend.isRunning(x)).toBe(false);
+    expect(h.backend.count('destroy', x)).toBe(1);
+    expect(h.lease(x)).toBeUndefined();
+  });
+});
+
+describe('release after shutdown began', () => {
+  it('parks the sandbox and makes no store call', async () => {
+    const h = await harness();
+    const x = await h.provider.acquire(T('t'));
+    h.backendGate.pause('create', { times: 1 });
+    const other = track(h.provider.acquire(T('other')));
+    const create = await h.backendGate.nextCall('create');
+    const shutdown = track(h.provider.shutdown()); // waits for the acquire in flight
+    const renews = h.store.count('renew');
+    await h.provider.release(x);
+    expect(h.store.count('renew')).toBe(renews);
+    await create.release();
+    await other.promise;
+    await shutdown.promise;
+    expect(h.backend.isRunning(x)).toBe(false);
   });
 });

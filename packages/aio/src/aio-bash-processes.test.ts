@@ -123,4 +123,17 @@ describe('background processes followed by two clients', () => {
     expect(peer.bash.calls('closeSession')).toEqual([]);
     expect(standin.openBashSessionIds()).toEqual([]);
   });
+
+  it('a named session whose command failed to start is closed', async () => {
+    const c = client();
+    standin.intercept((req) =>
+      req.path === '/v1/bash/exec' ? { status: 500, body: { success: false } } : undefined,
+    );
+    await expect(c.launcher.launch('true', {}, sink().sink)).rejects.toThrow();
+    standin.intercept(undefined);
+    const [created] = standin.calls('/v1/bash/sessions/create');
+    const id = (created!.body as { session_id: string }).session_id;
+    expect(standin.calls(`/v1/bash/sessions/${id}/close`)).toHaveLength(1);
+    expect(standin.openBashSessionIds()).toEqual([]);
+  });
 });

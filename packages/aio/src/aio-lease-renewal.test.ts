@@ -151,3 +151,55 @@ describe('a flush erases every lease: the holder using a sandbox keeps it (stale
     expect(a.lease(x)).toBe(`own:${a.ownerId}`);
   });
 });
+
+describe('a superseded mark and this instance taking the sandbox back', () => {
+  it('an acquire that re-takes a sandbox marked superseded clears the mark: the warm reaper stops it later', async () => {
+    const a = await harness();
+    const x = await warmSandbox(a);
+    expect(await a.peerStore().take(x)).toBe(true);
+    a.store.pause('renew', { times: 1 });
+    const evict = track(a.provider.evictOldestWarm());
+    const reaperRenew = await a.store.nextCall('renew'); // the reaper holds X
+    await a.provider.renewLeases(); // LOST, kept (reserved), the peer holds it: superseded
+    await reaperRenew.release();
+    expect(await evict.promise).toBeUndefined();
+    expect(await a.provider.acquire(T('t'))).toBe(x); // the next turn takes it back
+    await a.provider.release(x);
+    expect(await a.provider.evictOldestWarm()).toBe(x);
+    expect(a.backend.isRunning(x)).toBe(false);
+  });
+});
+
+describe('lapse sightings', () => {
+  it('a sighting of an id no longer tracked is dropped: adopted again later, it waits afresh after a flush', async () => {
+    const a = await harness({ crossProcess: true });
+    const x = await warmSandbox(a);
+    a.table.clear();
+    await a.provider.renewLeases(); // first look: absent
+    await a.provider.destroy(x);
+    await a.provider.renewLeases(); // X is no longer tracked here
+    a.backend.startExternal(x); // a container of that id again, left by someone else
+    expect((await a.provider.reconcile()).deferred).toEqual([x]);
+    await a.clock.advance(120_000);
+    expect((await a.provider.reconcile()).adopted).toEqual([x]);
+    a.table.clear();
+    await a.provider.renewLeases(); // a first look again, not the old one
+    expect(a.lease(x)).toBeUndefined();
+  });
+
+  it('a re-claim a peer beat reads as lost: the sandbox is forgotten, not kept as renewed', async () => {
+    const a = await harness();
+    const x = await a.provider.acquire(T('t'));
+    a.table.clear();
+    a.store.pause('claim', { times: 1 });
+    const renewal = track(a.provider.renewLeases()); // LAPSED: re-claims at once
+    const claim = await a.store.nextCall('claim');
+    const peer = a.peerStore();
+    expect(await peer.take(x)).toBe(true); // the peer got there first
+    await claim.release();
+    await renewal.promise;
+    expect(a.provider.get(x)).toBeUndefined();
+    expect(a.lease(x)).toBe(`own:${peer.ownerId}`);
+    expect(a.backend.isRunning(x)).toBe(true);
+  });
+});

@@ -108,3 +108,71 @@ describe('the adoption grace counts only time the store answered', () => {
     expect((await b.provider.reconcile()).adopted).toEqual([x]);
   });
 });
+
+describe('the orphan reaper', () => {
+  it('keeps a candidate an acquire took up while an earlier stop of the same pass was in flight', async () => {
+    const h = await harness();
+    const first = h.provider.sandboxIdFor(T('a'));
+    const second = h.provider.sandboxIdFor(T('b'));
+    h.backend.startExternal(first);
+    h.backend.startExternal(second);
+    h.store.pause('claim', { times: 1 });
+    const gc = track(h.provider.reapOrphans({ graceMs: 0 }));
+    const claim = await h.store.nextCall('claim');
+    expect(claim.args[0]).toBe(first);
+    expect(await h.provider.acquire(T('b'))).toBe(second); // discovered meanwhile
+    await claim.release();
+    const report = await gc.promise;
+    expect(report.reaped).toEqual([first]);
+    expect(report.kept).toEqual([{ id: second, reason: 'taken up by this instance meanwhile' }]);
+    expect(h.backend.isRunning(second)).toBe(true);
+  });
+
+  it('reports a failed stop as kept, not reaped', async () => {
+    const h = await harness();
+    const id = h.provider.sandboxIdFor(T('a'));
+    h.backend.startExternal(id);
+    h.backend.failDestroy = new Error('engine refused');
+    const report = await h.provider.reapOrphans({ graceMs: 0 });
+    expect(report.reaped).toEqual([]);
+    expect(report.kept).toEqual([
+      { id, reason: 'the stop failed (see the log); the container may still run' },
+    ]);
+  });
+});
+
+describe('reconciliation and ids', () => {
+  it('never adopts a container whose id is not a sandbox id (a label anyone can set)', async () => {
+    const h = await harness();
+    const odd = '../../etc';
+    h.backend.startExternal(odd);
+    const summary = await h.provider.reconcile();
+    expect(summary.adopted).toEqual([]);
+    expect(summary.skipped).toEqual([odd]);
+    expect(h.provider.snapshot().warm).toEqual([]);
+    expect(h.lease(odd)).toBeUndefined();
+  });
+});
+
+describe('a sandbox adopted, then taken back', () => {
+  it('its old sighting is gone: after a later flush the grace starts afresh', async () => {
+    const a = await harness({ crossProcess: true });
+    const b = await peerOf(a);
+    const x = await a.provider.acquire(T('t'));
+    await a.provider.release(x);
+    // A stalls past the TTL: its lease lapses and B adopts X after one grace.
+    await a.clock.advance(121_000);
+    expect((await b.provider.reconcile()).deferred).toEqual([x]);
+    await a.clock.advance(120_000);
+    expect((await b.provider.reconcile()).adopted).toEqual([x]);
+    // The thread's next turn lands on A again; B hears LOST and forgets X.
+    expect(await a.provider.acquire(T('t'))).toBe(x);
+    await b.provider.renewLeases();
+    expect(b.provider.snapshot().warm).toEqual([]);
+    a.table.clear(); // FLUSHALL while A's turn runs
+    expect((await b.provider.reconcile()).adopted).toEqual([]);
+    await a.provider.renewLeases();
+    expect(a.lease(x)).toBe(`own:${a.ownerId}`);
+    expect(a.provider.get(x)).toBeDefined();
+  });
+});

@@ -72,4 +72,17 @@ describe('reset()', () => {
     expect(h.lease(id)).toBeUndefined();
     expect(h.backend.isRunning(id)).toBe(true);
   });
+  it('a destroy in flight whose entry reset() handed over clears the del: marker it wrote', async () => {
+    const h = await harness();
+    const x = await h.provider.acquire(T('t'));
+    h.store.pause('claim', { times: 1, phase: 'after' });
+    const destroy = track(h.provider.destroy(x));
+    const claim = await h.store.nextCall('claim'); // del: written, answer in flight
+    await h.provider.reset();
+    await claim.release();
+    await destroy.promise;
+    // Nothing left to stop here (the container was handed over); the marker must not outlive it.
+    expect(h.lease(x)).toBeUndefined();
+    expect(h.backend.isRunning(x)).toBe(true);
+  });
 });
