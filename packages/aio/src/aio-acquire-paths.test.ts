@@ -52,13 +52,14 @@ describe('a store error on the acquire paths', () => {
   });
 });
 
-describe('checks taken before the first await of an acquire', () => {
-  class CollidingProvider extends AioSandboxProvider {
-    override sandboxIdFor(): string {
-      return 'a1b2c3d4e5f60718';
-    }
+/** Every thread maps to one id: what a hash collision between two tenants would do. */
+class CollidingProvider extends AioSandboxProvider {
+  override sandboxIdFor(): string {
+    return 'a1b2c3d4e5f60718';
   }
+}
 
+describe('checks taken before the first await of an acquire', () => {
   it('another tenant’s active sandbox is refused at once, even when discovery cannot answer: nothing is created over it or stopped', async () => {
     const h = await harness({ providerClass: CollidingProvider });
     const id = await h.provider.acquire({ userId: 'alice', threadId: 't' });
@@ -142,6 +143,77 @@ describe('checks taken again after an acquire’s take', () => {
     await stop.release();
     expect(await evict.promise).toBe(x);
     expect(h.backend.count('destroy', x)).toBe(1);
+  });
+});
+
+describe('re-checks after the health check and the take that no earlier check makes redundant', () => {
+  it('reuse: an entry a LOST renewal forgot during the health check gets no take, so an acquire failing later leaves the peer its lease', async () => {
+    const h = await harness();
+    const x = await h.provider.acquire(T('t'));
+    const peer = h.peerStore();
+    expect(await peer.take(x)).toBe(true); // a turn on another instance took it
+    h.backendGate.pause('checkHealth', { times: 1 });
+    const acquire = track(h.provider.acquire(T('t')));
+    const health = await h.backendGate.nextCall('checkHealth');
+    await h.provider.renewLeases(); // LOST: forgotten here (no take of this acquire yet)
+    expect(h.provider.get(x)).toBeUndefined();
+    const unreachable = new Error('engine unreachable');
+    h.backend.discover = async () => {
+      throw unreachable;
+    };
+    h.backend.create = async () => {
+      throw unreachable;
+    };
+    await health.release();
+    await expect(acquire.promise).rejects.toBe(unreachable);
+    // The take of an id this instance no longer tracks would have left a lease nothing renews
+    // and cut the peer's turn (its next renewal would read LOST).
+    expect(h.lease(x)).toBe(`own:${peer.ownerId}`);
+    expect(h.backend.isRunning(x)).toBe(true);
+  });
+
+  it('reclaim: a warm entry another tenant parked during the health check and the take is refused, not handed over', async () => {
+    const h = await harness({ providerClass: CollidingProvider });
+    const alice = { userId: 'alice', threadId: 't' };
+    const bob = { userId: 'bob', threadId: 't' };
+    const x = await h.provider.acquire(alice);
+    await h.provider.release(x);
+    h.backendGate.pause('checkHealth', { times: 1 });
+    const reclaim = track(h.provider.acquire(alice));
+    const health = await h.backendGate.nextCall('checkHealth');
+    // Meanwhile alice's entry is forgotten (a peer took it) and bob's turn parks the same id.
+    expect(await h.peerStore().take(x)).toBe(true);
+    await h.provider.renewLeases();
+    expect(h.provider.snapshot().warm).toEqual([]);
+    expect(await h.provider.acquire(bob)).toBe(x);
+    await h.provider.release(x);
+    expect(h.provider.snapshot().warm).toEqual([x]);
+    await health.release();
+    await expect(reclaim.promise).rejects.toBeInstanceOf(SandboxIdentityCollisionError);
+    expect(h.provider.get(x)).toBeUndefined();
+    expect(h.provider.snapshot().warm).toEqual([x]);
+    expect(await h.provider.acquire(bob)).toBe(x);
+  });
+
+  it('discover: landing on an id still active here (a refused stop kept it) closes the client it replaces', async () => {
+    const h = await harness();
+    const x = await h.provider.acquire(T('t'));
+    const first = h.backend.clients.at(-1)!;
+    expect(await h.peerStore().take(x)).toBe(true);
+    h.store.pause('claim', { times: 1 });
+    const destroy = track(h.provider.destroy(x));
+    const claim = await h.store.nextCall('claim'); // reserved here; the peer holds the lease
+    h.backendGate.pause('discover', { times: 1 });
+    const acquire = track(h.provider.acquire(T('t'))); // reuse refuses the reserved id
+    const discover = await h.backendGate.nextCall('discover');
+    await claim.release(); // refused: the entry stays active, the reservation ends
+    await destroy.promise;
+    expect(h.provider.get(x)).toBe(first);
+    await discover.release();
+    expect(await acquire.promise).toBe(x);
+    expect(h.provider.get(x)).not.toBe(first);
+    expect(first.closed).toBe(true);
+    expect(h.lease(x)).toBe(`own:${h.ownerId}`);
   });
 });
 

@@ -100,6 +100,8 @@ export class AioAcquirePaths {
       await this.#teardown.dropUnhealthy(id, 'its container is gone or stopped', entry.info);
       return undefined;
     }
+    // Forgotten during the health check (a renewal heard LOST): no take of an id no longer tracked
+    // here, which would leave a lease nothing renews and cut the peer's turn if the acquire fails.
     if (book.threadSandbox(key) !== id || !book.isActive(id)) {
       book.unmapThread(key, id);
       return undefined;
@@ -124,9 +126,8 @@ export class AioAcquirePaths {
   ): Promise<string | undefined> {
     const { book } = this.#ctx;
     const warm = book.pool.get(id);
-    if (warm === undefined) return undefined;
-    checkWarmIdentity(id, warm, identity);
-    if (book.pool.isReserved(id)) return undefined;
+    // Its identity was checked in the same synchronous block (acquireThread's checkIdentity).
+    if (warm === undefined || book.pool.isReserved(id)) return undefined;
     // A container adopted without a published port cannot be reached; discovery may find one.
     if (!warm.value.info.sandboxUrl) return undefined;
     const health = await this.#ctx.checkHealth(warm.value.info);
@@ -142,6 +143,8 @@ export class AioAcquirePaths {
     if (book.pool.isReserved(id)) return undefined;
     const current = book.pool.get(id);
     if (current === undefined) return undefined;
+    // Not redundant: during the awaits the entry may have been forgotten and the id parked again
+    // by another tenant's turn (a hash collision), which only this check refuses.
     checkWarmIdentity(id, current, identity);
     // Same synchronous block as the checks above; installing drops the warm entry.
     const { info } = current.value;
@@ -286,6 +289,7 @@ export class AioAcquirePaths {
   ): void {
     // Published again by this instance: its own now, whatever a renewal heard before.
     this.#ctx.supersededHere.delete(id);
+    // An entry still active here: a discovery or create that landed after a refused stop kept it.
     const previous = this.#ctx.book.install(id, { client, info, identity }, key);
     if (previous !== undefined && previous.client !== client) {
       void this.#ctx.closeClient(previous.client, id, 'replace');
