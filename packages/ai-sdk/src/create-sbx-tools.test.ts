@@ -5,7 +5,7 @@ import { ALL_TOOL_NAMES, SandboxAuthorizationError, silentLogger } from '@sbx/co
 import { LocalSandboxProvider } from '@sbx/local';
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { createSbxTools } from './create-sbx-tools.js';
 
 type ScriptedCall = { tool: string; input: Record<string, unknown> };
@@ -163,6 +163,67 @@ describe('@sbx/ai-sdk with the real AI SDK and a scripted model', () => {
     expect(ended[0]).toMatchObject({
       toolOutput: { type: 'tool-error', error: { name: 'SbxToolError', code: 'ABORTED' } },
     });
+  });
+});
+
+describe('@sbx/ai-sdk strict mode and argument types', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-ai-sdk-strict-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  it('strict: true reaches the model as each tool’s strict flag with the strict schemas', async () => {
+    let offered: { name: string; strict?: boolean; inputSchema?: unknown }[] = [];
+    const model = new MockLanguageModelV4({
+      doGenerate: async (options) => {
+        offered = (options.tools ?? []) as typeof offered;
+        return {
+          content: [{ type: 'text', text: 'done' }],
+          finishReason: { unified: 'stop', raw: 'stop' },
+          usage,
+          warnings: [],
+        };
+      },
+    });
+    const tools = createSbxTools({ provider, threadId: 't1', strict: true });
+    expect(Object.values(tools).map((t) => t.strict)).toEqual(Array(7).fill(true));
+    await generateText({ model, tools, prompt: 'go' });
+    const readFile = offered.find((t) => t.name === 'read_file');
+    expect(readFile?.strict).toBe(true);
+    expect((readFile?.inputSchema as { required?: string[] }).required).toEqual([
+      'description',
+      'path',
+      'start_line',
+      'end_line',
+    ]);
+  });
+
+  it('strict: false is passed on as false, and no strict option leaves the flag unset', () => {
+    const plain = createSbxTools({ provider, threadId: 't1', strict: false });
+    expect(plain.bash?.strict).toBe(false);
+    const unset = createSbxTools({ provider, threadId: 't1' });
+    expect(unset.bash).not.toHaveProperty('strict');
+  });
+
+  it('a tool call’s input is typed by the tool’s name', async () => {
+    const { model } = scriptedModel([[{ tool: 'read_file', input: { path: FILE } }]]);
+    const tools = createSbxTools({ provider, threadId: 't1' });
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(5), prompt: 'go' });
+    const call = result.steps[0]!.toolCalls[0]!;
+    if (call.toolName === 'read_file' && !call.dynamic) {
+      expectTypeOf(call.input.path).toEqualTypeOf<string>();
+      expectTypeOf(call.input.start_line).toEqualTypeOf<number | null | undefined>();
+      expect(call.input.path).toBe(FILE);
+    } else {
+      expect.unreachable(`expected a read_file call, got ${call.toolName}`);
+    }
   });
 });
 
