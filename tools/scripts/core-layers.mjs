@@ -6,7 +6,7 @@
 export const CORE_LAYERS = [
   {
     folders: ['errors', 'logging'],
-    uses: 'nothing: the typed errors, their inspection helpers, and the Logger interface',
+    uses: 'nothing: the typed errors and their inspection helpers; the Logger interface',
   },
   {
     folders: ['async', 'modules'],
@@ -14,15 +14,15 @@ export const CORE_LAYERS = [
   },
   {
     folders: ['identity', 'command'],
-    uses: 'errors: sandbox ids and scopes; shell quoting and command output bounds',
+    uses: 'errors: sandbox ids, scopes and the id rule; shell quoting and command output bounds',
   },
   {
     folders: ['paths'],
-    uses: 'the layers above: virtual paths, mappings, validation, masking, line ranges',
+    uses: 'identity, modules, errors: virtual paths, mappings, validation, masking, line ranges',
   },
   {
     folders: ['contract'],
-    uses: 'paths, identity, command and below: Sandbox, SandboxProvider, exec and process types, spec',
+    uses: 'paths, identity, command, async, logging, errors: Sandbox, SandboxProvider, exec and process types, spec, provider events',
   },
   {
     folders: ['config'],
@@ -34,7 +34,7 @@ export const CORE_LAYERS = [
   },
   {
     folders: ['execution-leases', 'stores', 'reconciliation'],
-    uses: 'the primitives: execution leases, store factories, reconciliation verdicts',
+    uses: 'the primitives and below: execution leases, the store factories, reconciliation verdicts',
   },
   {
     folders: ['provider-kit'],
@@ -46,7 +46,7 @@ export const CORE_LAYERS = [
   },
   {
     folders: ['observability'],
-    uses: 'everything below: events, OpenTelemetry and pino wiring',
+    uses: 'everything below: OpenTelemetry and pino wiring, provider instrumentation',
   },
   {
     folders: ['testing'],

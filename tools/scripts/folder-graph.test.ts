@@ -9,6 +9,7 @@ import {
   diagramInDoc,
   findCycles,
   folderGraph,
+  graphProblems,
   layerBreaches,
 } from './folder-graph.mjs';
 
@@ -31,6 +32,11 @@ const edgesOf = (graph: Map<string, Map<string, string[]>>) =>
   [...graph].flatMap(([from, to]) => [...to.keys()].map((t) => `${from}->${t}`)).sort();
 
 describe('folder graph', () => {
+  // The enforcement: this repository's packages keep the rule the tests below define.
+  it('this repository: no folder cycle in any package, no layer breach in core, the diagram current', async () => {
+    expect(await graphProblems()).toEqual([]);
+  });
+
   it('reads static, type, re-export and dynamic relative imports of non-test sources only', async () => {
     const src = await tree({
       'a/one.ts': "import { x } from '../b/x.js';\nimport type { T } from '../c/t.js';\n",

@@ -6,7 +6,7 @@ export * from './errors/process-errors.js';
 export { SkillPolicyViewError } from './errors/skill-policy-errors.js';
 
 // --- optional dependencies
-export { loadOptionalDependency } from './provider-kit/optional-dependency.js';
+export { loadOptionalDependency } from './modules/optional-dependency.js';
 
 // --- contract
 export { Sandbox } from './contract/sandbox.js';
@@ -104,7 +104,7 @@ export type { ProvisionerMount } from './contract/provisioner-contract.js';
 
 // @section provider-loading
 
-export type { ProviderSpecifier } from './provider-kit/provider-specifier.js';
+export type { ProviderSpecifier } from './modules/provider-specifier.js';
 export { loadProviderClass } from './provider-kit/provider-loader.js';
 
 export type {
@@ -205,12 +205,12 @@ export type {
 } from './ownership/ownership-store.js';
 export { MemoryOwnershipStore } from './ownership/memory-ownership-store.js';
 export type { MemoryOwnershipStoreOptions } from './ownership/memory-ownership-store.js';
-export { createOwnershipStore } from './ownership/ownership-store-factory.js';
+export { createOwnershipStore } from './stores/ownership-store-factory.js';
 export type {
   OwnershipRedisModule,
   OwnershipStoreFactoryOptions,
   CreateOwnershipStoreOptions,
-} from './ownership/ownership-store-factory.js';
+} from './stores/ownership-store-factory.js';
 export type { HeldTeardownLeaseOptions } from './ownership/teardown-lease.js';
 
 // @section capacity-store
@@ -222,8 +222,8 @@ export type {
 } from './capacity/capacity-store.js';
 export { MemoryCapacityStore, MemoryCapacityLedger } from './capacity/memory-capacity-store.js';
 export type { MemoryCapacityStoreOptions } from './capacity/memory-capacity-store.js';
-export { createCapacityStore } from './capacity/capacity-store-factory.js';
-export type { CreateCapacityStoreOptions } from './capacity/capacity-store-factory.js';
+export { createCapacityStore } from './stores/capacity-store-factory.js';
+export type { CreateCapacityStoreOptions } from './stores/capacity-store-factory.js';
 
 // @section env-policy
 export {
@@ -252,9 +252,9 @@ export { findGlobMatches } from './search/glob-find.js';
 export type { FindGlobOptions } from './search/glob-find.js';
 export { findGrepMatches } from './search/grep-find.js';
 export type { FindGrepOptions } from './search/grep-find.js';
-export { listDirTree } from './paths/list-dir.js';
-export type { ListDirTreeOptions } from './paths/list-dir.js';
-export { shellQuote } from './host/shell-quote.js';
+export { listDirTree } from './search/list-dir.js';
+export type { ListDirTreeOptions } from './search/list-dir.js';
+export { shellQuote } from './command/shell-quote.js';
 export type {
   RemoteGlobOptions,
   RemoteGrepOptions,
@@ -332,7 +332,7 @@ export type {
 export { runTool, runToolCall } from './tools/run-tool.js';
 export { ToolErrorCode, toolFailure } from './tools/tool-result.js';
 /** The message of anything thrown (`String(err)` for non-errors): the one helper for log fields. */
-export { errorMessage } from './tools/tool-errors.js';
+export { errorMessage } from './errors/error-inspection.js';
 export type { ToolCallResult, ToolErrorCodeValue } from './tools/tool-result.js';
 export type { CommandDetails } from './tools/command-details.js';
 export { createToolRunner } from './tools/tool-runner.js';
@@ -396,10 +396,10 @@ export { withDeadline } from './async/with-deadline.js';
 export type { DeadlineOptions, DeadlineOutcome } from './async/with-deadline.js';
 
 // @section observability
-export * from './observability/logger.js';
+export * from './logging/logger.js';
 export { fromPino } from './observability/observability-pino.js';
 export type { PinoLike, PinoLogFn } from './observability/observability-pino.js';
-export { hasProviderEvents, hasSandboxCounts } from './observability/observability-events.js';
+export { hasProviderEvents, hasSandboxCounts } from './contract/provider-events.js';
 export type {
   AcquirePath,
   OwnershipErrorEvent,
@@ -411,7 +411,7 @@ export type {
   SandboxProviderEventListener,
   SandboxProviderEvents,
   SandboxReapedEvent,
-} from './observability/observability-events.js';
+} from './contract/provider-events.js';
 export { instrumentProvider } from './observability/observability.js';
 export type { InstrumentProviderOptions } from './observability/observability.js';
 

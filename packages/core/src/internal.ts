@@ -2,10 +2,9 @@
 // here may change in any release. Host applications and third-party providers use the root
 // entry (`@sbx/core`) and `@sbx/core/testing`.
 
-export { interopDefault } from './provider-kit/optional-dependency.js';
+export { interopDefault } from './modules/optional-dependency.js';
+export { DEFAULT_SKILLS_ROOT, RESERVED_CONTAINER_PATHS } from './paths/virtual-paths.js';
 export {
-  DEFAULT_SKILLS_ROOT,
-  RESERVED_CONTAINER_PATHS,
   HOST_SYSTEM_TREES,
   MAX_TIMER_SECONDS,
   hostDataDirProblem,
@@ -31,17 +30,14 @@ export {
   SKILL_MOUNT_CATEGORIES,
   skillCategoryMountPaths,
 } from './contract/provisioner-contract.js';
-export {
-  parseProviderSpecifier,
-  providerSpecifierProblem,
-} from './provider-kit/provider-specifier.js';
+export { parseProviderSpecifier, providerSpecifierProblem } from './modules/provider-specifier.js';
 export { SBX_CONFIG_PATH_ENV } from './provider-kit/default-provider.js';
 export {
   leaseTtlMilliseconds,
   assertLeaseSandboxId,
   assertLeaseOwnerId,
 } from './ownership/ownership-store.js';
-export { OWNERSHIP_REDIS_PACKAGE } from './ownership/ownership-store-factory.js';
+export { OWNERSHIP_REDIS_PACKAGE } from './stores/ownership-store-factory.js';
 export {
   CAPACITY_SANDBOX_PREFIX,
   assertCapacityHardLimit,
@@ -90,7 +86,7 @@ export { DEFAULT_SPEC_POLICY, NO_SPEC_SUPPORT, checkSandboxSpec } from './contra
 export { specPolicyWithin } from './contract/sandbox-spec-bounds.js';
 export type { SpecBaseline } from './contract/sandbox-spec-bounds.js';
 export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';
-export { SandboxProviderEventEmitter } from './observability/observability-events.js';
+export { SandboxProviderEventEmitter } from './contract/provider-events.js';
 export { ProcessTable } from './process/process-table.js';
 export type { ProcessTableOptions } from './process/process-table.js';
 export type {
@@ -106,5 +102,5 @@ export { StreamRewriter } from './process/stream-rewriter.js';
 export { OutputPacer, sharedOutputPacer } from './process/output-pacer.js';
 export type { OutputPacerOptions, PacedStream } from './process/output-pacer.js';
 export { decodeInTurns, rewriteInTurns } from './process/text-in-turns.js';
-export { execResultText } from './command/exec-result-text.js';
+export { execResultText } from './contract/exec-result-text.js';
 export { assertCommandText, assertExecSupported } from './process/process-limits.js';

@@ -4,12 +4,10 @@
 
 export { collectBoundedBytes } from './provider-kit/bounded-bytes.js';
 export type { BoundedBytesOptions } from './provider-kit/bounded-bytes.js';
-export { OwnershipClient, describeLease } from './provider-kit/ownership-client.js';
-export type {
-  ClaimOutcome,
-  LeasePeek,
-  OwnershipClientOptions,
-} from './provider-kit/ownership-client.js';
+export { OwnershipClient } from './provider-kit/ownership-client.js';
+export type { ClaimOutcome, OwnershipClientOptions } from './provider-kit/ownership-client.js';
+export { describeLease } from './ownership/lease-peek.js';
+export type { LeasePeek } from './ownership/lease-peek.js';
 export { OwnershipLink } from './provider-kit/ownership-link.js';
 export type { OwnershipLinkOptions } from './provider-kit/ownership-link.js';
 export { PeriodicTask } from './provider-kit/periodic-task.js';
@@ -76,7 +74,7 @@ export {
   decodeFileText,
 } from './contract/sandbox-file-checks.js';
 export { assembleCommandOutput, formatSeconds, timeoutNotice } from './command/command-output.js';
-export { SandboxProviderEventEmitter } from './observability/observability-events.js';
+export { SandboxProviderEventEmitter } from './contract/provider-events.js';
 export { specIdentityScope } from './contract/sandbox-spec.js';
 
 // Commands as processes: the table behind `sandbox.processes`, the launcher hook a provider
@@ -117,7 +115,7 @@ export {
 } from './process/output-pacer.js';
 export type { OutputPacerOptions, PacedStream } from './process/output-pacer.js';
 export { Utf8Listener } from './process/utf8-listener.js';
-export { execResultText } from './command/exec-result-text.js';
+export { execResultText } from './contract/exec-result-text.js';
 export {
   MAX_COMMAND_BYTES,
   MAX_EXEC_STDIN_BYTES,

@@ -1,6 +1,6 @@
 import type { Clock } from './clock.js';
 import { AbortedError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 export type DeadlineOutcome<T> =
   { readonly timedOut: false; readonly value: T } | { readonly timedOut: true };

@@ -1,7 +1,7 @@
 import type { ConfigIssue } from '../errors/errors.js';
 import type { ProviderBlockKey } from './config.js';
 import { PROVIDER_BLOCK_KEYS } from './config.js';
-import { parseProviderSpecifier } from '../provider-kit/provider-specifier.js';
+import { parseProviderSpecifier } from '../modules/provider-specifier.js';
 
 /**
  * Turns what a user wrote into one plain `sandbox:` section the strict schema can judge, without

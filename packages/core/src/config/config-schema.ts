@@ -1,21 +1,11 @@
 import path from 'node:path';
+import { RESERVED_CONTAINER_PATHS } from '../paths/virtual-paths.js';
 
 // The rules of a `sandbox:` section that need no schema library: defaults, reserved paths and the
 // problem checks the schema (`config-section-schema.ts`) attaches to its fields.
 
-export const DEFAULT_SKILLS_ROOT = '/mnt/skills';
 export const DEFAULT_BASE_DIR = '.sbx';
 export const DEFAULT_OWNERSHIP_KEY_PREFIX = 'sbx';
-
-/**
- * Container paths owned by the platform. The skills root may neither equal nor nest with them,
- * because the four skill categories are mounted below it and would shadow (or be shadowed by) them.
- */
-export const RESERVED_CONTAINER_PATHS = [
-  '/mnt/user-data',
-  '/mnt/acp-workspace',
-  '/mnt/integrations',
-] as const;
 
 export const ENV_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const CONTAINER_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;

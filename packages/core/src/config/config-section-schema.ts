@@ -2,11 +2,11 @@ import path from 'node:path';
 import type { z } from 'zod';
 import type { OpenConfigBlock, SandboxConfig } from './config.js';
 import { OVERFLOW_POLICIES, OWNERSHIP_TYPES } from './config.js';
+import { DEFAULT_SKILLS_ROOT } from '../paths/virtual-paths.js';
 import {
   CONTAINER_NAME_RE,
   DEFAULT_BASE_DIR,
   DEFAULT_OWNERSHIP_KEY_PREFIX,
-  DEFAULT_SKILLS_ROOT,
   ENV_NAME_RE,
   MAX_TIMER_SECONDS,
   containerPathProblem,
@@ -25,7 +25,7 @@ import type { Zod } from './zod-runtime.js';
 import {
   DEFAULT_PROVIDER_SPECIFIER,
   providerSpecifierProblem,
-} from '../provider-kit/provider-specifier.js';
+} from '../modules/provider-specifier.js';
 
 /**
  * The zod schema of one `sandbox:` section in the snake_case layout users write. Objects are strict

@@ -1,7 +1,7 @@
 import type * as ZodModule from 'zod';
-import { lazyModule } from '../host/lazy-module.js';
+import { lazyModule } from '../modules/lazy-module.js';
 
-export { lazily } from '../host/lazy-module.js';
+export { lazily } from '../modules/lazy-module.js';
 
 const zodModule = lazyModule<typeof ZodModule>('zod');
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../async/clock.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { withDeadline } from '../async/with-deadline.js';
 
 export interface BoundedHealthCheckOptions {

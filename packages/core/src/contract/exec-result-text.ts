@@ -1,5 +1,5 @@
-import type { ExecResult } from '../contract/sandbox-exec.js';
-import { assembleCommandOutput } from './command-output.js';
+import type { ExecResult } from './sandbox-exec.js';
+import { assembleCommandOutput } from '../command/command-output.js';
 
 /**
  * The reference-compatible text of a structured result (what `executeCommand` returns): stdout,

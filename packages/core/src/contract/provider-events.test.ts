@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { Logger } from './logger.js';
-import type { SandboxProviderEvent } from './observability-events.js';
+import type { Logger } from '../logging/logger.js';
+import type { SandboxProviderEvent } from './provider-events.js';
 import {
   ACQUIRE_PATHS,
   hasProviderEvents,
   hasSandboxCounts,
   SandboxProviderEventEmitter,
-} from './observability-events.js';
+} from './provider-events.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 
 const adopt = (sandboxId: string): SandboxProviderEvent => ({ type: 'adopt', sandboxId });

@@ -1,6 +1,6 @@
-import type { Logger } from './logger.js';
-import { silentLogger } from './logger.js';
-import type { SandboxProvider } from '../contract/sandbox-provider.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
+import type { SandboxProvider } from './sandbox-provider.js';
 
 /**
  * How an acquire found its sandbox:

@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { DEFAULT_SKILLS_ROOT, RESERVED_CONTAINER_PATHS } from '../config/config-schema.js';
+import { DEFAULT_SKILLS_ROOT, RESERVED_CONTAINER_PATHS } from '../paths/virtual-paths.js';
 import { InvalidArgumentError } from '../errors/errors.js';
 
 // What a gateway (@sbx/aio's remote backend) and the provisioner (@sbx/provisioner) must agree on.

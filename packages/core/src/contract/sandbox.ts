@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { execResultText } from '../command/exec-result-text.js';
+import { execResultText } from './exec-result-text.js';
+import type { LineRange } from '../paths/line-range.js';
 import { CapabilityNotSupportedError } from '../errors/process-errors.js';
 import {
   ONE_SHOT_CAPABILITIES,
@@ -31,12 +32,8 @@ export interface ScopedExecuteCommandOptions extends ExecuteCommandOptions {
   scopeId: string;
 }
 
-export interface ReadFileOptions {
-  /** 1-based, inclusive. */
-  startLine?: number;
-  /** 1-based, inclusive. */
-  endLine?: number;
-}
+/** Which lines of a file `readFile` returns (the whole file when both ends are left open). */
+export type ReadFileOptions = LineRange;
 
 export interface WriteFileOptions {
   append?: boolean;

@@ -3,7 +3,7 @@ import {
   SearchTimeoutError,
   isSbxError,
   type FileErrorKind,
-} from '../errors/errors.js';
+} from './errors.js';
 
 /** The POSIX-style kind of a typed file error, if `err` is one. */
 export function fileErrorKind(err: unknown): FileErrorKind | undefined {

@@ -2,8 +2,8 @@ import { AbortedError, SandboxNotFoundError } from '../errors/errors.js';
 import { createLeaseOwnerId } from './lease-context.js';
 import type { LeaseProvider } from './lease-types.js';
 import { getSandboxLeaseManager } from './lease-manager.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { AgentSkillPolicy } from '../contract/sandbox-provider.js';
 

@@ -24,7 +24,7 @@ import {
   discardSandboxLeaseManager,
   getSandboxLeaseManager,
 } from './lease-manager.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { settle, track } from '../testing/deferred.js';
 import { FakeSandboxProvider } from '../testing/fake-provider.js';
 

@@ -5,8 +5,8 @@ import {
   LeaseStateError,
   SandboxNotFoundError,
 } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { AcquireOptions } from '../contract/sandbox-provider.js';
 

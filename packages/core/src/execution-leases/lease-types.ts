@@ -1,4 +1,4 @@
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { AcquireOptions, AgentSkillPolicy } from '../contract/sandbox-provider.js';
 import type { SandboxSpec } from '../contract/sandbox-spec.js';

@@ -1,4 +1,4 @@
-import { parseProviderSpecifier } from '../provider-kit/provider-specifier.js';
+import { parseProviderSpecifier } from '../modules/provider-specifier.js';
 
 const LOCAL_PACKAGE = '@sbx/local';
 

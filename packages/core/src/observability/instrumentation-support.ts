@@ -1,6 +1,6 @@
 import { isSbxError } from '../errors/errors.js';
-import type { Logger } from './logger.js';
-import type { AcquirePath } from './observability-events.js';
+import type { Logger } from '../logging/logger.js';
+import type { AcquirePath } from '../contract/provider-events.js';
 import type {
   ModuleImporter,
   OtelApi,

@@ -1,5 +1,5 @@
 import { MissingDependencyError, isSbxError } from '../errors/errors.js';
-import { loadOptionalDependency } from '../provider-kit/optional-dependency.js';
+import { loadOptionalDependency } from '../modules/optional-dependency.js';
 
 /**
  * The parts of `@opentelemetry/api` that sbx uses, stated structurally. `@opentelemetry/api` is an

@@ -1,4 +1,4 @@
-import type { Logger } from './logger.js';
+import type { Logger } from '../logging/logger.js';
 
 /**
  * One log method of a pino logger, in the two call shapes sbx needs. pino takes the fields object

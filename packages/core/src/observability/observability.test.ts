@@ -7,7 +7,7 @@ import {
   SandboxFileNotFoundError,
 } from '../errors/errors.js';
 import { getSandboxLeaseManager } from '../execution-leases/lease-manager.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../logging/logger.js';
 import { instrumentProvider, METRIC_NAMES, SPAN_NAMES } from './observability.js';
 import type {
   AcquirePath,
@@ -15,8 +15,8 @@ import type {
   SandboxProviderCounts,
   SandboxProviderEventListener,
   SandboxProviderEvents,
-} from './observability-events.js';
-import { SandboxProviderEventEmitter } from './observability-events.js';
+} from '../contract/provider-events.js';
+import { SandboxProviderEventEmitter } from '../contract/provider-events.js';
 import type { TelemetryMeter, TelemetryTracer } from './observability-otel.js';
 import {
   AsyncLocalContextManager,

@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { InvalidArgumentError, OwnershipBackendError } from '../errors/errors.js';
-import type { Logger } from './logger.js';
-import { silentLogger } from './logger.js';
-import type { AcquirePath, SandboxProviderEvent } from './observability-events.js';
-import { hasProviderEvents, hasSandboxCounts } from './observability-events.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
+import type { AcquirePath, SandboxProviderEvent } from '../contract/provider-events.js';
+import { hasProviderEvents, hasSandboxCounts } from '../contract/provider-events.js';
 import type {
   OtelApi,
   TelemetryAttributes,
@@ -19,7 +19,7 @@ import type {
   WriteFileOptions,
 } from '../contract/sandbox.js';
 import type { AcquireOptions, SandboxProvider } from '../contract/sandbox-provider.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 export { METRIC_NAMES, SPAN_NAMES, UNKNOWN_ACQUIRE_PATH } from './instrumentation-support.js';
 export type { InstrumentProviderOptions } from './instrumentation-support.js';

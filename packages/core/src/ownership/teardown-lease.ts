@@ -1,9 +1,9 @@
 import { systemClock } from '../async/clock.js';
 import type { Clock, ClockTimer } from '../async/clock.js';
-import { silentLogger } from '../observability/logger.js';
-import type { Logger } from '../observability/logger.js';
+import { silentLogger } from '../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { OwnershipStore } from './ownership-store.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 /**
  * How long the end of a teardown waits for its heartbeat. Longer than two store operations (the

@@ -1,5 +1,12 @@
 import { InvalidArgumentError } from '../errors/errors.js';
-import type { ReadFileOptions } from '../contract/sandbox.js';
+
+/** Lines `startLine..endLine` of a text file, 1-based and inclusive; either end may be left open. */
+export interface LineRange {
+  /** 1-based, inclusive. */
+  startLine?: number;
+  /** 1-based, inclusive. */
+  endLine?: number;
+}
 
 function checkLine(name: string, value: number | undefined): void {
   if (value !== undefined && !Number.isSafeInteger(value)) {
@@ -12,7 +19,7 @@ function checkLine(name: string, value: number | undefined): void {
  * is given. A range past the end gives `""`; a final line break does not make an extra empty line.
  * For sandboxes that receive a file whole; one that can stream should stop reading after `endLine`.
  */
-export function sliceLines(text: string, range: ReadFileOptions = {}): string {
+export function sliceLines(text: string, range: LineRange = {}): string {
   checkLine('startLine', range.startLine);
   checkLine('endLine', range.endLine);
   if (range.startLine === undefined && range.endLine === undefined) return text;

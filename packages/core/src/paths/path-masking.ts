@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { LRUCache } from 'lru-cache';
 import type * as LruCacheModule from 'lru-cache';
-import { lazily, lazyModule } from '../host/lazy-module.js';
+import { lazily, lazyModule } from '../modules/lazy-module.js';
 
 const lruCache = lazyModule<typeof LruCacheModule>('lru-cache');
 import { PATH_TAIL_STOP_CLASS, SEGMENT_CONTINUATION_CLASS } from './path-mapping-boundaries.js';

@@ -13,6 +13,18 @@ export const VIRTUAL_OUTPUTS_PATH = '/mnt/user-data/outputs';
 export const VIRTUAL_ACP_WORKSPACE_PATH = '/mnt/acp-workspace';
 /** Default skills root (`skills.container_path`); categories live directly below it. */
 export const DEFAULT_SKILLS_CONTAINER_PATH = '/mnt/skills';
+/** The same default under the name the configuration schema and the providers use. */
+export const DEFAULT_SKILLS_ROOT = DEFAULT_SKILLS_CONTAINER_PATH;
+
+/**
+ * Container paths owned by the platform. The skills root may neither equal nor nest with them,
+ * because the four skill categories are mounted below it and would shadow (or be shadowed by) them.
+ */
+export const RESERVED_CONTAINER_PATHS = [
+  VIRTUAL_PATH_PREFIX,
+  VIRTUAL_ACP_WORKSPACE_PATH,
+  '/mnt/integrations',
+] as const;
 
 /** Skill categories, always in this order. */
 export const SKILL_CATEGORIES = ['public', 'custom', 'legacy', 'integrations'] as const;

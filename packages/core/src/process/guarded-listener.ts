@@ -1,5 +1,5 @@
 import type { OutputListener } from '../contract/sandbox-exec.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 /**
  * A caller's output listener as a backend's callback. A listener that throws is the caller's bug:

@@ -1,7 +1,7 @@
 import { systemClock, type Clock, type ClockTimer } from '../async/clock.js';
 import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
 import { AbortedError } from '../errors/errors.js';
-import { silentLogger, type Logger } from '../observability/logger.js';
+import { silentLogger, type Logger } from '../logging/logger.js';
 import { guardedListener } from './guarded-listener.js';
 import type { LaunchedExit, LaunchedProcess, ProcessLauncher } from './process-launcher.js';
 import { Utf8Listener } from './utf8-listener.js';

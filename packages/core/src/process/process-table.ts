@@ -20,7 +20,7 @@ import {
   ProcessNotFoundError,
   ProcessStateError,
 } from '../errors/process-errors.js';
-import { silentLogger, type Logger } from '../observability/logger.js';
+import { silentLogger, type Logger } from '../logging/logger.js';
 import { DEFAULT_PROCESS_OUTPUT_BYTES, OutputRing } from './output-ring.js';
 import type {
   AttachedProcess,

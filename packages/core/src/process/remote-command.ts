@@ -1,6 +1,6 @@
 import type { ProcessInput } from '../contract/sandbox-exec.js';
 import type { ProcessSignal } from '../contract/sandbox-processes.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { LaunchedExit, LaunchedProcess } from './process-launcher.js';
 
 /**

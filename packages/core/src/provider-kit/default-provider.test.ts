@@ -13,7 +13,7 @@ import {
   shutdownSandboxProvider,
 } from './default-provider.js';
 import type { ProviderDetachReason } from './default-provider.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { ModuleImporter, SandboxProviderInit } from './provider-loader.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import { SandboxProvider } from '../contract/sandbox-provider.js';

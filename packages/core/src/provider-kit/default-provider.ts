@@ -1,10 +1,10 @@
 import type { SandboxConfig } from '../config/config.js';
 import { loadSandboxConfig, parseSandboxConfig } from '../config/config-loader.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { ModuleImporter } from './provider-loader.js';
 import { loadProviderClass } from './provider-loader.js';
 import type { SandboxProvider } from '../contract/sandbox-provider.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 /**
  * The process-wide default provider. The only shared state is one reference, and every read or

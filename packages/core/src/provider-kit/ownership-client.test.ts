@@ -2,11 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { MemoryLeaseTable, MemoryOwnershipStore } from '../ownership/memory-ownership-store.js';
 import type { OwnershipStore } from '../ownership/ownership-store.js';
 import { RenewOutcome } from '../ownership/ownership-store.js';
-import type { SandboxProviderEvent } from '../observability/observability-events.js';
+import type { SandboxProviderEvent } from '../contract/provider-events.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { recordingLogger } from '../testing/recording-logger.js';
 import { controllable } from '../testing/deferred.js';
-import { OwnershipClient, describeLease } from './ownership-client.js';
+import { OwnershipClient } from './ownership-client.js';
+import { describeLease } from '../ownership/lease-peek.js';
 
 function peers() {
   const table = new MemoryLeaseTable();

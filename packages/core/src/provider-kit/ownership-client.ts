@@ -1,12 +1,13 @@
 import type { Clock } from '../async/clock.js';
 import { systemClock } from '../async/clock.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
-import type { SandboxProviderEvent } from '../observability/observability-events.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
+import type { SandboxProviderEvent } from '../contract/provider-events.js';
 import { RenewOutcome } from '../ownership/ownership-store.js';
-import type { LeaseHolder, OwnershipStore } from '../ownership/ownership-store.js';
+import type { OwnershipStore } from '../ownership/ownership-store.js';
 import { withHeldTeardownLease } from '../ownership/teardown-lease.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import type { LeasePeek } from '../ownership/lease-peek.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 export interface OwnershipClientOptions {
   readonly store: OwnershipStore;
@@ -23,12 +24,6 @@ export type ClaimOutcome =
   | { readonly outcome: 'claimed' }
   | { readonly outcome: 'refused' }
   | { readonly outcome: 'unknown'; readonly error: unknown };
-
-/** A read-only look at a lease. */
-export type LeasePeek =
-  | { readonly kind: 'held'; readonly holder: LeaseHolder }
-  | { readonly kind: 'absent' }
-  | { readonly kind: 'unknown'; readonly error: unknown };
 
 /**
  * The ownership protocol as a provider speaks it, over an `OwnershipStore`. Written once so every
@@ -261,13 +256,4 @@ export class OwnershipClient {
   #failed(operation: string, sandboxId: string, error: unknown): void {
     this.#emit({ type: 'ownership-error', operation, sandboxId, error });
   }
-}
-
-/** How `sbx ls` shows a lease: `owned by <owner>`, `being destroyed by <owner>`, `unowned`. */
-export function describeLease(peek: LeasePeek): string {
-  if (peek.kind === 'absent') return 'unowned';
-  if (peek.kind === 'unknown') return 'owner unknown';
-  return peek.holder.state === 'del'
-    ? `being destroyed by ${peek.holder.ownerId}`
-    : `owned by ${peek.holder.ownerId}`;
 }

@@ -1,10 +1,10 @@
 import type { Clock } from '../async/clock.js';
 import { SandboxRuntimeError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
-import type { SandboxProviderEvent } from '../observability/observability-events.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
+import type { SandboxProviderEvent } from '../contract/provider-events.js';
 import type { OwnershipStore } from '../ownership/ownership-store.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 import { OwnershipClient } from './ownership-client.js';
 
 export interface OwnershipLinkOptions {

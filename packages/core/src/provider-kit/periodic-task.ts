@@ -1,9 +1,9 @@
 import type { Clock, ClockTimer } from '../async/clock.js';
 import { systemClock } from '../async/clock.js';
 import { InvalidArgumentError } from '../errors/errors.js';
-import { errorMessage } from '../tools/tool-errors.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
+import { errorMessage } from '../errors/error-inspection.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
 
 export interface PeriodicTaskOptions {
   /** Names the task in log lines ("lease renewal", "reconciliation"). */

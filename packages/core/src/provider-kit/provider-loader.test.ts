@@ -3,7 +3,7 @@ import { parseSandboxConfig } from '../config/config-loader.js';
 import { MissingDependencyError, ProviderLoadError } from '../errors/errors.js';
 import type { ModuleImporter, SandboxProviderInit } from './provider-loader.js';
 import { loadProviderClass } from './provider-loader.js';
-import { parseProviderSpecifier } from './provider-specifier.js';
+import { parseProviderSpecifier } from '../modules/provider-specifier.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import { SandboxProvider } from '../contract/sandbox-provider.js';
 

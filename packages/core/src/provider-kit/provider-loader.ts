@@ -1,10 +1,10 @@
 import type { SandboxConfig } from '../config/config.js';
 import { ProviderLoadError, isSbxError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { isModuleNotFoundFor } from './optional-dependency.js';
-import { parseProviderSpecifier, providerSpecifierProblem } from './provider-specifier.js';
+import type { Logger } from '../logging/logger.js';
+import { isModuleNotFoundFor } from '../modules/optional-dependency.js';
+import { parseProviderSpecifier, providerSpecifierProblem } from '../modules/provider-specifier.js';
 import { SandboxProvider } from '../contract/sandbox-provider.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 /** Loads a module by specifier; injectable so tests need not install packages. */
 export type ModuleImporter = (specifier: string) => Promise<unknown>;

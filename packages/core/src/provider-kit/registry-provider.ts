@@ -3,14 +3,14 @@ import { systemClock } from '../async/clock.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import { SandboxProvider } from '../contract/sandbox-provider.js';
 import { ProviderClosedError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
-import { SandboxProviderEventEmitter } from '../observability/observability-events.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
+import { SandboxProviderEventEmitter } from '../contract/provider-events.js';
 import type {
   AcquirePath,
   SandboxProviderEventListener,
   SandboxProviderEvents,
-} from '../observability/observability-events.js';
+} from '../contract/provider-events.js';
 import { ResettableAcquireSerializer } from '../serializer/resettable-acquire-serializer.js';
 import type { WarmEntry, WarmPoolDestroyReason } from '../warm-pool/warm-pool.js';
 import { WarmPoolRegistry } from '../warm-pool/warm-pool-registry.js';

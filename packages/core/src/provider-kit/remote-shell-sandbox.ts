@@ -9,7 +9,7 @@ import type {
 } from '../contract/sandbox.js';
 import { assertSandboxFilePath } from '../contract/sandbox-file-checks.js';
 import { InvalidArgumentError } from '../errors/errors.js';
-import { shellQuote } from '../host/shell-quote.js';
+import { shellQuote } from '../command/shell-quote.js';
 import { planRemoteGlob, planRemoteGrep, planRemoteListDir } from '../search/search-remote.js';
 
 /**

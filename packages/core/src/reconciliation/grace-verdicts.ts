@@ -1,5 +1,5 @@
 import type { LeaseHolder } from '../ownership/ownership-store.js';
-import type { LeasePeek } from '../provider-kit/ownership-client.js';
+import type { LeasePeek } from '../ownership/lease-peek.js';
 
 /**
  * The reconciliation policy as pure functions: which untracked sandbox may be adopted or reaped,

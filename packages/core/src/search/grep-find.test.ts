@@ -12,7 +12,7 @@ import {
   SandboxFileNotFoundError,
 } from '../errors/errors.js';
 import { findGrepMatches } from './grep-find.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { shouldIgnorePath } from './search-ignore.js';
 import { compareRelativePaths } from './search-order.js';
 

@@ -4,7 +4,7 @@ import type { GlobMatcher } from './glob-match.js';
 import { compileGlob } from './glob-match.js';
 import { truncateLine } from './grep-line-summary.js';
 import { literalPrefilter } from './grep-literal.js';
-import { silentLogger } from '../observability/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import { compileGrepPattern } from './grep-pattern.js';
 import type { GrepMatch, GrepResult } from '../contract/sandbox.js';
 import {

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/errors.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 export interface GrepPatternOptions {
   /** Search for the pattern text itself: every regex metacharacter is escaped. Default false. */

@@ -1,11 +1,11 @@
 import type { Dirent } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
-import { DEFAULT_LIST_DIR_DEPTH } from '../search/search-limits.js';
-import { shouldIgnoreName } from '../search/search-ignore.js';
-import { errnoCode, readVerifiedDirectory, requireCount } from '../search/search-walk.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
+import { DEFAULT_LIST_DIR_DEPTH } from './search-limits.js';
+import { shouldIgnoreName } from './search-ignore.js';
+import { errnoCode, readVerifiedDirectory, requireCount } from './search-walk.js';
 import { throwIfAborted } from '../async/throw-if-aborted.js';
 
 export interface ListDirTreeOptions {

@@ -1,5 +1,5 @@
 import type picomatchModule from 'picomatch';
-import { lazily, lazyModule } from '../host/lazy-module.js';
+import { lazily, lazyModule } from '../modules/lazy-module.js';
 
 /** Loaded on the first search, not with `@sbx/core`. */
 const picomatch = lazyModule<typeof picomatchModule>('picomatch');

@@ -11,7 +11,7 @@ import {
 } from '../errors/errors.js';
 import { findGlobMatches } from './glob-find.js';
 import { findGrepMatches } from './grep-find.js';
-import { listDirTree } from '../paths/list-dir.js';
+import { listDirTree } from './list-dir.js';
 import {
   buildGrepCommand,
   parseFindOutput,

@@ -21,7 +21,7 @@ import {
 import { compareRelativePaths } from './search-order.js';
 import { requireCount } from './search-walk.js';
 import { matchingLineIndices } from './search-worker-pool.js';
-import { shellQuote } from '../host/shell-quote.js';
+import { shellQuote } from '../command/shell-quote.js';
 
 /*
  * Remote search protocol. Sandboxes without a file-search API (E2B, Tenki, OpenSandbox, ...) run

@@ -8,13 +8,13 @@ import {
   SandboxFileNotFoundError,
   SandboxPermissionError,
 } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import { ignoreMatcherSpec } from './search-ignore.js';
 import type { SearchWorkerHandle } from './search-worker-pool.js';
 import { DEFAULT_SEARCH_TIMEOUT_MS } from './search-limits.js';
 import { throwIfAborted } from '../async/throw-if-aborted.js';
-import { errorMessage } from '../tools/tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 /** Options every local search walker accepts. */
 export interface LocalSearchOptions {

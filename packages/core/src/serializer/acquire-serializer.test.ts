@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AcquireSerializer, serializerKey } from './acquire-serializer.js';
 import { AbortedError, SerializerClosedError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { Deferred, settle, track } from '../testing/deferred.js';
 
 async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { AbortedError, InvalidArgumentError, SerializerClosedError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
 
 /**
  * Default size of the serializer's bounded pool for provider I/O: small multiples of the CPU

@@ -1,7 +1,7 @@
 import { AcquireSerializer } from './acquire-serializer.js';
 import type { SerializerWaitOptions } from './acquire-serializer.js';
 import { SerializerClosedError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 export interface ResettableAcquireSerializerOptions {
   /** Names every lock table in log lines, e.g. `boxlite-acquire`. */

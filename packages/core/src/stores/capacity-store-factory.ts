@@ -1,14 +1,14 @@
-import { assertCapacityHardLimit } from './capacity-store.js';
-import type { CapacityStore } from './capacity-store.js';
+import { assertCapacityHardLimit } from '../capacity/capacity-store.js';
+import type { CapacityStore } from '../capacity/capacity-store.js';
 import { resolveOwnershipConfig } from '../config/config-ownership.js';
 import type { ResolvedOwnershipConfig } from '../config/config-ownership.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import {
   assertOwnershipType,
   loadOwnershipRedisModule,
   redisUrlOf,
-} from '../ownership/ownership-store-factory.js';
-import type { OwnershipStoreFactoryOptions } from '../ownership/ownership-store-factory.js';
+} from './ownership-store-factory.js';
+import type { OwnershipStoreFactoryOptions } from './ownership-store-factory.js';
 
 export interface CreateCapacityStoreOptions extends OwnershipStoreFactoryOptions {
   /** The provider's limit: `replicas`, plus `burstLimit` under the `burst` policy. At least 1. */

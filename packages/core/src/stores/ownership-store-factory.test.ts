@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { createCapacityStore } from '../capacity/capacity-store-factory.js';
+import { createCapacityStore } from './capacity-store-factory.js';
 import type { CapacityStore } from '../capacity/capacity-store.js';
 import { resolveOwnershipConfig } from '../config/config-ownership.js';
 import type { ResolvedOwnershipConfig } from '../config/config-ownership.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { MemoryCapacityStore } from '../capacity/memory-capacity-store.js';
-import { MemoryOwnershipStore } from './memory-ownership-store.js';
+import { MemoryOwnershipStore } from '../ownership/memory-ownership-store.js';
 import { createOwnershipStore } from './ownership-store-factory.js';
 import type { OwnershipRedisModule } from './ownership-store-factory.js';
-import type { OwnershipStore } from './ownership-store.js';
+import type { OwnershipStore } from '../ownership/ownership-store.js';
 
 function capturingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];

@@ -3,12 +3,12 @@ import type { Env } from '../config/config-input.js';
 import { resolveOwnershipConfig } from '../config/config-ownership.js';
 import type { ResolvedOwnershipConfig } from '../config/config-ownership.js';
 import { ConfigError, InvalidArgumentError } from '../errors/errors.js';
-import { consoleLogger } from '../observability/logger.js';
-import type { Logger } from '../observability/logger.js';
-import { MemoryOwnershipStore } from './memory-ownership-store.js';
-import { loadOptionalDependency } from '../provider-kit/optional-dependency.js';
-import { createOwnerId, leaseTtlSeconds } from './ownership-store.js';
-import type { OwnershipStore } from './ownership-store.js';
+import { consoleLogger } from '../logging/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { MemoryOwnershipStore } from '../ownership/memory-ownership-store.js';
+import { loadOptionalDependency } from '../modules/optional-dependency.js';
+import { createOwnerId, leaseTtlSeconds } from '../ownership/ownership-store.js';
+import type { OwnershipStore } from '../ownership/ownership-store.js';
 
 /** What core needs from `@sbx/ownership-redis`; it is loaded only when a Redis store is chosen. */
 export interface OwnershipRedisModule {

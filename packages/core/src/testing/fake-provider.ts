@@ -1,9 +1,9 @@
 import { ProviderClosedError, SandboxFileNotFoundError } from '../errors/errors.js';
-import { SandboxProviderEventEmitter } from '../observability/observability-events.js';
+import { SandboxProviderEventEmitter } from '../contract/provider-events.js';
 import type {
   SandboxProviderEventListener,
   SandboxProviderEvents,
-} from '../observability/observability-events.js';
+} from '../contract/provider-events.js';
 import type {
   ExecuteCommandOptions,
   GlobOptions,

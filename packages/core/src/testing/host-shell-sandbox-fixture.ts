@@ -7,15 +7,15 @@ import {
 import { execViaLauncher } from '../process/launcher-exec.js';
 import type { ProcessLauncher } from '../process/process-launcher.js';
 import { ProcessTable } from '../process/process-table.js';
-import { startOnHost } from '../testing/host-shell.js';
+import { startOnHost } from './host-shell.js';
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
-import { ManualClock } from '../testing/manual-clock.js';
-import { MemorySandbox } from '../testing/memory-sandbox.js';
-import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
-import { createToolContext } from './create-tool-context.js';
-import type { ToolContext } from './tool-context.js';
+import { ManualClock } from './manual-clock.js';
+import { MemorySandbox } from './memory-sandbox.js';
+import { MemorySandboxProvider } from './memory-sandbox-provider.js';
+import { createToolContext } from '../tools/create-tool-context.js';
+import type { ToolContext } from '../tools/tool-context.js';
 
 /**
  * A sandbox whose commands run for real in a host shell (a stand-in VM: `/mnt/user-data` lives

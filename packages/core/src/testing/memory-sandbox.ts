@@ -23,7 +23,7 @@ import type {
 } from '../contract/sandbox.js';
 import { Sandbox } from '../contract/sandbox.js';
 import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
-import { execResultText } from '../command/exec-result-text.js';
+import { execResultText } from '../contract/exec-result-text.js';
 import { shouldIgnoreName } from '../search/search-ignore.js';
 import {
   BINARY_SNIFF_BYTES,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProviderClosedError, isSbxError } from '../errors/errors.js';
-import { hasProviderEvents } from '../observability/observability-events.js';
-import type { SandboxProviderEvent } from '../observability/observability-events.js';
+import { hasProviderEvents } from '../contract/provider-events.js';
+import type { SandboxProviderEvent } from '../contract/provider-events.js';
 import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import type { SandboxResourceName, SandboxSpec } from '../contract/sandbox-spec.js';
 

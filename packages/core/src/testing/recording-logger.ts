@@ -1,4 +1,4 @@
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 

@@ -17,7 +17,7 @@ import { createToolContext } from './create-tool-context.js';
 import { runToolCall } from './run-tool.js';
 import type { ToolContext } from './tool-context.js';
 import { createToolRunner } from './tool-runner.js';
-import { hostShellThread } from './host-shell-sandbox.test-support.js';
+import { hostShellThread } from '../testing/host-shell-sandbox-fixture.js';
 import {
   MAX_STREAMED_OUTPUT_CHARS,
   streamLimitNotice,

@@ -1,7 +1,7 @@
 import { HostBashDisabledError, isSbxError } from '../errors/errors.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { ExecOptions, ExecResult } from '../contract/sandbox-exec.js';
-import { execResultText } from '../command/exec-result-text.js';
+import { execResultText } from '../contract/exec-result-text.js';
 import { runYielded } from './process-tools.js';
 import { VIRTUAL_WORKSPACE_PATH } from '../paths/virtual-paths.js';
 import { redactSecrets } from '../config/env-policy.js';
@@ -14,7 +14,7 @@ import {
 } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
 import { requestEnvOf, type ToolContext } from './tool-context.js';
-import { describeError } from './tool-errors.js';
+import { describeError } from '../errors/error-inspection.js';
 import { commandDetails } from './command-details.js';
 import { recordCommandDetails, runToolInvocation, toolOutputListener } from './tool-invocation.js';
 import { ToolOutputStream, streamedOutputLimit } from './tool-output.js';

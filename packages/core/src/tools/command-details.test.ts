@@ -6,7 +6,7 @@ import type { MemoryCommandHandler } from '../testing/memory-sandbox.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { Deferred, track } from '../testing/deferred.js';
 import { createToolContext } from './create-tool-context.js';
-import { hostShellThread } from './host-shell-sandbox.test-support.js';
+import { hostShellThread } from '../testing/host-shell-sandbox-fixture.js';
 import { runToolCall } from './run-tool.js';
 import type { ToolContext } from './tool-context.js';
 

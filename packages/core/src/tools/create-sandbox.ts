@@ -3,7 +3,7 @@ import type { AgentSkillPolicy, SandboxProvider } from '../contract/sandbox-prov
 import type { SandboxSpec } from '../contract/sandbox-spec.js';
 import { SandboxRuntimeError } from '../errors/errors.js';
 import { assertValidThreadIdentity } from '../identity/thread-id-rules.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { SandboxProcesses } from '../contract/sandbox-processes.js';
 import { createToolContext } from './create-tool-context.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';

@@ -1,12 +1,12 @@
 import { SandboxNotFoundError, SandboxRuntimeError } from '../errors/errors.js';
 import { assertValidThreadIdentity } from '../identity/thread-id-rules.js';
-import { silentLogger } from '../observability/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { SandboxAcquireRequest, ToolContext } from './tool-context.js';
 import { authorizeSandboxUse } from './tool-invocation.js';
 import { policyViewGone, screenPersistedView, viewRefusal } from './skills-view-guard.js';
 import type { PersistedView } from './skills-view-guard.js';
-import { errorMessage } from './tool-errors.js';
+import { errorMessage } from '../errors/error-inspection.js';
 
 /**
  * The single entry through which every sandbox-backed tool reaches its sandbox: lazily acquires the

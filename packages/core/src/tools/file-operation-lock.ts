@@ -1,6 +1,6 @@
 import type { Mutex } from 'async-mutex';
 import type * as AsyncMutexModule from 'async-mutex';
-import { lazyModule } from '../host/lazy-module.js';
+import { lazyModule } from '../modules/lazy-module.js';
 
 /** Loaded on the first file edit, not with `@sbx/core`. */
 const asyncMutex = lazyModule<typeof AsyncMutexModule>('async-mutex');

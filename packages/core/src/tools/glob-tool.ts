@@ -1,7 +1,7 @@
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { GLOB_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import { partialOf } from './tool-errors.js';
+import { partialOf } from '../errors/error-inspection.js';
 import type { GlobResult } from '../contract/sandbox.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';

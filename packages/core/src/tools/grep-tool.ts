@@ -3,7 +3,7 @@ import type { GrepMatch, GrepOptions, GrepResult } from '../contract/sandbox.js'
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { GREP_RESULT_LIMIT, effectiveResultLimit, resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import { partialOf } from './tool-errors.js';
+import { partialOf } from '../errors/error-inspection.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type GrepInput } from './tool-schemas.js';

@@ -10,7 +10,7 @@ import type { Sandbox } from '../contract/sandbox.js';
 import { VIRTUAL_PATH_PREFIX } from '../paths/virtual-paths.js';
 import { replaceVirtualPathsInCommand } from '../paths/virtual-paths-thread.js';
 import type { LocalToolEnvironment, ToolContext } from './tool-context.js';
-import { describeError } from './tool-errors.js';
+import { describeError } from '../errors/error-inspection.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 /**

@@ -2,7 +2,7 @@ import { isSbxError } from '../errors/errors.js';
 import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import { describeError, isNotFoundError, isPermissionError } from './tool-errors.js';
+import { describeError, isNotFoundError, isPermissionError } from '../errors/error-inspection.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type LsInput } from './tool-schemas.js';

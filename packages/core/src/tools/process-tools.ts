@@ -1,4 +1,4 @@
-import { execResultText } from '../command/exec-result-text.js';
+import { execResultText } from '../contract/exec-result-text.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type {
   ProcessExit,
@@ -12,7 +12,7 @@ import { isSbxError } from '../errors/errors.js';
 import { maskHostPaths } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
 import { requestEnvOf, type ToolContext } from './tool-context.js';
-import { describeError } from './tool-errors.js';
+import { describeError } from '../errors/error-inspection.js';
 import { commandDetails } from './command-details.js';
 import { recordCommandDetails, runToolInvocation } from './tool-invocation.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { SandboxAuthorizationError, isSbxError } from '../errors/errors.js';
-import { silentLogger } from '../observability/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import type { ToolContext } from './tool-context.js';
 import { ToolSession } from './tool-session.js';

@@ -10,7 +10,7 @@ import {
   fileErrorKind,
   isMissingFileError,
   isPermissionError,
-} from './tool-errors.js';
+} from '../errors/error-inspection.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type ReadFileInput } from './tool-schemas.js';

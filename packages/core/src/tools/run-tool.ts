@@ -8,7 +8,7 @@ import { readFileTool } from './read-file-tool.js';
 import { strReplaceTool } from './str-replace-tool.js';
 import type { ToolContext } from './tool-context.js';
 import { toolSessionOf } from './read-before-write.js';
-import { describeError } from './tool-errors.js';
+import { describeError } from '../errors/error-inspection.js';
 import { runToolInvocationWithOutcome } from './tool-invocation.js';
 import type { ToolOutputListener } from './tool-output.js';
 import { ToolErrorCode, toolCallResult, toolFailure, type ToolCallResult } from './tool-result.js';

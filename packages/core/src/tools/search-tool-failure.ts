@@ -1,5 +1,10 @@
 import { isSbxError } from '../errors/errors.js';
-import { describeError, fileErrorKind, isNotFoundError, isPermissionError } from './tool-errors.js';
+import {
+  describeError,
+  fileErrorKind,
+  isNotFoundError,
+  isPermissionError,
+} from '../errors/error-inspection.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 /**

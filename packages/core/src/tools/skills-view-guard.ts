@@ -1,5 +1,5 @@
 import { SkillPolicyViewError } from '../errors/skill-policy-errors.js';
-import { silentLogger } from '../observability/logger.js';
+import { silentLogger } from '../logging/logger.js';
 import type { SandboxAcquireRequest, ToolContext } from './tool-context.js';
 
 /**

@@ -5,7 +5,11 @@ import { fileToolPathRefusal, maskHostPaths } from './local-sandbox-guard.js';
 import { checkReadBeforeWrite, normalizeToolPath, refreshFileMark } from './read-before-write.js';
 import { resolveToolConfig } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
-import { describeError, isMissingFileError, isPermissionError } from './tool-errors.js';
+import {
+  describeError,
+  isMissingFileError,
+  isPermissionError,
+} from '../errors/error-inspection.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type StrReplaceInput } from './tool-schemas.js';

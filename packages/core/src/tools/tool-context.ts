@@ -1,4 +1,4 @@
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import type { AgentSkillPolicy, SandboxProvider } from '../contract/sandbox-provider.js';
 import type { SandboxSpec } from '../contract/sandbox-spec.js';
 import type { ToolConfigInput } from './tool-config.js';

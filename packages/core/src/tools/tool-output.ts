@@ -1,6 +1,6 @@
 import { redactSecrets } from '../config/env-policy.js';
 import type { Sandbox } from '../contract/sandbox.js';
-import { silentLogger, type Logger } from '../observability/logger.js';
+import { silentLogger, type Logger } from '../logging/logger.js';
 import { StreamRewriter } from '../process/stream-rewriter.js';
 import { hostPathMasker } from './local-sandbox-guard.js';
 import type { ToolContext } from './tool-context.js';

@@ -3,7 +3,7 @@ import type { Sandbox } from '../contract/sandbox.js';
 import { ensureSandboxInitialized } from './ensure-sandbox.js';
 import { maskHostPaths } from './local-sandbox-guard.js';
 import type { ToolContext } from './tool-context.js';
-import { describeError } from './tool-errors.js';
+import { describeError } from '../errors/error-inspection.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 export type ToolSandboxResult = { ok: true; sandbox: Sandbox } | { ok: false; error: string };

@@ -9,7 +9,7 @@ import {
   fileErrorKind,
   isAuthorizationDenial,
   isPermissionError,
-} from './tool-errors.js';
+} from '../errors/error-inspection.js';
 import { runToolInvocation } from './tool-invocation.js';
 import { parseToolInput, type WriteFileInput } from './tool-schemas.js';
 import { singleCallWriteLimit, utf8Bytes } from './tool-size-limits.js';

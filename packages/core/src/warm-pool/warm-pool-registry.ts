@@ -1,5 +1,5 @@
 import type { Clock } from '../async/clock.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { WarmPool } from './warm-pool.js';
 import type { WarmPoolOptions } from './warm-pool.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
 import { Deferred, settle, track } from '../testing/deferred.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import type { WarmPoolDestroyReason, WarmPoolOptions } from './warm-pool.js';

@@ -1,8 +1,8 @@
 import type { Clock, ClockTimer } from '../async/clock.js';
 import { systemClock } from '../async/clock.js';
 import { InvalidArgumentError } from '../errors/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { silentLogger } from '../observability/logger.js';
+import type { Logger } from '../logging/logger.js';
+import { silentLogger } from '../logging/logger.js';
 
 /** Released sandboxes stay warm this long before the idle checker destroys them. */
 export const DEFAULT_IDLE_TIMEOUT_SECONDS = 600;
