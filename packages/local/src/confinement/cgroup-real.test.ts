@@ -1,0 +1,208 @@
+// Real cgroups of this machine: a fork loop stopped by its pids limit, a memory hog killed by its
+// memory limit, and destroy() ending everything in a group. Each workload bounds itself (100
+// forks at most, 300 MiB at most), so a limit that fails cannot hurt the machine. Without a
+// writable cgroup hierarchy the tests skip with the reason, unless SBX_REQUIRE_CGROUPS=1.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { recordingLogger } from '@sbx/core/testing';
+import { detectCgroups } from './cgroup-detect.js';
+import { openCgroupHost, type CgroupHost } from './cgroup-host.js';
+import { resolveConfinementLimits } from './cgroup-limits.js';
+import type { SandboxCgroup } from './cgroup-sandbox-group.js';
+import { currentGatewayIdentity } from './cgroup-names.js';
+
+const detection = await detectCgroups();
+const required = process.env.SBX_REQUIRE_CGROUPS === '1';
+const has = (c: 'pids' | 'memory') => detection.layout?.controllers.includes(c) ?? false;
+const skipReason = (c: 'pids' | 'memory'): string | undefined =>
+  has(c)
+    ? undefined
+    : `no writable cgroup ${c} controller: ${detection.notes.join('; ') || 'none'}`;
+
+/** Skips with the reason printed, or fails when cgroups are required here. */
+function cgroupIt(controller: 'pids' | 'memory', name: string, body: () => Promise<void>): void {
+  const reason = skipReason(controller);
+  if (reason && !required) {
+    it.skip(`${name} (skipped: ${reason})`, body);
+    return;
+  }
+  it(
+    name,
+    async () => {
+      if (reason) throw new Error(`SBX_REQUIRE_CGROUPS=1 but ${reason}`);
+      await body();
+    },
+    60_000,
+  );
+}
+
+interface Gated {
+  readonly child: ChildProcess;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Lets the script run (after its pid has been moved into the group). */
+  open(): void;
+}
+
+/** A shell that waits on stdin before running `script`, so it is moved before it can fork. */
+function gated(script: string): Gated {
+  const child = spawn('/bin/sh', ['-c', `read gate; ${script}`], { stdio: 'pipe' });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exit,
+    open: () => child.stdin.end('go\n'),
+  };
+}
+
+function alive(pid: number): boolean {
+  return existsSync(`/proc/${pid}`) && !/^\S+ \(.*\) [ZX]/.test(procStat(pid));
+}
+
+function procStat(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+describe('sandbox cgroups on this machine', () => {
+  const log = recordingLogger();
+  let host: CgroupHost | undefined;
+  const started: ChildProcess[] = [];
+
+  afterEach(async () => {
+    await host?.close();
+    host = undefined;
+    for (const c of started.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  });
+
+  const group = async (
+    name: string,
+    limits: Parameters<typeof resolveConfinementLimits>[0],
+  ): Promise<SandboxCgroup> => {
+    host ??= await openCgroupHost({ log });
+    return host.createSandboxCgroup(name, resolveConfinementLimits(limits));
+  };
+
+  cgroupIt(
+    'pids',
+    'a fork loop stops at its pids limit and another tenant still forks',
+    async () => {
+      const bomb = await group('local:u:fork-bomb', { pids: 20 });
+      const other = await group('local:u:other-tenant', { pids: 20 });
+      expect(bomb.limitsInForce.pids).toBe(20);
+      const loop = gated(
+        'i=0; while [ $i -lt 100 ]; do sleep 60 & i=$((i+1)); done; echo forked $i',
+      );
+      started.push(loop.child);
+      await bomb.addPid(loop.child.pid ?? 0);
+      loop.open();
+      const exit = await loop.exit;
+      // The loop never got its 100 children: the shell gave up at the limit.
+      expect(loop.stdout()).not.toContain('forked 100');
+      expect(exit.code).not.toBe(0);
+      expect(loop.stderr()).toMatch(/fork/i);
+      const members = await bomb.members();
+      expect(members.length).toBeGreaterThan(0);
+      expect(members.length).toBeLessThanOrEqual(20);
+
+      const neighbour = gated('sleep 0 & wait; echo neighbour ok');
+      started.push(neighbour.child);
+      await other.addPid(neighbour.child.pid ?? 0);
+      neighbour.open();
+      expect((await neighbour.exit).code).toBe(0);
+      expect(neighbour.stdout()).toContain('neighbour ok');
+
+      await bomb.destroy();
+      expect(members.filter(alive)).toEqual([]);
+      for (const dir of bomb.dirs) expect(existsSync(dir)).toBe(false);
+    },
+  );
+
+  cgroupIt('pids', 'destroy ends processes that left their session and process group', async () => {
+    const g = await group('local:u:escapes', { pids: 64 });
+    // setsid and a double fork: neither a process group kill nor a session kill would reach them.
+    const escaper = gated(
+      'setsid sh -c "sleep 60 & exec sleep 60" & (sh -c "sleep 60 &" &); echo started; exec sleep 60',
+    );
+    started.push(escaper.child);
+    await g.addPid(escaper.child.pid ?? 0);
+    escaper.open();
+    let members: number[] = [];
+    // The escapes are forked by now or soon; their count is bounded and known.
+    for (let i = 0; i < 500 && members.length < 5; i++) {
+      members = await g.members();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(members.length).toBeGreaterThanOrEqual(4);
+    await g.destroy();
+    expect(members.filter(alive)).toEqual([]);
+    expect((await escaper.exit).signal).toBe('SIGKILL');
+    await g.destroy(); // idempotent
+  });
+
+  cgroupIt(
+    'memory',
+    'a memory hog is killed by its memory limit and reported as out of memory',
+    async () => {
+      const g = await group('local:u:memory-hog', { memoryBytes: 64 * 1024 * 1024, pids: 32 });
+      expect(g.limitsInForce.memoryBytes).toBe(64 * 1024 * 1024);
+      expect(await g.wasOomKilled()).toBe(false);
+      // Asks for 300 MiB at most, and touches every byte of it.
+      const hog = gated(`exec perl -e '$x = "a" x (300 * 1024 * 1024); print "survived\\n"'`);
+      started.push(hog.child);
+      await g.addPid(hog.child.pid ?? 0);
+      hog.open();
+      const exit = await hog.exit;
+      expect(hog.stdout()).not.toContain('survived');
+      expect(exit.signal).toBe('SIGKILL');
+      expect(await g.wasOomKilled()).toBe(true);
+      expect((await g.memoryEvents())?.oomKills).toBeGreaterThanOrEqual(1);
+      await g.destroy();
+    },
+  );
+
+  cgroupIt('pids', "a gone gateway's groups are swept and their processes ended", async () => {
+    const self = await currentGatewayIdentity();
+    // A gateway of this pid namespace whose process is gone: a pid that started at tick 1.
+    const ghost = { ...self, pid: self.pid, start: '1' };
+    const ghostLog = recordingLogger();
+    const ghostHost = await openCgroupHost({ log: ghostLog, identity: ghost });
+    const g = await ghostHost.createSandboxCgroup('local:u:orphan', resolveConfinementLimits());
+    const orphan = gated('exec sleep 60');
+    started.push(orphan.child);
+    await g.addPid(orphan.child.pid ?? 0);
+    orphan.open();
+    host = await openCgroupHost({ log });
+    expect((await orphan.exit).signal).toBe('SIGKILL');
+    for (const dir of g.dirs) expect(existsSync(dir)).toBe(false);
+    expect(log.text('warn')).toContain('gateway that is gone');
+  });
+
+  it('refuses to create a group for a name that is no bounded string', async () => {
+    const h = await openCgroupHost({ log, detection: { layout: undefined, notes: ['none'] } });
+    await expect(h.createSandboxCgroup('', resolveConfinementLimits())).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(
+      h.createSandboxCgroup('x'.repeat(2000), resolveConfinementLimits()),
+    ).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(h.createSandboxCgroup('ok', resolveConfinementLimits())).rejects.toMatchObject({
+      code: 'CONFINEMENT_CGROUP',
+    });
+  });
+});
