@@ -7,18 +7,41 @@ import path from 'node:path';
 
 const ID = /^[a-z0-9][a-z0-9-]{0,79}$/;
 
+const SERVICES = new Set(['redis', 'docker']);
+
+/**
+ * A list file is an array of mutants, or `{ "services": [...], "mutants": [...] }` for an area
+ * whose tests need services (`redis`, `docker`), or `"services": []` to declare none (then a
+ * baseline's skipped tests are accepted). Returns the declared services, or null if undeclared.
+ */
+function splitList(area, raw) {
+  if (Array.isArray(raw)) return { services: null, entries: raw };
+  const where = `tools/mutation/${area}.json`;
+  if (typeof raw !== 'object' || raw === null || !Array.isArray(raw.mutants)) {
+    throw new Error(`${where}: expected an array, or an object with a mutants array`);
+  }
+  const extra = Object.keys(raw).filter((k) => k !== 'services' && k !== 'mutants');
+  if (extra.length > 0) throw new Error(`${where}: unknown key(s) ${extra.join(', ')}`);
+  const { services } = raw;
+  if (!Array.isArray(services) || services.some((s) => !SERVICES.has(s))) {
+    throw new Error(`${where}: services must be an array of ${[...SERVICES].join(', ')}`);
+  }
+  return { services: [...new Set(services)], entries: raw.mutants };
+}
+
 /**
  * One list file's mutants, each checked for shape: a mutant that cannot be applied or run would
- * otherwise count as caught (its test run "fails") and inflate the score.
+ * otherwise count as caught (its test run "fails") and inflate the score. Each carries its area's
+ * declared `services` (see `splitList`).
  */
 export function parseMutantList(area, text) {
-  let raw;
+  let parsed;
   try {
-    raw = JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new Error(`tools/mutation/${area}.json: not JSON (${error.message})`);
   }
-  if (!Array.isArray(raw)) throw new Error(`tools/mutation/${area}.json: expected an array`);
+  const { services, entries: raw } = splitList(area, parsed);
   const seen = new Set();
   return raw.map((entry, index) => {
     const where = `tools/mutation/${area}.json[${index}]`;
@@ -45,7 +68,7 @@ export function parseMutantList(area, text) {
     if (!equivalent && tests.length === 0) {
       throw new Error(`${where} (${id}): a non-equivalent mutant names the tests that catch it`);
     }
-    return { area, id, file, find, replace, tests, equivalent, note };
+    return { area, services, id, file, find, replace, tests, equivalent, note };
   });
 }
 

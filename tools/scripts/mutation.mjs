@@ -7,25 +7,46 @@
 //   node tools/scripts/mutation.mjs --area e2b       one area (repeatable, or comma-separated)
 //   node tools/scripts/mutation.mjs --id ID          one mutant (repeatable)
 //   node tools/scripts/mutation.mjs --check          only check that every mutant still applies
-//   --timeout S       limit of one test run (default 600 s; a run past it counts as caught)
+//   --timeout S       limit of any one test run (default 600 s)
+//   --timeout-factor F  a mutant's run may take F times its area's baseline (default 3, at least
+//                     30 s, at most --timeout); past it the run's process group is killed and the
+//                     mutant counts as caught by timeout
 //   --min-score X     exit 1 when an area's score is below X (0..1)
 //   --out FILE        the JSON report (default tmp/mutation/report.json)
 //
 // Before an area's mutants, its tests run once unmutated: a failing baseline would make every
-// mutant look caught, so that area's mutants are then left unscored. Not part of `npm test` (a run
-// takes minutes per area); the test command checks only that the lists still apply.
-import { spawn } from 'node:child_process';
+// mutant look caught, and one that skipped tests (a Redis or Docker list run without the service)
+// would make its mutants survive unrun, so that area's mutants are then left unscored (a skip is
+// accepted only from an area declaring "services": []). An area declaring services runs with
+// SBX_REQUIRE_SERVICES=1, so a missing service fails the baseline loudly. Not part of `npm test`
+// (a run takes minutes per area); the test command checks only that the lists still apply.
 import { writeFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  DEFAULT_TIMEOUT_FACTOR,
+  baselineProblem,
+  mutantTimeLimitMs,
+  skippedTests,
+} from './mutation-baseline.mjs';
 import { applyMutant, checkMutant, loadMutants, scoreRun } from './mutation-list.mjs';
+import { runInGroup } from './process-group.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const LISTS = path.join(ROOT, 'tools/mutation');
 
 function parseArgs(argv) {
-  const opts = { areas: [], ids: [], check: false, timeoutS: 600, minScore: null, out: null };
+  const opts = {
+    areas: [],
+    ids: [],
+    check: false,
+    timeoutS: 600,
+    timeoutFactor: DEFAULT_TIMEOUT_FACTOR,
+    minScore: null,
+    out: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -37,46 +58,55 @@ function parseArgs(argv) {
     else if (arg === '--id') opts.ids.push(value());
     else if (arg === '--check') opts.check = true;
     else if (arg === '--timeout') opts.timeoutS = Number(value());
+    else if (arg === '--timeout-factor') opts.timeoutFactor = Number(value());
     else if (arg === '--min-score') opts.minScore = Number(value());
     else if (arg === '--out') opts.out = value();
     else throw new Error(`unknown argument ${arg}`);
   }
   if (!(opts.timeoutS > 0)) throw new Error('--timeout takes a positive number of seconds');
+  if (!(opts.timeoutFactor > 0)) throw new Error('--timeout-factor takes a positive number');
   if (opts.minScore !== null && !(opts.minScore >= 0 && opts.minScore <= 1)) {
     throw new Error('--min-score takes a number from 0 to 1');
   }
   return opts;
 }
 
-/** Runs vitest on the given files in a process group of its own, so a timeout ends all of it. */
-function runTests(files, timeoutS) {
-  return new Promise((resolve) => {
-    const child = spawn('npx', ['vitest', 'run', '--reporter=dot', ...files], {
-      cwd: ROOT,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, CI: process.env.CI ?? '' },
-    });
-    let tail = '';
-    const keep = (chunk) => {
-      tail = (tail + chunk.toString('utf8')).slice(-4000);
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // Already gone: the close event reports it.
-      }
-    }, timeoutS * 1000);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ passed: code === 0 && !timedOut, timedOut, tail });
-    });
-  });
+/**
+ * Runs vitest on the given files in a process group of its own (see process-group.mjs). A mutant's
+ * run stops at its first failing test (`bail`); the baseline's writes a JSON report to `jsonOut`,
+ * so skipped tests can be found.
+ */
+async function runTests(files, { timeoutMs, services, bail = false, jsonOut }) {
+  const args = ['vitest', 'run', '--reporter=dot', ...(bail ? ['--bail=1'] : [])];
+  if (jsonOut) args.push('--reporter=json', `--outputFile.json=${jsonOut}`);
+  const env = { ...process.env, CI: process.env.CI ?? '' };
+  if (services !== null && services.length > 0) env.SBX_REQUIRE_SERVICES = '1';
+  const result = await runInGroup('npx', [...args, ...files], { cwd: ROOT, env, timeoutMs });
+  return { ...result, passed: result.code === 0 && !result.timedOut };
+}
+
+/** The baseline of one area: `{ ok, durationMs, message }`. */
+async function runBaseline(area, files, services, opts) {
+  const dir = await mkdtemp(path.join(tmpdir(), 'sbx-mutation-baseline-'));
+  try {
+    const jsonOut = path.join(dir, 'report.json');
+    const run = await runTests(files, { timeoutMs: opts.timeoutS * 1000, services, jsonOut });
+    if (!run.passed) {
+      const why = run.timedOut ? `timed out after ${opts.timeoutS} s` : 'failed';
+      return { ok: false, message: `[${area}] the baseline ${why}:\n${run.tail}` };
+    }
+    let skipped;
+    try {
+      skipped = skippedTests(JSON.parse(await readFile(jsonOut, 'utf8')));
+    } catch (error) {
+      return { ok: false, message: `[${area}] no usable JSON report: ${error.message}` };
+    }
+    const problem = baselineProblem({ area, services, skipped });
+    if (problem !== null) return { ok: false, message: problem };
+    return { ok: true, durationMs: run.durationMs };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }
 
 // The file under mutation and its original text, restored on every exit path (a signal included),
@@ -116,21 +146,27 @@ async function main() {
   }
 
   const outcomes = new Map();
+  const baselineFailures = [];
   const byArea = new Map();
   for (const m of mutants) byArea.set(m.area, [...(byArea.get(m.area) ?? []), m]);
   for (const [area, list] of byArea) {
     const runnable = list.filter((m) => !m.equivalent);
+    const { services } = list[0];
     const baselineFiles = [...new Set(runnable.flatMap((m) => m.tests))];
-    if (baselineFiles.length > 0) {
-      process.stdout.write(`[${area}] baseline (${baselineFiles.length} test files) ... `);
-      const baseline = await runTests(baselineFiles, opts.timeoutS);
-      console.log(baseline.passed ? 'ok' : 'FAILED');
-      if (!baseline.passed) {
-        console.log(baseline.tail);
-        for (const m of runnable) outcomes.set(m.id, 'baseline-failed');
-        continue;
-      }
+    if (baselineFiles.length === 0) continue;
+    process.stdout.write(`[${area}] baseline (${baselineFiles.length} test files) ... `);
+    const baseline = await runBaseline(area, baselineFiles, services, opts);
+    console.log(baseline.ok ? `ok (${(baseline.durationMs / 1000).toFixed(1)} s)` : 'REFUSED');
+    if (!baseline.ok) {
+      console.log(baseline.message);
+      baselineFailures.push({ area, message: baseline.message });
+      for (const m of runnable) outcomes.set(m.id, 'baseline-failed');
+      continue;
     }
+    const timeoutMs = mutantTimeLimitMs(baseline.durationMs, {
+      factor: opts.timeoutFactor,
+      capMs: opts.timeoutS * 1000,
+    });
     for (const m of runnable) {
       const file = path.join(ROOT, m.file);
       const original = await readFile(file, 'utf8');
@@ -138,13 +174,14 @@ async function main() {
       let result;
       try {
         await writeFile(file, applyMutant(original, m));
-        result = await runTests(m.tests, opts.timeoutS);
+        result = await runTests(m.tests, { timeoutMs, services, bail: true });
       } finally {
         restoreSync();
       }
       const outcome = result.timedOut ? 'timeout' : result.passed ? 'survived' : 'caught';
       outcomes.set(m.id, outcome);
-      console.log(`[${area}] ${outcome.padEnd(8)} ${m.id}`);
+      const limit = outcome === 'timeout' ? ` (killed after ${timeoutMs / 1000} s)` : '';
+      console.log(`[${area}] ${outcome.padEnd(8)} ${m.id}${limit}`);
     }
   }
 
@@ -152,6 +189,7 @@ async function main() {
   const report = {
     date: new Date().toISOString(),
     areas,
+    baselineFailures,
     mutants: mutants.map((m) => ({
       area: m.area,
       id: m.id,
