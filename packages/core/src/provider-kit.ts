@@ -82,10 +82,12 @@ export { specIdentityScope } from './contract/sandbox-spec.js';
 export {
   DEFAULT_KEPT_ENDED_PROCESSES,
   DEFAULT_MAX_RUNNING_PROCESSES,
-  DEFAULT_PROCESS_WRITE_TIMEOUT_MS,
-  MAX_PROCESS_WRITE_BYTES,
   ProcessTable,
 } from './process/process-table.js';
+export {
+  DEFAULT_PROCESS_WRITE_TIMEOUT_MS,
+  MAX_PROCESS_WRITE_BYTES,
+} from './process/process-input.js';
 export type { ProcessTableOptions } from './process/process-table.js';
 export type {
   InputWriteOptions,

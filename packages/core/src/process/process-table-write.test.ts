@@ -4,7 +4,8 @@ import { Deferred } from '../testing/deferred.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import { recordingLogger } from '../testing/recording-logger.js';
 import type { InputWriteOptions, LaunchedExit, ProcessLauncher } from './process-launcher.js';
-import { DEFAULT_PROCESS_WRITE_TIMEOUT_MS, ProcessTable } from './process-table.js';
+import { DEFAULT_PROCESS_WRITE_TIMEOUT_MS } from './process-input.js';
+import { ProcessTable } from './process-table.js';
 
 /**
  * A process whose input pipe takes `room` bytes and which never reads: a write of more never

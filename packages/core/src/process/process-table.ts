@@ -16,7 +16,6 @@ import {
 import { InvalidArgumentError } from '../errors/errors.js';
 import {
   CapabilityNotSupportedError,
-  ProcessInputBlockedError,
   ProcessNotFoundError,
   ProcessStateError,
 } from '../errors/process-errors.js';
@@ -27,16 +26,13 @@ import type {
   LaunchedExit,
   LaunchedProcess,
   ProcessLauncher,
-  ProcessSink,
 } from './process-launcher.js';
 import { assertCommandText, assertProcessTimeout } from './process-limits.js';
 import { sharedRetainedOutput, type RetainedOutput } from './retained-output.js';
 import { Utf8Listener } from './utf8-listener.js';
+import { writeProcessInput } from './process-input.js';
+import { infoOf, sinkInto, waitFor, type ProcessRecord } from './process-record.js';
 
-/** Largest single `write()` to a process's standard input. */
-export const MAX_PROCESS_WRITE_BYTES = 1024 * 1024;
-/** How long a `write()` waits for the process to take its input, unless the caller says. */
-export const DEFAULT_PROCESS_WRITE_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_RUNNING_PROCESSES = 16;
 export const DEFAULT_KEPT_ENDED_PROCESSES = 32;
 /** Longer ids are never a process's: they are refused before reaching the backend. */
@@ -63,24 +59,6 @@ export interface ProcessTableOptions {
   readonly logger?: Logger;
   /** Names the sandbox in log lines. */
   readonly sandboxId?: string;
-}
-
-interface ProcessRecord {
-  readonly id: string;
-  readonly command: string;
-  readonly startedAt: number;
-  readonly ring: OutputRing;
-  readonly launched: LaunchedProcess;
-  /** Set when this client attached a process another client started: closing only lets go. */
-  readonly attached: AttachedProcess | undefined;
-  readonly ended: Promise<ProcessExit>;
-  exit: ProcessExit | undefined;
-  endedAt: number | undefined;
-  stdinClosed: boolean;
-  timer: ClockTimer | undefined;
-  timedOut: boolean;
-  /** No longer followed (let go of by `killRunning` / `close`): its end is not recorded. */
-  detached: boolean;
 }
 
 /**
@@ -481,7 +459,12 @@ export class ProcessTable implements SandboxProcesses {
         await this.#kill(record, signal, true);
       },
       write: (input: ProcessInput, options?: ProcessWriteOptions) =>
-        this.#write(record, input, options),
+        writeProcessInput(record, input, options, {
+          stdin: this.#options.stdin,
+          clock: this.#clock,
+          logger: this.#logger,
+          sandboxId: this.#options.sandboxId,
+        }),
       closeStdin: async () => {
         const close = record.launched.closeStdin;
         if (!this.#options.stdin || close === undefined) {
@@ -505,128 +488,5 @@ export class ProcessTable implements SandboxProcesses {
         };
       },
     };
-  }
-
-  async #write(
-    record: ProcessRecord,
-    input: ProcessInput,
-    options: ProcessWriteOptions = {},
-  ): Promise<void> {
-    const write = record.launched.write;
-    if (!this.#options.stdin || write === undefined) {
-      throw new CapabilityNotSupportedError(
-        'stdin',
-        'This sandbox cannot write to a process input',
-      );
-    }
-    if (!(typeof input === 'string' || input instanceof Uint8Array)) {
-      throw new InvalidArgumentError('process input must be a string or bytes');
-    }
-    const size = typeof input === 'string' ? Buffer.byteLength(input, 'utf8') : input.length;
-    if (size > MAX_PROCESS_WRITE_BYTES) {
-      throw new InvalidArgumentError(
-        `process input is ${size} bytes; one write takes at most ${MAX_PROCESS_WRITE_BYTES}`,
-      );
-    }
-    if (record.exit !== undefined) {
-      throw new ProcessStateError(`Process ${record.id} has exited; its input is closed`);
-    }
-    if (record.stdinClosed) {
-      throw new ProcessStateError(`The input of process ${record.id} was closed`);
-    }
-    const timeoutMs = options.timeoutMs ?? DEFAULT_PROCESS_WRITE_TIMEOUT_MS;
-    assertProcessTimeout(timeoutMs, 'write timeoutMs');
-    // A process that does not read its input never takes what does not fit in the pipe: the
-    // wait is bounded, the backend told to stop sending, and the caller learns what was taken.
-    const stop = new AbortController();
-    let accepted = 0;
-    const timer = this.#clock.setTimeout(() => stop.abort(), timeoutMs);
-    const blocked = new Promise<'blocked'>((resolve) =>
-      stop.signal.addEventListener('abort', () => resolve('blocked'), { once: true }),
-    );
-    const writing = write.call(record.launched, input, {
-      signal: stop.signal,
-      onAccepted: (bytes) => (accepted = Math.max(accepted, Math.min(bytes, size))),
-    });
-    try {
-      const outcome = await Promise.race([writing.then(() => 'written' as const), blocked]);
-      if (outcome === 'blocked') {
-        writing.catch((error: unknown) =>
-          this.#logger.warn('a blocked write to a process input failed later', {
-            sandboxId: this.#options.sandboxId,
-            processId: record.id,
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        );
-        throw new ProcessInputBlockedError(record.id, {
-          acceptedBytes: accepted,
-          totalBytes: size,
-          timeoutMs,
-        });
-      }
-    } finally {
-      this.#clock.clearTimeout(timer);
-    }
-  }
-}
-
-function sinkInto(ring: OutputRing, out: Utf8Listener, err: Utf8Listener): ProcessSink {
-  return {
-    stdout: (chunk) => {
-      ring.append('stdout', toBuffer(chunk));
-      out.write(chunk);
-    },
-    stderr: (chunk) => {
-      ring.append('stderr', toBuffer(chunk));
-      err.write(chunk);
-    },
-  };
-}
-
-function toBuffer(chunk: Uint8Array | string): Buffer {
-  return typeof chunk === 'string'
-    ? Buffer.from(chunk, 'utf8')
-    : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-}
-
-function infoOf(record: ProcessRecord): ProcessInfo {
-  const exit = record.exit;
-  return {
-    id: record.id,
-    command: record.command,
-    status: exit === undefined ? 'running' : 'exited',
-    startedAt: record.startedAt,
-    ...(record.endedAt !== undefined ? { endedAt: record.endedAt } : {}),
-    exitCode: exit?.exitCode ?? null,
-    ...(exit?.signal !== undefined ? { signal: exit.signal } : {}),
-    timedOut: record.timedOut,
-  };
-}
-
-async function waitFor(
-  record: ProcessRecord,
-  options: { timeoutMs?: number; signal?: AbortSignal },
-  clock: Clock,
-): Promise<ProcessExit | undefined> {
-  if (record.exit !== undefined) return record.exit;
-  if (options.timeoutMs === undefined && options.signal === undefined) return record.ended;
-  if (options.timeoutMs !== undefined) assertProcessTimeout(options.timeoutMs, 'wait timeoutMs');
-  let timer: ClockTimer | undefined;
-  let onAbort: (() => void) | undefined;
-  const stop = new Promise<undefined>((resolve) => {
-    if (options.timeoutMs !== undefined) {
-      timer = clock.setTimeout(() => resolve(undefined), options.timeoutMs);
-    }
-    if (options.signal) {
-      onAbort = () => resolve(undefined);
-      if (options.signal.aborted) resolve(undefined);
-      else options.signal.addEventListener('abort', onAbort, { once: true });
-    }
-  });
-  try {
-    return await Promise.race([record.ended, stop]);
-  } finally {
-    if (timer) clock.clearTimeout(timer);
-    if (onAbort) options.signal?.removeEventListener('abort', onAbort);
   }
 }
