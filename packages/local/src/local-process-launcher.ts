@@ -46,6 +46,9 @@ export interface LocalLaunchHooks {
  * redaction as `exec` (`outputRewrite`), a line at a time, to what it still keeps when read.
  */
 export class LocalProcessLauncher implements ProcessLauncher {
+  // The pipes are read under the shared pacer already (`launch`): the table must not pace again.
+  readonly pacesOutput = true;
+
   constructor(private readonly hooks: LocalLaunchHooks) {}
 
   outputRewrite(options: LaunchOptions): Promise<(text: string) => string> {

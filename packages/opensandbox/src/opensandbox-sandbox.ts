@@ -29,10 +29,8 @@ import type {
   WriteFileOptions,
 } from '@sbx/core';
 import { exitCodeOf, joinOutputLines, missingExitDetail, stdoutOf } from './command-output.js';
-import {
-  COMMAND_TTL_GRACE_SECONDS,
-  DEFAULT_SANDBOX_LIFETIME_SECONDS,
-} from './opensandbox-config.js';
+import { DEFAULT_SANDBOX_LIFETIME_SECONDS } from './opensandbox-config.js';
+import { RemoteLifetime } from './opensandbox-lifetime.js';
 import type { OpenSandboxRemote } from './opensandbox-sdk.js';
 import { fileErrorFromRemote, tooLargeError } from './file-errors.js';
 import { KeyedLock } from './keyed-lock.js';
@@ -54,7 +52,13 @@ import type {
 } from './opensandbox-sandbox-options.js';
 
 const encoder = new TextEncoder();
-const noop = (): void => {};
+
+/** execd streams output; it has no standard input, and background commands are not mapped. */
+const STREAMING_ONLY: SandboxCapabilities = Object.freeze({
+  streaming: true,
+  stdin: false,
+  backgroundProcesses: false,
+});
 
 /**
  * A `Sandbox` over one OpenSandbox remote, through the SDK's execd transport.
@@ -67,34 +71,26 @@ const noop = (): void => {};
  *   serialised read-modify-write. `listDir`, `glob` and `grep` run the shared remote search
  *   commands of `@sbx/core` and parse them exactly like the local walkers.
  * - Lifetime: every operation renews the remote's expiry before it runs (commands for their own
- *   limit plus 30 s when that is longer than the lifetime). Renewal sets an absolute expiry, so a
- *   renewal never asks for less than what is already granted: a short file operation can never
- *   cut short the horizon of a long command still running. Explicit-cleanup mode never renews.
+ *   limit plus 30 s when that is longer than the lifetime), never to less than already granted
+ *   (see `RemoteLifetime`). Explicit-cleanup mode never renews.
  * - A failure that means the remote is gone (see `isTerminalRemoteError`) closes this adapter and
  *   tells the provider, which evicts and deletes the remote; the next acquire creates a new one.
  *   A missing file (404 from the file API) is only a missing file.
+ *
+ * One concept: the mapping of the `Sandbox` operations onto one remote, with the renewal before
+ * each and the one failure classification that closes the adapter; the lifetime bookkeeping, the
+ * command run under its deadline and the file error mapping live in their own files.
  */
-/** execd streams output; it has no standard input, and background commands are not mapped. */
-const STREAMING_ONLY: SandboxCapabilities = Object.freeze({
-  streaming: true,
-  stdin: false,
-  backgroundProcesses: false,
-});
-
 export class OpenSandboxSandbox extends RemoteShellSandbox {
   readonly remote: OpenSandboxRemote;
   readonly #environment: Readonly<Record<string, string>>;
-  readonly #lifetimeSeconds: number | null;
+  readonly #lifetime: RemoteLifetime;
   readonly #commandTimeoutSeconds: number;
   readonly #maxDownloadBytes: number;
   readonly #onTerminalFailure: TerminalFailureListener | undefined;
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #writes = new KeyedLock();
-  /** Expiry granted so far, in clock milliseconds (meaningless in explicit-cleanup mode). */
-  #expiresAt: number;
-  /** Renewals run one after another, so the server applies them in the order they were computed. */
-  #renewTail: Promise<void> = Promise.resolve();
   #closed = false;
   #destroying: Promise<void> | undefined;
   #transportClosed: Promise<void> | undefined;
@@ -104,17 +100,21 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     super(id);
     this.remote = options.remote;
     this.#environment = { ...(options.environment ?? {}) };
-    this.#lifetimeSeconds =
-      options.lifetimeSeconds === undefined
-        ? DEFAULT_SANDBOX_LIFETIME_SECONDS
-        : options.lifetimeSeconds;
     this.#commandTimeoutSeconds = options.commandTimeoutSeconds ?? DEFAULT_COMMAND_TIMEOUT_SECONDS;
     this.#maxDownloadBytes = options.maxDownloadBytes ?? MAX_DOWNLOAD_BYTES;
     this.#onTerminalFailure = options.onTerminalFailure;
     this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? silentLogger;
-    // The remote was created with this lifetime just now.
-    this.#expiresAt = this.#clock.now() + (this.#lifetimeSeconds ?? 0) * 1000;
+    this.#lifetime = new RemoteLifetime({
+      lifetimeSeconds:
+        options.lifetimeSeconds === undefined
+          ? DEFAULT_SANDBOX_LIFETIME_SECONDS
+          : options.lifetimeSeconds,
+      renew: (seconds) => this.remote.renew(seconds),
+      assertOpen: () => this.#assertOpen(),
+      failure: (error) => this.#failure(error, 'renew', 'renew the sandbox lifetime'),
+      clock: this.#clock,
+    });
   }
 
   /** The server-assigned id of the remote sandbox. */
@@ -129,12 +129,12 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
 
   /** `null` in explicit-cleanup mode. */
   get lifetimeSeconds(): number | null {
-    return this.#lifetimeSeconds;
+    return this.#lifetime.seconds;
   }
 
   /** The expiry granted so far (clock milliseconds); `undefined` in explicit-cleanup mode. */
   get expiresAt(): number | undefined {
-    return this.#lifetimeSeconds === null ? undefined : this.#expiresAt;
+    return this.#lifetime.expiresAt;
   }
 
   /**
@@ -143,7 +143,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
    * terminal failure closes this adapter (and tells the provider) before it is thrown.
    */
   renewLifetime(): Promise<void> {
-    return this.#renew(this.#lifetimeSeconds ?? 0);
+    return this.#lifetime.renew();
   }
 
   /**
@@ -200,7 +200,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     if (options.signal?.aborted) throw abortError(options.signal);
     this.#assertOpen();
     const started = performance.now();
-    await this.#renewForCommand(timeoutSeconds);
+    await this.#lifetime.renewForCommand(timeoutSeconds);
     const envs = { ...this.#environment, ...(options.env ?? {}) };
     const toLine = (message: { text: string }) =>
       message.text.endsWith('\n') ? message.text : `${message.text}\n`;
@@ -235,7 +235,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
   override async readFile(path: string, options: ReadFileOptions = {}): Promise<string> {
     checkRemotePath(path);
     this.#assertOpen();
-    await this.#renew(this.#lifetimeSeconds ?? 0);
+    await this.#lifetime.renew();
     const bytes = await this.#readBytes(path, 'read');
     return sliceLines(decodeFileText(bytes, path), options);
   }
@@ -244,7 +244,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     checkRemotePath(path);
     assertDownloadablePath(path);
     this.#assertOpen();
-    await this.#renew(this.#lifetimeSeconds ?? 0);
+    await this.#lifetime.renew();
     const limit = this.#maxDownloadBytes;
     try {
       return await collectBoundedBytes(this.remote.files.readBytesStream(path), {
@@ -270,7 +270,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
   ): Promise<void> {
     checkRemotePath(path);
     this.#assertOpen();
-    await this.#renew(this.#lifetimeSeconds ?? 0);
+    await this.#lifetime.renew();
     const append = options.append ?? false;
     await this.#writes.run(posix.normalize(path), async () => {
       let data: Uint8Array = encoder.encode(content);
@@ -285,7 +285,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
   override async updateFile(path: string, content: Uint8Array): Promise<void> {
     checkRemotePath(path);
     this.#assertOpen();
-    await this.#renew(this.#lifetimeSeconds ?? 0);
+    await this.#lifetime.renew();
     await this.#writes.run(posix.normalize(path), () => this.#writeBytes(path, content, 'update'));
   }
 
@@ -325,37 +325,6 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     return timeoutMs / 1000;
   }
 
-  #renewForCommand(timeoutSeconds: number): Promise<void> {
-    return this.#renew(
-      Math.max(this.#lifetimeSeconds ?? 0, timeoutSeconds + COMMAND_TTL_GRACE_SECONDS),
-    );
-  }
-
-  /**
-   * Asks for `horizonSeconds` from now, or for what is left of the current grant when that is
-   * longer. Renewal sets an absolute expiry; without the floor, a short operation renewing with
-   * the plain lifetime while a long command runs would move the expiry back in front of the
-   * command's end and get the sandbox reaped under it.
-   */
-  #renew(horizonSeconds: number): Promise<void> {
-    if (this.#lifetimeSeconds === null) return Promise.resolve();
-    const step = async (): Promise<void> => {
-      this.#assertOpen();
-      const now = this.#clock.now();
-      const remaining = Math.ceil(Math.max(0, this.#expiresAt - now) / 1000);
-      const seconds = Math.max(horizonSeconds, remaining);
-      try {
-        await this.remote.renew(seconds);
-      } catch (error) {
-        throw this.#failure(error, 'renew', 'renew the sandbox lifetime');
-      }
-      this.#expiresAt = Math.max(this.#expiresAt, now + seconds * 1000);
-    };
-    const run = this.#renewTail.then(step);
-    this.#renewTail = run.then(noop, noop);
-    return run;
-  }
-
   /** One `commands.run` under its deadline (see `runRemoteCommand`). */
   #run(
     command: string,
@@ -384,7 +353,7 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
   protected async runSearch(command: string): Promise<string> {
     this.#assertOpen();
     const timeoutSeconds = this.#commandTimeoutSeconds;
-    await this.#renewForCommand(timeoutSeconds);
+    await this.#lifetime.renewForCommand(timeoutSeconds);
     const { execution, timedOut } = await this.#run(command, timeoutSeconds, this.#environment);
     if (timedOut) {
       throw new SandboxRuntimeError(`OpenSandbox search timed out after ${timeoutSeconds} seconds`);
