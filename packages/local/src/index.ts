@@ -32,6 +32,43 @@ export { assembleCommandOutput, timeoutNotice, formatSeconds } from '@sbx/core/i
 export type { CommandOutcome } from '@sbx/core';
 export { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
 export { runDemo, type DemoOptions } from './demo.js';
+// Confinement limits, cgroups and the host probes `sbx doctor` shows.
+export {
+  DEFAULT_CONFINEMENT_LIMITS,
+  CONFINEMENT_LIMIT_BOUNDS,
+  resolveConfinementLimits,
+  parseByteSize,
+  type ConfinementLimits,
+} from './confinement/cgroup-limits.js';
+export { LIMITS_BLOCK_KEYS, resolveLimitsBlock } from './confinement/cgroup-limits-config.js';
+export {
+  detectCgroups,
+  type CgroupController,
+  type CgroupDetection,
+  type CgroupLayout,
+} from './confinement/cgroup-detect.js';
+export {
+  openCgroupHost,
+  createSandboxCgroup,
+  type CgroupHost,
+  type CgroupHostOptions,
+} from './confinement/cgroup-host.js';
+export type {
+  SandboxCgroup,
+  CgroupLimitsInForce,
+  CgroupMemoryEvents,
+} from './confinement/cgroup-sandbox-group.js';
+export { ConfinementCgroupError } from './confinement/cgroup-files.js';
+export { rlimitArgv, type RlimitWrapper } from './confinement/rlimit-wrapper.js';
+export {
+  probeConfinementHost,
+  type ConfinementCheck,
+  type ConfinementCheckStatus,
+  type ConfinementProbeOptions,
+  type ConfinementReport,
+  type LimitEnforcement,
+} from './confinement/confinement-probe.js';
+export type { ProbeHost, ProbeRun } from './confinement/confinement-probe-host.js';
 
 /** `use: "@sbx/local"` loads this: the provider class. */
 export default LocalSandboxProvider;
