@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '@sbx/core';
 import type { E2BRemoteSandbox } from './e2b-client.js';
-import { BACKGROUND_PROCESS_ENV, E2BProcessLauncher, pidOfProcessId } from './e2b-processes.js';
+import {
+  BACKGROUND_PROCESS_ENV,
+  E2BProcessLauncher,
+  pidOfProcessId,
+  runWithStdin,
+} from './e2b-processes.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { FakeE2BClient } from './testing/fake-e2b-client.js';
 
@@ -96,5 +101,61 @@ describe('E2BProcessLauncher.discover', () => {
     const ids = await launcher.discover();
     expect(ids).toHaveLength(64);
     expect(ids[0]).toBe('p1');
+  });
+});
+
+describe('a foreground command with input whose send hears "process not found"', () => {
+  const sdkError = (name: string, message: string, extra: object = {}) =>
+    Object.assign(new Error(message), { name }, extra);
+  /** The SDK port as far as runWithStdin uses it: a handle whose end is `ended`. */
+  function remote(sendError: Error, ended: () => Promise<never> | Promise<object>) {
+    const calls: string[] = [];
+    const commands = {
+      run: async () => ({ pid: 7, wait: ended, disconnect: async () => {} }),
+      sendStdin: async () => {
+        calls.push('sendStdin');
+        throw sendError;
+      },
+      closeStdin: async () => {
+        calls.push('closeStdin');
+      },
+      kill: async () => false,
+    };
+    return { client: { commands } as unknown as E2BRemoteSandbox, calls };
+  }
+
+  it('a process the handle reports no end for is genuinely missing: the send’s error stands', async () => {
+    const notFound = sdkError('NotFoundError', 'process with pid 7 not found');
+    const { client } = remote(notFound, () =>
+      Promise.reject(sdkError('SandboxError', 'stream ended without an end event')),
+    );
+    await expect(runWithStdin(client, 'cat', {}, 'x')).rejects.toBe(notFound);
+  });
+
+  it('a command that ended meanwhile reports its end: its exit, non-zero included', async () => {
+    const notFound = sdkError('NotFoundError', 'process with pid 7 not found');
+    const exited = sdkError('CommandExitError', 'exit status 3', {
+      exitCode: 3,
+      stdout: '',
+      stderr: '',
+    });
+    const { client } = remote(notFound, () => Promise.reject(exited));
+    await expect(runWithStdin(client, 'exit 3', {}, 'x')).rejects.toBe(exited);
+    const late = sdkError('TimeoutError', "command ran past its 'timeoutMs'");
+    const timedOut = remote(notFound, () => Promise.reject(late));
+    await expect(runWithStdin(timedOut.client, 'sleep 9', {}, 'x')).rejects.toBe(late);
+    const ok = remote(notFound, async () => ({ exitCode: 0, stdout: '', stderr: '' }));
+    await expect(runWithStdin(ok.client, 'true', {}, 'x')).resolves.toEqual({
+      exitCode: 0,
+      stdout: '',
+      stderr: '',
+    });
+  });
+
+  it('any other failure of the send is not taken for an early exit', async () => {
+    const gone = sdkError('SandboxNotFoundError', 'Sandbox is probably not running anymore');
+    const { client, calls } = remote(gone, async () => ({ exitCode: 0, stdout: '', stderr: '' }));
+    await expect(runWithStdin(client, 'true', {}, 'x')).rejects.toBe(gone);
+    expect(calls).toEqual(['sendStdin']);
   });
 });

@@ -14,7 +14,7 @@ import type {
   E2BProcessInfo,
   E2BRemoteSandbox,
 } from './e2b-client.js';
-import { commandExitResult } from './e2b-errors.js';
+import { commandExitResult, isCommandTimeoutError } from './e2b-errors.js';
 
 /**
  * A foreground command with standard input: the SDK takes input only for a command started in
@@ -32,11 +32,37 @@ export async function runWithStdin(
   const onAbort = (): void => void client.commands.kill(handle.pid).catch(() => {});
   signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    await client.commands.sendStdin(handle.pid, stdin);
-    await client.commands.closeStdin(handle.pid);
+    try {
+      await client.commands.sendStdin(handle.pid, stdin);
+      await client.commands.closeStdin(handle.pid);
+    } catch (error) {
+      if (!isProcessNotFoundError(error)) throw error;
+      return await endedBeforeInput(handle, error);
+    }
     return await handle.wait();
   } finally {
     signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * The input's send heard "process not found": either the command ended before its input was sent
+ * (`true` reads none, and envd forgets a process as it exits, so the send races the exit), or envd
+ * does not know the process at all. The handle tells which: an end it reports (an exit, or the
+ * command's own time limit) means the input was not needed, and that is the result; a handle that
+ * fails without one means the process is genuinely missing, and the send's error stands.
+ */
+async function endedBeforeInput(
+  handle: E2BCommandHandle,
+  sendError: unknown,
+): Promise<E2BCommandResult> {
+  try {
+    return await handle.wait();
+  } catch (waitError) {
+    if (commandExitResult(waitError) !== undefined || isCommandTimeoutError(waitError)) {
+      throw waitError;
+    }
+    throw sendError;
   }
 }
 

@@ -8,6 +8,7 @@ import {
   describeSandboxContract,
 } from '@sbx/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { E2BCommands, E2BRemoteSandbox } from './e2b-client.js';
 import { E2BSandboxProvider } from './e2b-sandbox-provider.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { SdkE2BClient } from './sdk-client.js';
@@ -150,6 +151,52 @@ async function standinSandbox() {
     connect: async () => new E2BSandbox(remote.sandboxId, await sdk.connect(remote.sandboxId)),
   };
 }
+
+describe('exec with input over the real SDK', () => {
+  /**
+   * The SDK takes input only for a command started in the background, so exec starts it, then
+   * sends the input: a command that does not read it (`true`) may exit first, and the send then
+   * hears "process not found". This remote sends each input only once the command has ended: the
+   * order the race produces at random, every time.
+   */
+  async function inputAfterExit() {
+    const standin = await new E2BStandinServer().start();
+    const sdk = new SdkE2BClient({
+      apiKey: standin.apiKey,
+      apiUrl: standin.url,
+      sandboxUrl: standin.url,
+    });
+    const remote = await sdk.create({ template: 'base', metadata: {} });
+    const vm = standin.vms.get(remote.sandboxId)!.vm;
+    const real = remote.commands;
+    const commands = new Proxy(real, {
+      get(target, key) {
+        if (key === 'sendStdin') {
+          return async (pid: number, data: string | Uint8Array) => {
+            await vm.processes.get(pid)?.ended;
+            return target.sendStdin(pid, data);
+          };
+        }
+        const value: unknown = Reflect.get(target, key);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as E2BCommands;
+    const late: E2BRemoteSandbox = { ...remote, commands };
+    return { sandbox: new E2BSandbox(remote.sandboxId, late), stop: () => standin.stop() };
+  }
+
+  it('a command that exits before its input is sent reports its exit: the input was not needed', async () => {
+    const { sandbox, stop } = await inputAfterExit();
+    try {
+      const ok = await sandbox.exec('true', { stdin: 'x' });
+      expect(ok).toMatchObject({ exitCode: 0, stdout: '', stderr: '' });
+      const failed = await sandbox.exec('echo gone; exit 3', { stdin: 'x' });
+      expect(failed).toMatchObject({ exitCode: 3, stdout: 'gone\n' });
+    } finally {
+      await stop();
+    }
+  });
+});
 
 describeSandboxContract('E2BSandbox over the real SDK and the stand-in', standinSandbox);
 
