@@ -117,7 +117,8 @@ export async function checkMutant(root, mutant) {
 }
 
 /**
- * Per-area scores over run outcomes (`caught` | `survived` | `timeout` | `baseline-failed`), plus
+ * Per-area scores over run outcomes (`caught` | `survived` | `timeout` | `baseline-failed` |
+ * `disturbed`: its file was edited during the run), plus
  * the survivors and equivalents to list. A timeout counts as caught (the mutant made a test hang,
  * which the test command's limits would have failed); a failed baseline counts as neither, since
  * it says nothing about the mutant.

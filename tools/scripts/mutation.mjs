@@ -19,8 +19,9 @@
 // would make its mutants survive unrun, so that area's mutants are then left unscored (a skip is
 // accepted only from an area declaring "services": []). An area declaring services runs with
 // SBX_REQUIRE_SERVICES=1, so a missing service fails the baseline loudly. Not part of `npm test`
-// (a run takes minutes per area); the test command checks only that the lists still apply.
-import { writeFileSync } from 'node:fs';
+// (a run takes minutes per area); the test command checks only that the lists still apply. A file
+// edited by someone else while its mutant was applied is left as they made it (the mutant is
+// named, `disturbed` in the report, unscored).
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -31,7 +32,8 @@ import {
   mutantTimeLimitMs,
   skippedTests,
 } from './mutation-baseline.mjs';
-import { applyMutant, checkMutant, loadMutants, scoreRun } from './mutation-list.mjs';
+import { applyMutantSync, restoreMutantSync } from './mutant-file.mjs';
+import { checkMutant, loadMutants, scoreRun } from './mutation-list.mjs';
 import { runInGroup } from './process-group.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -109,14 +111,14 @@ async function runBaseline(area, files, services, opts) {
   }
 }
 
-// The file under mutation and its original text, restored on every exit path (a signal included),
-// so an interrupted run never leaves a mutant in the working tree.
+// The mutant applied now, taken back on every exit path (a signal included), so an interrupted
+// run never leaves a mutant in the working tree.
 let applied = null;
 function restoreSync() {
-  if (!applied) return;
-  // A synchronous write: this runs from signal handlers, where nothing async completes.
-  writeFileSync(applied.file, applied.original);
+  if (!applied) return true;
+  const state = applied;
   applied = null;
+  return restoreMutantSync(state);
 }
 
 async function main() {
@@ -169,16 +171,22 @@ async function main() {
     });
     for (const m of runnable) {
       const file = path.join(ROOT, m.file);
-      const original = await readFile(file, 'utf8');
-      applied = { file, original };
       let result;
+      let restored;
       try {
-        await writeFile(file, applyMutant(original, m));
+        applied = applyMutantSync(file, m);
         result = await runTests(m.tests, { timeoutMs, services, bail: true });
       } finally {
-        restoreSync();
+        restored = restoreSync();
       }
-      const outcome = result.timedOut ? 'timeout' : result.passed ? 'survived' : 'caught';
+      // A run over a file someone else was editing says nothing about the mutant.
+      const outcome = !restored
+        ? 'disturbed'
+        : result.timedOut
+          ? 'timeout'
+          : result.passed
+            ? 'survived'
+            : 'caught';
       outcomes.set(m.id, outcome);
       const limit = outcome === 'timeout' ? ` (killed after ${timeoutMs / 1000} s)` : '';
       console.log(`[${area}] ${outcome.padEnd(8)} ${m.id}${limit}`);

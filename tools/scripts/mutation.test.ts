@@ -16,6 +16,7 @@ import {
   parseMutantList,
   scoreRun,
 } from './mutation-list.mjs';
+import { applyMutantSync, restoreMutantSync } from './mutant-file.mjs';
 import { runInGroup } from './process-group.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -212,6 +213,26 @@ describe('a mutant that hangs', () => {
     });
     expect(ok).toMatchObject({ code: 3, timedOut: false });
     expect(() => runInGroup('true', [], { cwd: ROOT, timeoutMs: 0 })).toThrow(RangeError);
+  });
+});
+
+describe('a mutant applied in a shared working tree', () => {
+  it('is taken back, unless the file was edited meanwhile: that edit is kept and the mutant named', async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'sbx-mutation-'));
+    const file = path.join(dir, 'a.ts');
+    await writeFile(file, 'a();\nif (closed) return;\nb();\n');
+    const [m] = parseMutantList('x', JSON.stringify([mutant()]));
+    const state = applyMutantSync(file, m);
+    expect(await readFile(file, 'utf8')).toBe('a();\n\nb();\n');
+    expect(restoreMutantSync(state)).toBe(true);
+    expect(await readFile(file, 'utf8')).toBe('a();\nif (closed) return;\nb();\n');
+
+    const again = applyMutantSync(file, m);
+    await writeFile(file, 'a();\n\nb();\nc(); // someone else’s edit\n');
+    const warnings: string[] = [];
+    expect(restoreMutantSync(again, (line: string) => warnings.push(line))).toBe(false);
+    expect(await readFile(file, 'utf8')).toBe('a();\n\nb();\nc(); // someone else’s edit\n');
+    expect(warnings).toEqual([expect.stringMatching(/src\/a\.ts was edited while mutant a-guard/)]);
   });
 });
 
