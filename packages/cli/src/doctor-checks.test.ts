@@ -9,6 +9,7 @@ import {
   type DoctorCheck,
   type DoctorOptions,
 } from './doctor-checks.js';
+import type { ConfinementProber } from './doctor-confinement-checks.js';
 import { packageFinder } from './installed-packages.js';
 import {
   closedPort,
@@ -28,6 +29,45 @@ function ioFor(cwd: string, env: Record<string, string | undefined>): CliIo {
     cwd,
   };
 }
+
+/** A host where confinement works, described (the real probes have tests of their own in @sbx/local). */
+const confinedHost: ConfinementProber = async () => ({
+  checks: [
+    {
+      id: 'confinement.bwrap',
+      title: 'bubblewrap installed',
+      status: 'ok',
+      detail: 'bubblewrap 0.9.0 at /usr/bin/bwrap',
+    },
+    {
+      id: 'confinement.userns',
+      title: 'user namespaces usable',
+      status: 'ok',
+      detail: 'bwrap --unshare-user ran',
+    },
+    {
+      id: 'confinement.seccomp',
+      title: 'seccomp filters available',
+      status: 'ok',
+      detail: 'filter mode available',
+    },
+    {
+      id: 'confinement.cgroups',
+      title: 'cgroups for sandbox limits',
+      status: 'ok',
+      detail: 'v2 delegated',
+    },
+    {
+      id: 'confinement.limits',
+      title: 'limits in force',
+      status: 'ok',
+      detail: 'pids 512 (cgroup v2 pids)',
+    },
+  ],
+  bwrap: { path: '/usr/bin/bwrap', version: '0.9.0' },
+  cgroups: { layout: undefined, notes: [] },
+  limits: [],
+});
 
 function byId(checks: readonly DoctorCheck[], id: string): DoctorCheck {
   const found = checks.find((c) => c.id === id);
@@ -56,6 +96,7 @@ describe('runDoctorChecks', () => {
     platform: 'linux',
     arch: 'x64',
     nodeVersion: '20.19.0',
+    confinementProbe: confinedHost,
   });
 
   it('passes on the local provider with its prerequisites, without Redis', async () => {
@@ -69,8 +110,14 @@ describe('runDoctorChecks', () => {
       ['provider', 'ok', true],
       ['local.shell', 'ok', true],
       ['local.data-dir', 'ok', true],
+      ['confinement.bwrap', 'ok', false],
+      ['confinement.userns', 'ok', false],
+      ['confinement.seccomp', 'ok', false],
+      ['confinement.cgroups', 'ok', false],
+      ['confinement.limits', 'ok', false],
       ['ownership.redis', 'skip', false],
     ]);
+    expect(byId(report.checks, 'confinement.limits').group).toBe('confinement');
     expect(byId(report.checks, 'local.data-dir').detail).toMatch(/home \(will be created\)$/);
   });
 
@@ -261,5 +308,60 @@ describe('runDoctorChecks', () => {
       fix: 'npm install @acme/sandbox',
     });
     expect(report.ok).toBe(false);
+  });
+
+  it('shows a host that cannot confine, without failing a setup that does not demand it', async () => {
+    await fakeInstall(project.dir, { '@sbx/local': '0.1.0' });
+    const report = await runDoctorChecks({
+      ...options(),
+      confinementProbe: async (limits) => ({
+        ...(await confinedHost(limits)),
+        checks: [
+          {
+            id: 'confinement.userns',
+            title: 'user namespaces usable',
+            status: 'fail',
+            detail: 'AppArmor restricts unprivileged user namespaces',
+            fix: 'give bwrap an AppArmor profile',
+          },
+        ],
+      }),
+    });
+    expect(byId(report.checks, 'confinement.userns')).toMatchObject({
+      group: 'confinement',
+      status: 'fail',
+      required: false,
+      fix: 'give bwrap an AppArmor profile',
+    });
+    expect(report.ok).toBe(true);
+  });
+
+  it('probes nothing of confinement when @sbx/local is neither installed nor configured', async () => {
+    await fakeInstall(project.dir, { '@sbx/e2b': '0.1.0' });
+    let probed = false;
+    const report = await runDoctorChecks({
+      ...options(),
+      config: { provider: '@sbx/e2b' },
+      confinementProbe: async (limits) => {
+        probed = true;
+        return confinedHost(limits);
+      },
+    });
+    expect(probed).toBe(false);
+    expect(report.checks.some((c) => c.group === 'confinement')).toBe(false);
+  });
+
+  it('fails the probes themselves as one row, not the whole report', async () => {
+    await fakeInstall(project.dir, { '@sbx/local': '0.1.0' });
+    const report = await runDoctorChecks({
+      ...options(),
+      confinementProbe: async () => {
+        throw new Error('spawn EAGAIN');
+      },
+    });
+    expect(byId(report.checks, 'confinement.bwrap')).toMatchObject({
+      status: 'fail',
+      detail: 'the probes failed: spawn EAGAIN',
+    });
   });
 });

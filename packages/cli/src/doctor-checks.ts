@@ -20,6 +20,12 @@ import { pingRedis, redactRedisUrl } from './redis-probe.js';
 import { describe, errorCode, portOf } from './doctor-probe.js';
 import type { Check, ProbeContext } from './doctor-probe.js';
 import { dockerChecks, kvmCheck } from './doctor-runtime-checks.js';
+import {
+  CONFINEMENT_GROUP,
+  confinementChecks,
+  defaultConfinementProber,
+  type ConfinementProber,
+} from './doctor-confinement-checks.js';
 
 export type CheckStatus = 'ok' | 'fail' | 'skip';
 
@@ -70,6 +76,8 @@ export interface DoctorOptions {
   readonly signal?: AbortSignal | undefined;
   /** How the configured provider package is imported. */
   readonly importer?: ModuleImporter | undefined;
+  /** How the host's confinement is probed. Default: `probeConfinementHost` of @sbx/local. */
+  readonly confinementProbe?: ConfinementProber | undefined;
 }
 
 /** Provider packages sbx knows the prerequisites of, in display order. */
@@ -325,8 +333,9 @@ async function ownershipChecks(
 
 /**
  * Runs every check `sbx doctor` shows: Node, the config, the configured provider, each installed
- * provider package's prerequisites (vendor SDK, Docker and image, API key, KVM), and the Redis the
- * ownership store (or the environment) names. Probes of different groups run concurrently.
+ * provider package's prerequisites (vendor SDK, Docker and image, API key, KVM), the local
+ * provider's confinement (bubblewrap, namespaces, seccomp, cgroups, limits in force), and the Redis
+ * the ownership store (or the environment) names. Probes of different groups run concurrently.
  */
 export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorReport> {
   const { io } = options;
@@ -413,14 +422,26 @@ export async function runDoctorChecks(options: DoctorOptions): Promise<DoctorRep
     .map((p) => p.name)
     .sort((a, b) => Number(b === configuredPackage) - Number(a === configuredPackage));
 
-  const [provider, perPackage, ownership, redisPackage] = await Promise.all([
+  const [provider, perPackage, ownership, redisPackage, confinement] = await Promise.all([
     providerCheck(ctx, configuredPackage),
     Promise.all(groups.map(async (name) => ({ name, checks: await PROVIDER_PROBES[name](ctx) }))),
     ownershipChecks(ctx),
     ctx.findPackage(OWNERSHIP_REDIS_PACKAGE),
+    groups.includes('@sbx/local')
+      ? confinementChecks(ctx, options.confinementProbe ?? defaultConfinementProber)
+      : Promise.resolve([]),
   ]);
   add('sbx', true, [provider]);
-  for (const { name, checks: found } of perPackage) add(name, name === configuredPackage, found);
+  for (const { name, checks: found } of perPackage) {
+    add(name, name === configuredPackage, found);
+    // The local provider's confinement right after its own rows; required only where the
+    // configuration demands it of the provider in use.
+    if (name === '@sbx/local') {
+      for (const c of confinement) {
+        add(CONFINEMENT_GROUP, c.required && name === configuredPackage, [c.check]);
+      }
+    }
+  }
   if (redisPackage || ownership.redisRequired) {
     const sdk = await sdkCheck(ctx, OWNERSHIP_REDIS_PACKAGE, 'ioredis');
     const packageRow: Check = {
