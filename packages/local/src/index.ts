@@ -25,6 +25,14 @@ export { runPosixCommand } from './posix-runner.js';
 export type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
 export type { SessionObserver, SandboxSessions } from './session-observer.js';
 export { findShell, POSIX_SHELL_CANDIDATES } from './shell.js';
+// The seccomp program confined commands run under (`bwrap --seccomp FD`), and what it refuses.
+export {
+  seccompProgram,
+  SECCOMP_REFUSED_SYSCALLS,
+  SeccompUnsupportedArchError,
+  type SeccompArch,
+  type RefusedSyscall,
+} from './confinement/seccomp-filter.js';
 // The command output format lives in @sbx/core (every sandbox shares it); re-exported here so
 // code that imported it from @sbx/local keeps working.
 export { DEFAULT_COMMAND_TIMEOUT_SECONDS } from '@sbx/core';
