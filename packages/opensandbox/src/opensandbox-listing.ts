@@ -1,7 +1,15 @@
-import { throwIfAborted } from '@sbx/core';
+import { SandboxRuntimeError, throwIfAborted } from '@sbx/core';
 import type { WarmPoolRegistry } from '@sbx/core/provider-kit';
-import type { SandboxSummary } from '@sbx/core';
-import type { OpenSandboxManager, OpenSandboxSandboxInfo } from './opensandbox-sdk.js';
+import type { Logger, SandboxSummary } from '@sbx/core';
+import type { OpenSandboxSettings } from './opensandbox-config.js';
+import { connectionConfigFor } from './opensandbox-remote-options.js';
+import { describeRemoteError } from './terminal-errors.js';
+import type {
+  OpenSandboxManager,
+  OpenSandboxSandboxInfo,
+  OpenSandboxSdk,
+} from './opensandbox-sdk.js';
+import { OPENSANDBOX_SDK_PACKAGE } from './opensandbox-sdk.js';
 import {
   LIST_PAGE_SIZE,
   OPENSANDBOX_METADATA,
@@ -12,6 +20,44 @@ import type {
   TrackedRemote,
   WarmOpenSandbox,
 } from './opensandbox-provider-types.js';
+
+/**
+ * `sbx ls` for OpenSandbox: every sandbox of the server tagged `deer_flow_provider: opensandbox`
+ * (so also those other processes created), by its server id, with this instance's view (`active` /
+ * `warm`) or else the server's state; the (user, thread) comes from this instance's registry or
+ * the remote's own tags. Reads only: one lifecycle listing, through a manager whose transport is
+ * closed after it; nothing is renewed, health-checked or deleted.
+ */
+export async function listOpenSandboxes(
+  sdk: OpenSandboxSdk,
+  context: {
+    readonly settings: OpenSandboxSettings;
+    readonly registry: WarmPoolRegistry<ActiveSandbox, WarmOpenSandbox>;
+    readonly logger: Logger;
+    readonly signal: AbortSignal | undefined;
+  },
+): Promise<SandboxSummary[]> {
+  if (sdk.SandboxManager === undefined) {
+    throw new SandboxRuntimeError(
+      `The OpenSandbox SDK in use has no SandboxManager, which listing needs (${OPENSANDBOX_SDK_PACKAGE} >= 0.1.11 has it)`,
+    );
+  }
+  const manager = sdk.SandboxManager.create({
+    connectionConfig: connectionConfigFor(sdk, context.settings),
+  });
+  let infos: OpenSandboxSandboxInfo[];
+  try {
+    infos = await listTaggedSandboxes(manager, context.signal);
+  } finally {
+    await manager.close().catch((error: unknown) => {
+      context.logger.debug('Closing the OpenSandbox listing transport failed', {
+        error: describeRemoteError(error),
+      });
+    });
+  }
+  const tracked = trackedByRemoteId(context.registry);
+  return infos.map((info) => summarizeSandbox(info, tracked.get(info.id)));
+}
 
 /** Every page of the tagged sandboxes, once each (a sandbox may move between pages meanwhile). */
 export async function listTaggedSandboxes(

@@ -31,11 +31,11 @@ import {
   resolveOpenSandboxSettings,
 } from './opensandbox-config.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
-import type { OpenSandboxSandboxInfo, OpenSandboxSdk } from './opensandbox-sdk.js';
-import { OPENSANDBOX_SDK_PACKAGE, loadOpenSandboxSdk } from './opensandbox-sdk.js';
+import type { OpenSandboxSdk } from './opensandbox-sdk.js';
+import { sdkLoader } from './opensandbox-sdk.js';
 import { describeRemoteError } from './terminal-errors.js';
 import { connectionConfigFor, remoteCreateOptions } from './opensandbox-remote-options.js';
-import { listTaggedSandboxes, summarizeSandbox, trackedByRemoteId } from './opensandbox-listing.js';
+import { listOpenSandboxes } from './opensandbox-listing.js';
 import {
   BOOTSTRAP_DIRECTORIES,
   PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE,
@@ -86,6 +86,11 @@ const PROVIDER_NAME = 'opensandbox';
  *   deletes every remote exactly once. Idempotent.
  * - `listSandboxes()` (`sbx ls`) shows the server's sandboxes carrying this provider's tag; there is
  *   no `reapOrphans()`: no ownership store says whether another process still uses a remote.
+ *
+ * One concept, the lifecycle of this provider's remotes (acquire, release, eviction, teardown),
+ * whose paths share the registry, the locks and the shutdown re-checks; the listing
+ * (`opensandbox-listing.ts`), the SDK loading (`opensandbox-sdk.ts`), the create options and the
+ * types live in the files named for them.
  */
 export class OpenSandboxProvider
   extends RegistrySandboxProvider<ActiveSandbox, WarmOpenSandbox>
@@ -97,7 +102,8 @@ export class OpenSandboxProvider
   readonly #evictions = new Set<Promise<void>>();
   /** Acquires in flight; shutdown waits for them (each deletes what it made once it sees the shutdown). */
   readonly #acquisitions = new Set<Promise<unknown>>();
-  #sdk: Promise<OpenSandboxSdk> | undefined;
+  /** The SDK, loaded on the first acquire or listing (a failed load is tried again). */
+  readonly #loadSdk: () => Promise<OpenSandboxSdk>;
 
   constructor(options: OpenSandboxProviderOptions = {}) {
     const settings = resolveOpenSandboxSettings(options.config);
@@ -113,6 +119,7 @@ export class OpenSandboxProvider
     });
     this.#options = options;
     this.settings = settings;
+    this.#loadSdk = sdkLoader(options.sdk, options.importer);
     for (const warning of connectionWarnings(this.settings, options.env ?? process.env)) {
       this.logger.warn(warning);
     }
@@ -210,39 +217,19 @@ export class OpenSandboxProvider
     await this.locks.hold(sandboxId, async () => this.#park(sandboxId));
   }
 
-  /**
-   * Every sandbox of the server tagged `deer_flow_provider: opensandbox` (so also those other
-   * processes created), by its server id, with this instance's view (`active` / `warm`) or else
-   * the server's state; the (user, thread) comes from this instance's registry or the remote's
-   * own tags. Reads only: one lifecycle listing, through a manager whose transport is closed
-   * after it; nothing is renewed, health-checked or deleted.
-   */
+  /** The server's sandboxes of this provider (see `listOpenSandboxes`); reads only. */
   async listSandboxes(options: ListSandboxesOptions = {}): Promise<SandboxSummary[]> {
     const { signal } = options;
     this.assertOpen();
     throwIfAborted(signal);
     const sdk = await this.#loadSdk();
     throwIfAborted(signal);
-    if (sdk.SandboxManager === undefined) {
-      throw new SandboxRuntimeError(
-        `The OpenSandbox SDK in use has no SandboxManager, which listing needs (${OPENSANDBOX_SDK_PACKAGE} >= 0.1.11 has it)`,
-      );
-    }
-    const manager = sdk.SandboxManager.create({
-      connectionConfig: connectionConfigFor(sdk, this.settings),
+    return listOpenSandboxes(sdk, {
+      settings: this.settings,
+      registry: this.registry,
+      logger: this.logger,
+      signal,
     });
-    let infos: OpenSandboxSandboxInfo[];
-    try {
-      infos = await listTaggedSandboxes(manager, signal);
-    } finally {
-      await manager.close().catch((error: unknown) => {
-        this.logger.debug('Closing the OpenSandbox listing transport failed', {
-          error: describeRemoteError(error),
-        });
-      });
-    }
-    const tracked = trackedByRemoteId(this.registry);
-    return infos.map((info) => summarizeSandbox(info, tracked.get(info.id)));
   }
 
   // -------------------------------------------------------------------------------------------
@@ -460,26 +447,6 @@ export class OpenSandboxProvider
         sandboxId: id,
       });
     }
-  }
-
-  // -------------------------------------------------------------------------------------------
-
-  #loadSdk(): Promise<OpenSandboxSdk> {
-    if (this.#sdk === undefined) {
-      const source = this.#options.sdk;
-      const attempt =
-        source === undefined
-          ? loadOpenSandboxSdk(this.#options.importer)
-          : typeof source === 'function'
-            ? source()
-            : Promise.resolve(source);
-      this.#sdk = attempt;
-      // A failed load is not kept: installing the SDK later in a long-lived process works.
-      attempt.catch(() => {
-        if (this.#sdk === attempt) this.#sdk = undefined;
-      });
-    }
-    return this.#sdk;
   }
 }
 

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import * as packageExports from './index.js';
 import { OpenSandboxProvider, createOpenSandboxProvider } from './opensandbox-provider.js';
 import type { OpenSandboxSdk } from './opensandbox-sdk.js';
-import { OPENSANDBOX_SDK_PACKAGE, loadOpenSandboxSdk } from './opensandbox-sdk.js';
+import { OPENSANDBOX_SDK_PACKAGE, loadOpenSandboxSdk, sdkLoader } from './opensandbox-sdk.js';
 
 // Compile-time: the real SDK module satisfies the port this package is written against, and the
 // provider fits the core loader's class and factory shapes (`npm run typecheck` fails otherwise).
@@ -43,6 +43,26 @@ describe('loadOpenSandboxSdk', () => {
   it('refuses a module without Sandbox.create and ConnectionConfig', async () => {
     const err = await rejectionOf(loadOpenSandboxSdk(async () => ({ Sandbox: {} })));
     expect(err).toBeInstanceOf(SandboxRuntimeError);
+  });
+});
+
+describe('sdkLoader', () => {
+  it('shares one load between callers and loads again after a failure', async () => {
+    let loads = 0;
+    let fail = true;
+    const load = sdkLoader(async () => {
+      loads += 1;
+      if (fail) throw new Error('not installed yet');
+      return realSdk;
+    });
+    const first = load();
+    expect(load()).toBe(first);
+    await rejectionOf(first);
+    expect(loads).toBe(1);
+    fail = false;
+    expect((await load()).Sandbox).toBe(realSdk.Sandbox);
+    await load();
+    expect(loads).toBe(2);
   });
 });
 

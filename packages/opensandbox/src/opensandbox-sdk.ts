@@ -198,3 +198,30 @@ export async function loadOpenSandboxSdk(importer?: ModuleImporter): Promise<Ope
     `${OPENSANDBOX_SDK_PACKAGE} does not export Sandbox.create and ConnectionConfig; install a version >= 0.1.11`,
   );
 }
+
+/**
+ * Loads the SDK on the first call and hands out that load after: `source` is the SDK itself, a
+ * function loading it, or (undefined) the vendor package through `importer`. A failed load is not
+ * kept: installing the SDK later in a long-lived process works.
+ */
+export function sdkLoader(
+  source: OpenSandboxSdk | (() => Promise<OpenSandboxSdk>) | undefined,
+  importer?: ModuleImporter,
+): () => Promise<OpenSandboxSdk> {
+  let loaded: Promise<OpenSandboxSdk> | undefined;
+  return () => {
+    if (loaded === undefined) {
+      const attempt =
+        source === undefined
+          ? loadOpenSandboxSdk(importer)
+          : typeof source === 'function'
+            ? source()
+            : Promise.resolve(source);
+      loaded = attempt;
+      attempt.catch(() => {
+        if (loaded === attempt) loaded = undefined;
+      });
+    }
+    return loaded;
+  };
+}
