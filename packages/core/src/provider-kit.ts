@@ -115,7 +115,17 @@ export {
   OutputPacer,
   sharedOutputPacer,
 } from './process/output-pacer.js';
-export type { OutputPacerOptions, PacedStream } from './process/output-pacer.js';
+export type { OutputCredit, OutputPacerOptions, PacedStream } from './process/output-pacer.js';
+export {
+  DEFAULT_PACED_QUEUE_BYTES,
+  PacedListener,
+  pacedTextListener,
+} from './process/paced-listener.js';
+export type {
+  PacedListenerOptions,
+  PacedTarget,
+  PacedTextListener,
+} from './process/paced-listener.js';
 export { Utf8Listener } from './process/utf8-listener.js';
 export { execResultText } from './contract/exec-result-text.js';
 export {

@@ -5,6 +5,8 @@ import { silentLogger, type Logger } from '../logging/logger.js';
 import { guardedListener } from './guarded-listener.js';
 import type { LaunchedExit, LaunchedProcess, ProcessLauncher } from './process-launcher.js';
 import { Utf8Listener } from './utf8-listener.js';
+import { sharedOutputPacer, type OutputPacer } from './output-pacer.js';
+import { PacedListener } from './paced-listener.js';
 
 /** Per-stream bytes `execViaLauncher` keeps by default (10 MiB, as the host sandbox). */
 export const DEFAULT_EXEC_CAPTURE_BYTES = 10 * 1024 * 1024;
@@ -46,6 +48,8 @@ export interface LauncherExecOptions {
   readonly logger?: Logger;
   readonly sandboxId?: string;
   readonly clock?: Clock;
+  /** Paces listeners' output when the launcher does not (default: the shared pacer). */
+  readonly pacer?: OutputPacer;
 }
 
 /**
@@ -71,8 +75,19 @@ export async function execViaLauncher(
       sandboxId,
       error: error instanceof Error ? error.message : String(error),
     });
-  const out = new Utf8Listener(guardedListener(options.onStdout, logger, sandboxId), report);
-  const err = new Utf8Listener(guardedListener(options.onStderr, logger, sandboxId), report);
+  // A backend's callbacks cannot be paused: what reaches a listener is paced here instead.
+  const paced = (target: Utf8Listener, listener: unknown) =>
+    listener === undefined || launcher.pacesOutput === true
+      ? target
+      : new PacedListener(target, { pacer: limits.pacer ?? sharedOutputPacer });
+  const out = paced(
+    new Utf8Listener(guardedListener(options.onStdout, logger, sandboxId), report),
+    options.onStdout,
+  );
+  const err = paced(
+    new Utf8Listener(guardedListener(options.onStderr, logger, sandboxId), report),
+    options.onStderr,
+  );
   const started = performance.now();
   const clock = limits.clock ?? systemClock;
   const warn = (message: string, error?: unknown) =>
@@ -167,6 +182,9 @@ export async function execViaLauncher(
     out.end();
     err.end();
   }
+  // Every listener call happens before exec returns, as with an unpaced launcher.
+  if (out instanceof PacedListener) await out.drained();
+  if (err instanceof PacedListener) await err.drained();
   if (options.signal?.aborted) throw new AbortedError(undefined, { cause: options.signal.reason });
   return {
     exitCode: timedOut ? null : exit.exitCode,

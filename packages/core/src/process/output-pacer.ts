@@ -19,6 +19,15 @@ export interface OutputPacerOptions {
   readonly later?: (callback: () => void, delayMs: number) => void;
 }
 
+/**
+ * The part of a pacer a push source uses (`PacedListener`): take credit for bytes, or wait in line
+ * for it.
+ */
+export interface OutputCredit {
+  take(bytes: number): boolean;
+  whenCredit(serve: () => boolean): void;
+}
+
 /** A stream under a pacer. */
 export interface PacedStream {
   /** Paused by the pacer, waiting for a later turn. */
@@ -35,7 +44,7 @@ export interface PacedStream {
  * plus one chunk, however many streams flood) nor the CPU its producers would burn if the gateway
  * drained them as fast as they write, so one tenant's output cannot starve another tenant's calls.
  */
-export class OutputPacer {
+export class OutputPacer implements OutputCredit {
   readonly #bytesPerTurn: number;
   readonly #bytesPerMs: number;
   readonly #now: () => number;
@@ -105,6 +114,23 @@ export class OutputPacer {
         return waiting;
       },
     };
+  }
+
+  /**
+   * For a source that pushes and cannot be paused (a remote backend's callbacks; see
+   * `PacedListener`): charges `bytes` to the shared credit, or returns false when there is none.
+   */
+  take(bytes: number): boolean {
+    return this.#take(bytes);
+  }
+
+  /**
+   * Queues `serve` behind the streams already waiting; it runs in a later turn once there is
+   * credit, and stays first in line until it returns true (false: it still has bytes to hand on).
+   */
+  whenCredit(serve: () => boolean): void {
+    this.#waiting.push(serve);
+    this.#queueRefill();
   }
 
   #take(bytes: number): boolean {

@@ -68,6 +68,12 @@ export interface LaunchOptions {
  * `ProcessTable`'s, the same for every provider.
  */
 export interface ProcessLauncher {
+  /**
+   * True when the launcher already paces its output against the shared `OutputPacer` (a local
+   * pipe it can pause). Otherwise the process table and `execViaLauncher` pace what reaches
+   * output listeners themselves (`PacedListener`), since a backend's callbacks cannot be paused.
+   */
+  readonly pacesOutput?: boolean;
   launch(command: string, options: LaunchOptions, sink: ProcessSink): Promise<LaunchedProcess>;
   /**
    * Optional: how this backend shows a process's output text (the host provider masks host

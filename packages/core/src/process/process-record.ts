@@ -3,7 +3,7 @@ import type { ProcessExit, ProcessInfo } from '../contract/sandbox-processes.js'
 import type { OutputRing } from './output-ring.js';
 import type { AttachedProcess, LaunchedProcess, ProcessSink } from './process-launcher.js';
 import { assertProcessTimeout } from './process-limits.js';
-import type { Utf8Listener } from './utf8-listener.js';
+import type { PacedTarget } from './paced-listener.js';
 
 /**
  * What the process table knows of one process, from launch (or attach) until it is forgotten, and
@@ -28,7 +28,7 @@ export interface ProcessRecord {
   detached: boolean;
 }
 
-export function sinkInto(ring: OutputRing, out: Utf8Listener, err: Utf8Listener): ProcessSink {
+export function sinkInto(ring: OutputRing, out: PacedTarget, err: PacedTarget): ProcessSink {
   return {
     stdout: (chunk) => {
       ring.append('stdout', toBuffer(chunk));

@@ -30,6 +30,8 @@ import type {
 import { assertCommandText, assertProcessTimeout } from './process-limits.js';
 import { sharedRetainedOutput, type RetainedOutput } from './retained-output.js';
 import { Utf8Listener } from './utf8-listener.js';
+import { sharedOutputPacer, type OutputPacer } from './output-pacer.js';
+import { PacedListener, type PacedTarget } from './paced-listener.js';
 import { writeProcessInput } from './process-input.js';
 import { infoOf, sinkInto, waitFor, type ProcessRecord } from './process-record.js';
 
@@ -59,6 +61,8 @@ export interface ProcessTableOptions {
   readonly logger?: Logger;
   /** Names the sandbox in log lines. */
   readonly sandboxId?: string;
+  /** Paces listeners' output when the launcher does not (default: the shared pacer). */
+  readonly pacer?: OutputPacer;
 }
 
 /**
@@ -112,8 +116,8 @@ export class ProcessTable implements SandboxProcesses {
       ...(options.cwd ? { cwd: options.cwd } : {}),
     };
     let ring: OutputRing;
-    let out: Utf8Listener;
-    let err: Utf8Listener;
+    let out: PacedTarget;
+    let err: PacedTarget;
     // The place is held from the check until the record is in the table, in one continuation:
     // a start reacting to the launch's settlement must see this process counted.
     this.#inFlight += 1;
@@ -130,8 +134,8 @@ export class ProcessTable implements SandboxProcesses {
       // How the launcher shows output (masked, redacted): applied to what is kept, when read.
       const rewrite = await this.#options.launcher.outputRewrite?.(launchOptions);
       ring = this.#ring(rewrite);
-      out = new Utf8Listener(options.onStdout, report, rewrite);
-      err = new Utf8Listener(options.onStderr, report, rewrite);
+      out = this.#paced(new Utf8Listener(options.onStdout, report, rewrite), options.onStdout);
+      err = this.#paced(new Utf8Listener(options.onStderr, report, rewrite), options.onStderr);
       launched = await this.#options.launcher.launch(
         command,
         launchOptions,
@@ -266,6 +270,15 @@ export class ProcessTable implements SandboxProcesses {
   }
 
   /** Running processes, and launches and attaches in flight (each will be one). */
+  /**
+   * What a listener gets from a launcher that does not pace its own output: the same work per turn
+   * of the loop as a paced local pipe. Without a listener nothing is decoded, so nothing to pace.
+   */
+  #paced(target: Utf8Listener, listener: unknown): PacedTarget {
+    if (listener === undefined || this.#options.launcher.pacesOutput === true) return target;
+    return new PacedListener(target, { pacer: this.#options.pacer ?? sharedOutputPacer });
+  }
+
   #running(): number {
     return [...this.#records.values()].filter((r) => r.exit === undefined).length + this.#inFlight;
   }
@@ -356,8 +369,8 @@ export class ProcessTable implements SandboxProcesses {
     ring: OutputRing,
     launched: LaunchedProcess,
     attached: AttachedProcess | undefined,
-    out: Utf8Listener,
-    err: Utf8Listener,
+    out: PacedTarget,
+    err: PacedTarget,
   ): ProcessRecord {
     const previous = this.#records.get(id);
     if (previous !== undefined && previous.exit === undefined) {
@@ -399,7 +412,7 @@ export class ProcessTable implements SandboxProcesses {
     return record;
   }
 
-  #finish(record: ProcessRecord, exit: LaunchedExit, out: Utf8Listener, err: Utf8Listener) {
+  #finish(record: ProcessRecord, exit: LaunchedExit, out: PacedTarget, err: PacedTarget) {
     if (record.timer) this.#clock.clearTimeout(record.timer);
     out.end();
     err.end();
