@@ -1,12 +1,19 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ALL_TOOL_NAMES, SandboxAuthorizationError, silentLogger } from '@sbx/core';
+import {
+  ALL_TOOL_NAMES,
+  InvalidArgumentError,
+  SandboxAuthorizationError,
+  silentLogger,
+} from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
 import { generateText, stepCountIs, type ModelMessage } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { createSbxTools } from './create-sbx-tools.js';
+import { sbxToolsContext } from './sbx-run-context.js';
+import { MAX_RUN_THREADS, ThreadRunners } from './thread-runners.js';
 
 type ScriptedCall = { tool: string; input: Record<string, unknown> };
 type LanguageModelResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;
@@ -224,6 +231,151 @@ describe('@sbx/ai-sdk strict mode and argument types', () => {
     } else {
       expect.unreachable(`expected a read_file call, got ${call.toolName}`);
     }
+  });
+});
+
+describe('@sbx/ai-sdk threads from the call context', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-ai-sdk-threads-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  const MINE = '/mnt/user-data/workspace/mine.txt';
+
+  it('one tool set serves two threads at once, each seeing only its own workspace', async () => {
+    const tools = createSbxTools({
+      provider,
+      userId: 'alice',
+      threadId: 'default-thread',
+      threadFromContext: true,
+    });
+    const conversation = (threadId: string) => {
+      const { model } = scriptedModel([
+        [{ tool: 'write_file', input: { path: MINE, content: `${threadId}\n` } }],
+        [{ tool: 'bash', input: { command: 'ls; cat mine.txt' } }],
+        [{ tool: 'read_file', input: { path: MINE } }],
+      ]);
+      return generateText({
+        model,
+        tools,
+        toolsContext: sbxToolsContext(tools, { threadId }),
+        stopWhen: stepCountIs(10),
+        prompt: 'go',
+      });
+    };
+    const [a, b] = await Promise.all([conversation('thread-a'), conversation('thread-b')]);
+    const outputs = (r: typeof a) => r.steps.flatMap((s) => s.toolResults.map((t) => t.output));
+    expect(outputs(a)).toEqual(['OK', 'mine.txt\nthread-a\n', 'thread-a\n']);
+    expect(outputs(b)).toEqual(['OK', 'mine.txt\nthread-b\n', 'thread-b\n']);
+    // The construction-time thread was never used, and the two threads have sandboxes of their own.
+    const one = await provider.acquire({ threadId: 'thread-a', userId: 'alice' });
+    const other = await provider.acquire({ threadId: 'thread-b', userId: 'alice' });
+    expect(one).not.toBe(other);
+  });
+
+  it('a thread’s read marks are its own: a write after another thread’s read is refused', async () => {
+    const tools = createSbxTools({ provider, threadId: 'shared', threadFromContext: true });
+    const bash = tools.bash!;
+    const write = tools.write_file!;
+    const read = tools.read_file!;
+    const call = { toolCallId: 'c', messages: [] };
+    const ctx = (threadId: string) => ({ ...call, context: { threadId } });
+    await bash.execute!({ command: 'printf one > same.txt' }, ctx('t-x'));
+    await bash.execute!({ command: 'printf two > same.txt' }, ctx('t-y'));
+    await read.execute!({ path: '/mnt/user-data/workspace/same.txt' }, ctx('t-x'));
+    // t-y never read its file: its write is refused although t-x read a file of that name.
+    await expect(
+      write.execute!({ path: '/mnt/user-data/workspace/same.txt', content: 'x' }, ctx('t-y')),
+    ).rejects.toMatchObject({ code: 'READ_BEFORE_WRITE' });
+  });
+
+  it('a thread id outside the id rule is a tool-error and reaches no sandbox', async () => {
+    let acquires = 0;
+    const acquire = provider.acquire.bind(provider);
+    provider.acquire = (options) => {
+      acquires += 1;
+      return acquire(options);
+    };
+    const tools = createSbxTools({ provider, threadId: 't1', threadFromContext: true });
+    const hostile = ['..', 'a'.repeat(300), 'x/../y'];
+    for (const threadId of hostile) {
+      const result = await generateText({
+        model: scriptedModel([[{ tool: 'ls', input: { path: '/mnt/user-data' } }]]).model,
+        tools,
+        toolsContext: sbxToolsContext(tools, { threadId }),
+        stopWhen: stepCountIs(3),
+        prompt: 'go',
+      });
+      const errors = result.steps.flatMap((s) => s.content.filter((c) => c.type === 'tool-error'));
+      expect(errors).toHaveLength(1);
+      expect((errors[0] as { error: { code?: string } }).error.code).toBe('INVALID_ARGUMENT');
+    }
+    expect(acquires).toBe(0);
+  });
+
+  it('a context of the wrong shape is refused by the tools’ context schema', async () => {
+    const tools = createSbxTools({ provider, threadId: 't1', threadFromContext: true });
+    const { model } = scriptedModel([[{ tool: 'ls', input: { path: '/mnt/user-data' } }]]);
+    const run = generateText({
+      model,
+      tools,
+      toolsContext: { ls: { threadId: 7 } } as never,
+      stopWhen: stepCountIs(3),
+      prompt: 'go',
+    });
+    const result = await run.catch((err: unknown) => err);
+    const text = result instanceof Error ? result.message : JSON.stringify(result);
+    expect(text).toMatch(/threadId must be a string/);
+  });
+
+  it('without threadFromContext every call runs in the thread given at creation', async () => {
+    const tools = createSbxTools({ provider, threadId: 'bound' });
+    const ctx = { toolCallId: 'c', messages: [], context: { threadId: 'elsewhere' } };
+    await tools.bash.execute!({ command: 'printf here > where.txt' }, ctx as never);
+    const bound = provider.get(await provider.acquire({ threadId: 'bound' }));
+    expect(await bound?.readFile(`/mnt/user-data/workspace/where.txt`)).toBe('here');
+    const typed = createSbxTools({ provider, threadId: 'bound', threadFromContext: true });
+    const { model } = scriptedModel([]);
+    // @ts-expect-error: with threadFromContext, ai 7 asks for the tools' context on every call
+    await generateText({ model, tools: typed, prompt: 'go' });
+  });
+
+  it('keeps at most MAX_RUN_THREADS thread contexts, the least recently used going first', () => {
+    expect(MAX_RUN_THREADS).toBe(1000);
+    const max = 4;
+    const runners = new ThreadRunners({ provider, threadId: 'base' }, max);
+    const first = runners.for({ threadId: 'thread-0' });
+    const kept = runners.for({ threadId: 'thread-1' });
+    for (let i = 2; i <= max; i += 1) {
+      runners.for({ threadId: `thread-${i}` });
+      if (i === max - 1) expect(runners.for({ threadId: 'thread-1' })).toBe(kept);
+    }
+    expect(runners.for({ threadId: 'thread-1' })).toBe(kept);
+    expect(runners.for({ threadId: 'thread-0' })).not.toBe(first);
+    expect(runners.for({ threadId: 'base' })).toBe(runners.base);
+  });
+
+  it('checks a context’s ids by the id rule before they key a thread context', () => {
+    const runners = new ThreadRunners({ provider, threadId: 'base' });
+    // Built at run time: a 4 MiB id and a traversal.
+    const huge = 'x'.repeat(4 * 1024 * 1024);
+    const traversal = ['.', '.', '/', 'e', 't', 'c'].join('');
+    expect(() => runners.for({ threadId: huge })).toThrow(InvalidArgumentError);
+    expect(() => runners.for({ threadId: traversal })).toThrow(InvalidArgumentError);
+    expect(() => runners.for({ threadId: 'ok', userId: huge })).toThrow(InvalidArgumentError);
+  });
+
+  it('refuses another thread when the context is tied to its own by a lease owner', () => {
+    const runners = new ThreadRunners({ provider, threadId: 'base', leaseOwnerId: 'run-1' });
+    expect(() => runners.for({ threadId: 'other' })).toThrow(/leaseOwnerId/);
+    expect(runners.for({ threadId: 'base' })).toBe(runners.base);
   });
 });
 

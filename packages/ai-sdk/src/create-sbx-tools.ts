@@ -1,13 +1,9 @@
-import {
-  createToolRunner,
-  type ToolInputs,
-  type ToolName,
-  type ToolRunner,
-  type ToolRunnerOptions,
-} from '@sbx/core';
+import type { ToolInputs, ToolName, ToolRunnerOptions } from '@sbx/core';
 import { describingToolSchema } from '@sbx/core/internal';
 import type { FlexibleSchema, Tool } from 'ai';
+import { runIdentityOf, sbxRunContextSchema, type SbxRunContext } from './sbx-run-context.js';
 import { SbxToolError } from './sbx-tool-error.js';
+import { ThreadRunners } from './thread-runners.js';
 
 /**
  * A tool's arguments as the model is asked to send them: sbx's input type, each optional field
@@ -19,26 +15,49 @@ export type SbxToolInput<K extends ToolName> = {
     ToolInputs[K][P] | (undefined extends ToolInputs[K][P] ? null : never);
 };
 
-/** One sbx tool as an AI SDK tool: typed arguments, the tool's text as output. */
-export type SbxTool<K extends ToolName> = Tool<SbxToolInput<K>, string>;
+/**
+ * One sbx tool as an AI SDK tool: typed arguments, the tool's text as output; with
+ * `threadFromContext`, the run's thread and user as its context (`C = SbxRunContext`).
+ */
+export type SbxTool<K extends ToolName, C = unknown> = Tool<SbxToolInput<K>, string, C>;
 
-/** One AI SDK tool per sbx tool, keyed by the tool's name. */
-export type SbxToolSet = { [K in ToolName]?: SbxTool<K> };
+/** The seven tools offered unless `tools` says otherwise. */
+export type DefaultSbxToolName =
+  'bash' | 'ls' | 'glob' | 'grep' | 'read_file' | 'write_file' | 'str_replace';
+
+/**
+ * The tools named `N`, keyed by name. Without a `tools` option `N` is the seven: the four process
+ * tools `config.processTools` adds are there at run time but not in the type (list them in
+ * `tools` to have them typed).
+ */
+export type SbxToolSet<N extends ToolName = DefaultSbxToolName, C = unknown> = {
+  [K in N]: SbxTool<K, C>;
+};
 
 /**
  * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
  * `leaseManager`, ...) or an existing `context`, plus `tools` (which to offer: by default the
- * seven, and the four process tools when `config.processTools` is on) and `strict` (strict-mode
- * schemas and the tools' `strict` flag, for providers that enforce them).
+ * seven, and the four process tools when `config.processTools` is on), `strict` (strict-mode
+ * schemas and the tools' `strict` flag, for providers that enforce them) and `threadFromContext`.
  */
-export type CreateSbxToolsOptions = ToolRunnerOptions;
+export type CreateSbxToolsOptions = ToolRunnerOptions & {
+  /**
+   * Each call runs in the thread (and for the user) its tool context names
+   * (`toolsContext: sbxToolsContext(tools, { threadId, userId })` with ai 7, `experimental_context:
+   * { threadId, userId }` with ai 6), falling back to `threadId` / `userId` given here; each thread
+   * has its own sandbox and read-before-write marks. Typed: ai 7 then asks for `toolsContext` on
+   * every call. Default false: every call runs in the thread given here.
+   */
+  threadFromContext?: boolean;
+};
 
 function aiSdkTool<K extends ToolName>(
-  runner: ToolRunner,
+  runners: ThreadRunners,
   name: K,
   strict: boolean | undefined,
-): SbxTool<K> {
-  const definition = runner.definitions.find((d) => d.name === name);
+  threadFromContext: boolean,
+): SbxTool<K, SbxRunContext> {
+  const definition = runners.base.definitions.find((d) => d.name === name);
   if (!definition) throw new Error(`no definition for ${name}`);
   return {
     description: definition.description,
@@ -49,8 +68,10 @@ function aiSdkTool<K extends ToolName>(
     // Only when asked: an explicit `false` is passed on too, `undefined` leaves the provider's
     // default.
     ...(strict !== undefined ? { strict } : {}),
-    execute: async (input, { abortSignal }) => {
-      const result = await runner.call(name, input, { signal: abortSignal });
+    contextSchema: sbxRunContextSchema,
+    execute: async (input, options) => {
+      const runner = threadFromContext ? runners.for(runIdentityOf(options)) : runners.base;
+      const result = await runner.call(name, input, { signal: options.abortSignal });
       if (result.isError) throw new SbxToolError(result);
       return result.text;
     },
@@ -65,17 +86,25 @@ function aiSdkTool<K extends ToolName>(
  *     const tools = createSbxTools({ provider, threadId: 't1' });
  *     await generateText({ model, tools, stopWhen: stepCountIs(10), prompt });
  *
- * Every call runs through `runToolCall` on one shared tool context: the same sandbox, lease owner,
- * read-before-write marks and authorization hook as `runTool`. A failure is thrown as
+ * Every call runs through `runToolCall` on the tool context of its thread: the one given here, or
+ * the one the call's context names (`toolsContext: sbxToolsContext(tools, { threadId, userId })`),
+ * each thread with its own sandbox and read-before-write marks, so one tool set serves many
+ * conversations. A failure is thrown as
  * `SbxToolError`, which the SDK turns into a `tool-error` the model reads; the SDK's abort signal
  * cancels the sandbox call. Needs no runtime import of `ai` (it is a peer for the types only).
  */
-export function createSbxTools(options: CreateSbxToolsOptions): SbxToolSet {
-  const runner = createToolRunner(options);
-  const tools: SbxToolSet = {};
-  const set = <K extends ToolName>(name: K) => {
-    (tools as Record<K, SbxTool<K>>)[name] = aiSdkTool(runner, name, options.strict);
-  };
-  for (const definition of runner.definitions) set(definition.name);
+export function createSbxTools<const N extends ToolName = DefaultSbxToolName>(
+  options: CreateSbxToolsOptions & { tools?: readonly N[]; threadFromContext: true },
+): SbxToolSet<N, SbxRunContext>;
+export function createSbxTools<const N extends ToolName = DefaultSbxToolName>(
+  options: CreateSbxToolsOptions & { tools?: readonly N[] },
+): SbxToolSet<N>;
+export function createSbxTools(options: CreateSbxToolsOptions): object {
+  const { threadFromContext = false, ...runnerOptions } = options;
+  const runners = new ThreadRunners(runnerOptions);
+  const tools: Partial<Record<ToolName, SbxTool<ToolName, SbxRunContext>>> = {};
+  for (const { name } of runners.base.definitions) {
+    tools[name] = aiSdkTool(runners, name, options.strict, threadFromContext);
+  }
   return tools;
 }
