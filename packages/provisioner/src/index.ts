@@ -55,5 +55,23 @@ export {
 export { KUBE_PERMISSIONS, connectKubeApi, toKubeApiError, waitForKubeconfig } from './kube-api.js';
 export type { ConnectKubeOptions, KubeApi } from './kube-api.js';
 export { KubeApiError, ProvisionerHttpError } from './provisioner-errors.js';
+export {
+  MAX_QUANTITY_LENGTH,
+  QuantityError,
+  compareQuantities,
+  parseQuantity,
+} from './kube-quantity.js';
+export type { Quantity } from './kube-quantity.js';
+export {
+  COMPUTE_RESOURCES,
+  dns1035LabelProblem,
+  dns1123LabelProblem,
+  dns1123SubdomainProblem,
+  labelCauses,
+  labelKeyProblem,
+  labelValueProblem,
+  resourceCauses,
+} from './kube-rules.js';
+export type { ComputeResource, KubeCause, ResourceRequirements } from './kube-rules.js';
 export type { FieldProblem } from './provisioner-errors.js';
 export type * from './kube-objects.js';

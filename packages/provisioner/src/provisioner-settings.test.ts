@@ -132,3 +132,91 @@ describe('provisioner settings', () => {
     expect(s).toMatchObject({ deleteTimeoutMs: 5000, gcIntervalMs: 0, apiServer: undefined });
   });
 });
+
+describe('settings a real API server would refuse stop the start-up, naming the setting', () => {
+  it('SANDBOX_CPU_REQUEST=2 is above the default 1000m limit', () => {
+    const msg = configError(() =>
+      resolveProvisionerSettings({ env: { SANDBOX_CPU_REQUEST: '2' } }),
+    );
+    expect(msg).toContain('SANDBOX_CPU_REQUEST');
+    expect(msg).toContain('must be less than or equal to SANDBOX_CPU_LIMIT');
+  });
+
+  it('SANDBOX_MEMORY_REQUEST=2Gi is above the default 1Gi limit', () => {
+    const msg = configError(() =>
+      resolveProvisionerSettings({ env: { SANDBOX_MEMORY_REQUEST: '2Gi' } }),
+    );
+    expect(msg).toContain('SANDBOX_MEMORY_REQUEST');
+    expect(msg).toContain('SANDBOX_MEMORY_LIMIT');
+  });
+
+  it('SANDBOX_EPHEMERAL_STORAGE_REQUEST=1Gi is above the default 500Mi limit', () => {
+    const msg = configError(() =>
+      resolveProvisionerSettings({ env: { SANDBOX_EPHEMERAL_STORAGE_REQUEST: '1Gi' } }),
+    );
+    expect(msg).toContain('SANDBOX_EPHEMERAL_STORAGE_REQUEST');
+  });
+
+  it('SANDBOX_MEMORY_LIMIT=0 limits to nothing: the 256Mi request is above it', () => {
+    const msg = configError(() =>
+      resolveProvisionerSettings({ env: { SANDBOX_MEMORY_LIMIT: '0' } }),
+    );
+    expect(msg).toContain('SANDBOX_MEMORY_LIMIT');
+    expect(msg).toContain('limit of 0 limits to nothing');
+    // With the request 0 too, the server accepts it, and so do the settings.
+    expect(
+      resolveProvisionerSettings({
+        env: { SANDBOX_MEMORY_LIMIT: '0', SANDBOX_MEMORY_REQUEST: '0' },
+      }).limits.memory,
+    ).toBe('0');
+  });
+
+  it('raising the limit with the request is fine, compared exactly across suffixes', () => {
+    const s = resolveProvisionerSettings({
+      env: {
+        SANDBOX_CPU_REQUEST: '2',
+        SANDBOX_CPU_LIMIT: '2000m',
+        SANDBOX_MEMORY_REQUEST: '1Gi',
+        SANDBOX_MEMORY_LIMIT: '1024Mi',
+      },
+    });
+    expect(s.requests.cpu).toBe('2');
+  });
+
+  it('quantity syntax and sign follow the server: 1K, 1e, -1 are refused with the setting named', () => {
+    for (const [name, value] of [
+      ['SANDBOX_CPU_LIMIT', '1K'],
+      ['SANDBOX_MEMORY_LIMIT', '1e'],
+      ['SANDBOX_CPU_REQUEST', '-1'],
+    ] as const) {
+      expect(configError(() => resolveProvisionerSettings({ env: { [name]: value } }))).toContain(
+        name,
+      );
+    }
+    expect(resolveProvisionerSettings({ env: { SANDBOX_CPU_LIMIT: '1.5e0' } }).limits.cpu).toBe(
+      '1.5e0',
+    );
+  });
+
+  it('the config file’s keys are named when they are the ones set', () => {
+    const msg = configError(() =>
+      resolveProvisionerSettings({ file: { limits: { memory: '0' } } }),
+    );
+    expect(msg).toContain('sandbox.provisioner.limits.memory');
+  });
+
+  it('overrides from code are checked too', () => {
+    const msg = configError(() =>
+      resolveProvisionerSettings({
+        overrides: { requests: { cpu: '4', memory: '1Mi', ephemeralStorage: '1Mi' } },
+      }),
+    );
+    expect(msg).toContain('SANDBOX_CPU_REQUEST');
+  });
+
+  it('the namespace must be a DNS-1123 label', () => {
+    expect(
+      configError(() => resolveProvisionerSettings({ env: { K8S_NAMESPACE: 'a'.repeat(64) } })),
+    ).toContain('K8S_NAMESPACE');
+  });
+});

@@ -1,6 +1,8 @@
 import { ConfigError, errorMessage } from '@sbx/core';
 import { closestKey } from '@sbx/core/internal';
 import { posix } from 'node:path';
+import { QuantityError, compareQuantities, isNegative, parseQuantity } from './kube-quantity.js';
+import { dns1123LabelProblem } from './kube-rules.js';
 
 export const SERVICE_TYPES = ['NodePort', 'ClusterIP'] as const;
 export type SandboxServiceType = (typeof SERVICE_TYPES)[number];
@@ -176,8 +178,8 @@ function settingError(path: string, message: string): ConfigError {
   return new ConfigError([{ path, message }], 'Invalid provisioner settings');
 }
 
-const QUANTITY_RE = /^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$/;
-const DNS_LABEL_RE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+/** Where each setting got its value (an environment variable, a file key), for error messages. */
+type SettingSources = Map<string, string>;
 
 function integerIn(source: string, raw: string, min: number, max: number): number {
   const n = /^[0-9]+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
@@ -191,8 +193,18 @@ function integerIn(source: string, raw: string, min: number, max: number): numbe
 function assign(target: ProvisionerSettings, setting: string, raw: string, source: string): void {
   const [group, field] = setting.split('.') as [string, string | undefined];
   if (field !== undefined) {
-    if (!QUANTITY_RE.test(raw)) {
-      throw settingError(source, `must be a Kubernetes quantity like 500m or 1Gi, got '${raw}'`);
+    let quantity;
+    try {
+      quantity = parseQuantity(raw);
+    } catch (err) {
+      if (!(err instanceof QuantityError)) throw err;
+      throw settingError(
+        source,
+        `must be a Kubernetes quantity like 500m, 1Gi or 2e3 (${err.message}), got '${raw}'`,
+      );
+    }
+    if (isNegative(quantity)) {
+      throw settingError(source, `must be greater than or equal to 0, got '${raw}'`);
     }
     const quantities = { ...(target[group as 'requests' | 'limits'] as ResourceQuantities) };
     quantities[field as keyof ResourceQuantities] = raw;
@@ -240,13 +252,15 @@ function flatten(block: Record<string, unknown>, prefix = ''): [string, unknown]
 }
 
 /** Checks what no single value shows: the namespace, the paths, the sub-path template. */
-function checkSettings(s: ProvisionerSettings): void {
-  if (!DNS_LABEL_RE.test(s.namespace)) {
+function checkSettings(s: ProvisionerSettings, sources: SettingSources): void {
+  const namespaceProblem = dns1123LabelProblem(s.namespace);
+  if (namespaceProblem) {
     throw settingError(
-      'K8S_NAMESPACE',
-      `must be a DNS label (lower-case, digits, '-'), got '${s.namespace}'`,
+      sources.get('namespace') ?? 'K8S_NAMESPACE',
+      `must be a DNS-1123 label (${namespaceProblem}), got '${s.namespace}'`,
     );
   }
+  checkRequestsWithinLimits(s, sources);
   for (const [name, value] of [
     ['THREADS_HOST_PATH', s.threadsHostPath],
     ['the host base dir', s.hostBaseDir],
@@ -296,6 +310,56 @@ function checkSettings(s: ProvisionerSettings): void {
   }
 }
 
+const RESOURCE_SETTINGS: readonly [keyof ResourceQuantities, string, string, string][] = [
+  ['cpu', 'cpu', 'SANDBOX_CPU_REQUEST', 'SANDBOX_CPU_LIMIT'],
+  ['memory', 'memory', 'SANDBOX_MEMORY_REQUEST', 'SANDBOX_MEMORY_LIMIT'],
+  [
+    'ephemeralStorage',
+    'ephemeral-storage',
+    'SANDBOX_EPHEMERAL_STORAGE_REQUEST',
+    'SANDBOX_EPHEMERAL_STORAGE_LIMIT',
+  ],
+];
+
+/**
+ * The API server refuses every Pod whose request is above its limit (`must be less than or equal
+ * to cpu limit`), a limit of 0 included: 0 limits to nothing, it does not lift the limit. Checked
+ * here, so such settings stop the start-up instead of failing every create. The error names both
+ * settings and sits on the one that was set (the limit when only the limit was).
+ */
+function checkRequestsWithinLimits(s: ProvisionerSettings, sources: SettingSources): void {
+  for (const [field, resource, requestName, limitName] of RESOURCE_SETTINGS) {
+    const request = s.requests[field];
+    const limit = s.limits[field];
+    for (const [value, setting, name] of [
+      [request, `requests.${field}`, requestName],
+      [limit, `limits.${field}`, limitName],
+    ] as const) {
+      // Overrides from code bypass assign(): parse once more, naming the setting.
+      try {
+        const q = parseQuantity(value);
+        if (isNegative(q)) throw new QuantityError('must be greater than or equal to 0');
+      } catch (err) {
+        if (!(err instanceof QuantityError)) throw err;
+        throw settingError(sources.get(setting) ?? name, `${err.message}, got '${value}'`);
+      }
+    }
+    if (compareQuantities(parseQuantity(request), parseQuantity(limit)) > 0) {
+      const requestSource = sources.get(`requests.${field}`);
+      const limitSource = sources.get(`limits.${field}`);
+      const at =
+        requestSource === undefined && limitSource !== undefined
+          ? limitSource
+          : (requestSource ?? requestName);
+      throw settingError(
+        at,
+        `${requestName} (${request}) must be less than or equal to ${limitName} (${limit}): ` +
+          `the API server refuses a ${resource} request above its limit, and a limit of 0 limits to nothing`,
+      );
+    }
+  }
+}
+
 export interface SettingsSources {
   /** Environment variables (win over the file). */
   env?: Readonly<Record<string, string | undefined>>;
@@ -316,6 +380,7 @@ export function resolveProvisionerSettings(sources: SettingsSources = {}): Provi
     requests: { ...DEFAULT_PROVISIONER_SETTINGS.requests },
     limits: { ...DEFAULT_PROVISIONER_SETTINGS.limits },
   };
+  const origins: SettingSources = new Map();
   for (const [key, value] of flatten(sources.file ?? {})) {
     const setting = FILE_KEYS[key];
     if (setting === undefined) {
@@ -330,17 +395,21 @@ export function resolveProvisionerSettings(sources: SettingsSources = {}): Provi
       throw settingError(`${FILE_BLOCK}.${key}`, `must be a string, a number or a boolean`);
     }
     assign(s, setting, String(value), `${FILE_BLOCK}.${key}`);
+    origins.set(setting, `${FILE_BLOCK}.${key}`);
   }
   for (const [name, setting] of Object.entries(PROVISIONER_ENV)) {
     const value = sources.env?.[name];
-    if (value !== undefined) assign(s, setting, value, name);
+    if (value !== undefined) {
+      assign(s, setting, value, name);
+      origins.set(setting, name);
+    }
   }
   Object.assign(s, sources.overrides ?? {});
   if (s.hostBaseDir === '' && posix.basename(s.threadsHostPath) === 'threads') {
     s.hostBaseDir = posix.dirname(s.threadsHostPath);
   }
   try {
-    checkSettings(s);
+    checkSettings(s, origins);
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     throw settingError('', errorMessage(err));

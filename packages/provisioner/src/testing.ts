@@ -1,6 +1,6 @@
 // @sbx/provisioner/testing: a local Kubernetes API stand-in with a fake kubelet, for testing a
 // provisioner deployment (or anything else that manages Pods and Services) without a cluster.
-export { KubeStandin, matchesSelector } from './testing/kube-standin.js';
+export { KubeStandin, invalidStatus, matchesSelector } from './testing/kube-standin.js';
 export type {
   KubeFault,
   KubeRequestRecord,
@@ -10,4 +10,9 @@ export type {
   PodServer,
   PodServerFactory,
 } from './testing/kube-standin.js';
-export { kubeObjectProblems } from './testing/kube-validation.js';
+export {
+  kubeObjectProblems,
+  podCauses,
+  podSpecCauses,
+  serviceCauses,
+} from './testing/kube-validation.js';

@@ -4,7 +4,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Pod, Service } from '../kube-objects.js';
-import { kubeObjectProblems } from './kube-validation.js';
+import { invalidMessage } from '../kube-rules.js';
+import type { KubeCause } from '../kube-rules.js';
+import { podCauses, serviceCauses } from './kube-validation.js';
 
 /**
  * A local stand-in for the Kubernetes API server (core/v1 Namespaces, Pods and Services: create,
@@ -61,7 +63,7 @@ interface StoredPod {
   starting: Promise<void> | undefined;
 }
 
-function status(code: number, reason: string, message: string) {
+function status(code: number, reason: string, message: string, details?: Record<string, unknown>) {
   return {
     kind: 'Status',
     apiVersion: 'v1',
@@ -69,8 +71,24 @@ function status(code: number, reason: string, message: string) {
     status: 'Failure',
     message,
     reason,
+    ...(details ? { details } : {}),
     code,
   };
+}
+
+/** The server's 422: `<Kind> "<name>" is invalid: ...`, with one cause per refused field. */
+export function invalidStatus(
+  kind: string,
+  group: string,
+  name: string,
+  causes: readonly KubeCause[],
+) {
+  return status(422, 'Invalid', invalidMessage(kind, name, causes), {
+    name,
+    ...(group ? { group } : {}),
+    kind,
+    causes: causes.map((c) => ({ reason: c.reason, message: c.message, field: c.field })),
+  });
 }
 
 const REASONS: Record<number, string> = {
@@ -407,14 +425,9 @@ export class KubeStandin {
       });
     }
     if (verb === 'create') {
-      const problems = kubeObjectProblems(kind, body);
+      const causes = kind === 'Pod' ? podCauses(body) : serviceCauses(body);
       const objName = (body.metadata as { name?: string } | undefined)?.name ?? '';
-      if (problems.length > 0) {
-        return reply(
-          422,
-          status(422, 'Invalid', `${kind} "${objName}" is invalid: ${problems.join('; ')}`),
-        );
-      }
+      if (causes.length > 0) return reply(422, invalidStatus(kind, '', objName, causes));
       const key = `${ns}/${objName}`;
       if (store.has(key))
         return reply(409, status(409, 'AlreadyExists', `${resource} "${objName}" already exists`));
