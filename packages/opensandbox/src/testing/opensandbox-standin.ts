@@ -1,24 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { ExecdEvent } from './execd-output.js';
-import { ExecdLineSplitter, finalEvent } from './execd-output.js';
-import { HostShellMachine, MachineFileError } from './host-shell-machine.js';
-import { close, error, headerOf, json, listen, readBody, readJson } from './standin-http.js';
+import { HostShellMachine } from './host-shell-machine.js';
+import { StandinExecd } from './standin-execd.js';
+import type { StandinCommandRequest } from './standin-execd.js';
+import { close, error, headerOf, json, listen, readJson } from './standin-http.js';
+
+export type { StandinCommandRequest } from './standin-execd.js';
 
 /**
  * A local stand-in for an OpenSandbox deployment, so the real `@alibaba-group/opensandbox` SDK can
  * be driven end to end without a server: one `node:http` listener on 127.0.0.1 serves the
  * lifecycle API under `/v1` (create, get, list, delete, renew-expiration, endpoints, metrics
- * events) and the execd API through the server proxy (`/v1/sandboxes/<id>/proxy/44772/...`); each
- * sandbox also gets its own execd listener for direct endpoints (`use_server_proxy: false`).
- *
- * execd is played as the real one behaves: `POST /command` streams JSON events separated by blank
- * lines (init, one event per output line, then an error carrying the exit status or a completion
- * event), kills the command's process group when its `timeout` (milliseconds) elapses or the client
- * goes away; `GET /files/download` answers 404 for a missing file and 500 with the OS error
- * otherwise; `POST /files/upload` takes multipart `metadata` + `file` parts, creates parent
- * directories and applies the mode. Each sandbox is a `HostShellMachine`.
+ * events) and the execd API (`StandinExecd`) through the server proxy
+ * (`/v1/sandboxes/<id>/proxy/44772/...`); each sandbox also gets its own execd listener for direct
+ * endpoints (`use_server_proxy: false`). Each sandbox is a `HostShellMachine`.
  */
 
 export const EXECD_PORT = 44772;
@@ -52,17 +48,6 @@ export interface StandinSandbox {
   readonly execdPort: number;
 }
 
-export interface StandinCommandRequest {
-  readonly sandboxId: string;
-  readonly body: {
-    command?: string;
-    cwd?: string;
-    background?: boolean;
-    timeout?: number;
-    envs?: Record<string, string>;
-  };
-}
-
 export class OpenSandboxStandin {
   readonly requests: StandinRequest[] = [];
   readonly createRequests: Record<string, unknown>[] = [];
@@ -74,8 +59,7 @@ export class OpenSandboxStandin {
   readonly #deleted: StandinSandbox[] = [];
   readonly #metricsWaiters: ((event: unknown) => void)[] = [];
   readonly #options: OpenSandboxStandinOptions;
-  /** Running commands by execd id, for `DELETE /command?id=` (interrupt). */
-  readonly #running = new Map<string, AbortController>();
+  readonly #execd = new StandinExecd(this.commandRequests);
   readonly #server: Server;
   #port = 0;
 
@@ -141,7 +125,7 @@ export class OpenSandboxStandin {
         error(res, 404, 'NOT_FOUND', `sandbox ${proxied[1]} not found`);
         return;
       }
-      await this.#execd(sandbox, req, res, proxied[3] ?? '/', url.searchParams);
+      await this.#execd.serve(sandbox, req, res, proxied[3] ?? '/', url.searchParams);
       return;
     }
 
@@ -243,9 +227,9 @@ export class OpenSandboxStandin {
         apiKey: headerOf(r, API_KEY_HEADER),
         ingress: headerOf(r, INGRESS_HEADER),
       });
-      void this.#execd(holder.sandbox!, r, s, u.pathname, u.searchParams).catch((e: unknown) =>
-        this.#crash(s, e),
-      );
+      void this.#execd
+        .serve(holder.sandbox!, r, s, u.pathname, u.searchParams)
+        .catch((e: unknown) => this.#crash(s, e));
     });
     const execdPort = await listen(execd);
     const sandbox: StandinSandbox = {
@@ -309,165 +293,12 @@ export class OpenSandboxStandin {
     });
   }
 
-  // -------------------------------------------------------------------------------------------
-  // execd API
-
-  async #execd(
-    sandbox: StandinSandbox,
-    req: IncomingMessage,
-    res: ServerResponse,
-    path: string,
-    query: URLSearchParams,
-  ): Promise<void> {
-    if (path === '/ping' && req.method === 'GET') {
-      res.writeHead(200).end();
-      return;
-    }
-    if (path === '/command' && req.method === 'POST') return this.#command(sandbox, req, res);
-    if (path === '/command' && req.method === 'DELETE') {
-      // execd's interrupt: kills the running command of that id.
-      const running = this.#running.get(query.get('id') ?? '');
-      if (running === undefined) {
-        error(res, 404, 'NOT_FOUND', `no running command ${query.get('id') ?? ''}`);
-        return;
-      }
-      running.abort();
-      res.writeHead(200).end();
-      return;
-    }
-    if (path === '/files/download' && req.method === 'GET') {
-      const target = query.get('path');
-      if (!target) {
-        error(res, 400, 'MISSING_QUERY', "missing query parameter 'path'");
-        return;
-      }
-      try {
-        const bytes = await sandbox.machine.readBytes(target);
-        res.writeHead(200, {
-          'content-type': 'application/octet-stream',
-          'content-length': bytes.byteLength,
-        });
-        res.end(Buffer.from(bytes));
-      } catch (e) {
-        this.#fileError(res, e);
-      }
-      return;
-    }
-    if (path === '/files/upload' && req.method === 'POST') return this.#upload(sandbox, req, res);
-    error(res, 404, 'NOT_FOUND', `no execd route for ${req.method} ${path}`);
-  }
-
-  async #command(
-    sandbox: StandinSandbox,
-    req: IncomingMessage,
-    res: ServerResponse,
-  ): Promise<void> {
-    const body = (await readJson(req)) as StandinCommandRequest['body'] | undefined;
-    if (body === undefined || typeof body.command !== 'string' || body.command.trim() === '') {
-      error(res, 400, 'INVALID_REQUEST', 'command is required');
-      return;
-    }
-    this.commandRequests.push({ sandboxId: sandbox.id, body });
-    const commandId = randomUUID().replaceAll('-', '');
-    const send = (event: ExecdEvent): void => {
-      res.write(`${JSON.stringify(event)}\n\n`);
-    };
-    res.writeHead(200, {
-      'content-type': 'text/event-stream',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-    });
-    // A client that goes away cancels the command, as execd's request context does.
-    const gone = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) gone.abort();
-    });
-    this.#running.set(commandId, gone);
-    res.on('close', () => this.#running.delete(commandId));
-    send({ type: 'init', text: commandId, timestamp: Date.now() });
-    send({ type: 'ping', text: 'pong', timestamp: Date.now() });
-    // execd tails the output as the command writes it: one event per completed line, at once.
-    const outLines = new ExecdLineSplitter();
-    const errLines = new ExecdLineSplitter();
-    const emit = (type: 'stdout' | 'stderr', lines: string[]): void => {
-      for (const text of lines) send({ type, text, timestamp: Date.now() });
-    };
-    const result = await sandbox.machine.run(body.command, {
-      envs: body.envs ?? {},
-      timeoutMs: typeof body.timeout === 'number' ? body.timeout : 0,
-      ...(body.cwd ? { cwd: body.cwd } : {}),
-      signal: gone.signal,
-      onStdout: (text) => emit('stdout', outLines.push(text)),
-      onStderr: (text) => emit('stderr', errLines.push(text)),
-    });
-    emit('stdout', outLines.flush());
-    emit('stderr', errLines.flush());
-    send(
-      finalEvent(
-        { exitCode: result.exitCode, waitError: result.waitError, elapsedMs: result.elapsedMs },
-        Date.now(),
-      ),
-    );
-    res.end();
-  }
-
-  async #upload(sandbox: StandinSandbox, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readBody(req);
-    let form: FormData;
-    try {
-      form = await new Response(body, {
-        headers: { 'content-type': headerOf(req, 'content-type') ?? '' },
-      }).formData();
-    } catch {
-      error(res, 400, 'INVALID_FILE', 'multipart form is empty');
-      return;
-    }
-    const metadata = form.getAll('metadata');
-    const files = form.getAll('file');
-    if (metadata.length === 0 || files.length !== metadata.length) {
-      error(res, 400, 'INVALID_FILE', 'metadata and file parts must pair up');
-      return;
-    }
-    for (const [index, part] of metadata.entries()) {
-      const metaText = typeof part === 'string' ? part : await part.text();
-      let meta: { path?: unknown; mode?: unknown };
-      try {
-        meta = JSON.parse(metaText) as { path?: unknown; mode?: unknown };
-      } catch {
-        error(res, 400, 'INVALID_FILE_METADATA', 'invalid metadata format');
-        return;
-      }
-      if (typeof meta.path !== 'string' || meta.path === '') {
-        error(res, 400, 'INVALID_FILE_METADATA', 'metadata path is empty');
-        return;
-      }
-      const file = files[index]!;
-      const data =
-        typeof file === 'string'
-          ? new TextEncoder().encode(file)
-          : new Uint8Array(await file.arrayBuffer());
-      try {
-        await sandbox.machine.writeBytes(
-          meta.path,
-          data,
-          typeof meta.mode === 'number' ? meta.mode : 755,
-        );
-      } catch (e) {
-        this.#fileError(res, e);
-        return;
-      }
-    }
-    res.writeHead(200).end();
-  }
-
-  #fileError(res: ServerResponse, e: unknown): void {
-    if (e instanceof MachineFileError) error(res, e.status, e.code, e.message);
-    else error(res, 500, 'RUNTIME_ERROR', e instanceof Error ? e.message : String(e));
-  }
-
+  /** A handler that threw: a 500 while the answer has not started, else the answer is cut off. */
   #crash(res: ServerResponse, e: unknown): void {
-    if (!res.headersSent)
+    if (!res.headersSent) {
       error(res, 500, 'INTERNAL_ERROR', e instanceof Error ? e.message : String(e));
-    else res.destroy(e instanceof Error ? e : new Error(String(e)));
+    } else {
+      res.destroy(e instanceof Error ? e : new Error(String(e)));
+    }
   }
 }
