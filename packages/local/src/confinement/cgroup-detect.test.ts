@@ -31,10 +31,9 @@ describe('detectCgroups', () => {
           [`${SERVICE}/cgroup.controllers`]: 'cpuset cpu io memory pids\n',
           [`${SERVICE}/cgroup.subtree_control`]: 'cpu memory pids\n',
           [`${SERVICE}/cgroup.type`]: 'domain\n',
-          [`${SERVICE}/cgroup.kill`]: '',
           [`${SERVICE}/cgroup.procs`]: '',
         },
-        [`${SERVICE}/cgroup.subtree_control`, `${SERVICE}/cgroup.procs`],
+        [`${SERVICE}/cgroup.subtree_control`, `${SERVICE}/cgroup.procs`, `${SERVICE}/cgroup.kill`],
       ),
     );
     expect(d.layout).toEqual({

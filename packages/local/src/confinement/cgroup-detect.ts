@@ -185,7 +185,8 @@ async function detectV2(
     }
     gatewayMustMove = procs.length > 0;
   }
-  const kill = (await source.readFile(path.join(dir, 'cgroup.kill'))) !== undefined || isRoot;
+  // Write-only (reading it fails): looked up by whether it can be written.
+  const kill = await source.writable(path.join(dir, 'cgroup.kill'));
   return { version: 'v2', dir, controllers, kill, gatewayMustMove };
 }
 

@@ -1,4 +1,4 @@
-import { readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { access, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { SbxError, type SbxErrorOptions } from '@sbx/core';
@@ -34,8 +34,15 @@ export async function writeControl(file: string, value: string): Promise<void> {
   }
 }
 
+/** Whether a control file exists; by its entry, since some (`cgroup.kill`) cannot be read. */
 export async function controlExists(file: string): Promise<boolean> {
-  return (await readControl(file)) !== undefined;
+  try {
+    await access(file);
+    return true;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return false;
+    throw new ConfinementCgroupError(`Cannot look up ${file}`, { cause: err });
+  }
 }
 
 /** The signalable members of one group. */

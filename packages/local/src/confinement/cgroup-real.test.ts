@@ -6,11 +6,17 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { recordingLogger } from '@sbx/core/testing';
-import { detectCgroups } from './cgroup-detect.js';
+import { readFile } from 'node:fs/promises';
+import {
+  detectCgroups,
+  parseMountinfo,
+  parseProcCgroup,
+  type CgroupV2Layout,
+} from './cgroup-detect.js';
 import { openCgroupHost, type CgroupHost } from './cgroup-host.js';
 import { resolveConfinementLimits } from './cgroup-limits.js';
 import type { SandboxCgroup } from './cgroup-sandbox-group.js';
-import { currentGatewayIdentity } from './cgroup-names.js';
+import { currentGatewayIdentity, gatewayIsGone } from './cgroup-names.js';
 
 const detection = await detectCgroups();
 const required = process.env.SBX_REQUIRE_CGROUPS === '1';
@@ -191,6 +197,50 @@ describe('sandbox cgroups on this machine', () => {
     expect(log.text('warn')).toContain('gateway that is gone');
   });
 
+  cgroupIt(
+    'pids',
+    "a live gateway's groups are left alone by another gateway's sweep",
+    async () => {
+      const g = await group('local:u:live', { pids: 32 });
+      const worker = gated('exec sleep 60');
+      started.push(worker.child);
+      await g.addPid(worker.child.pid ?? 0);
+      worker.open();
+      // A second host of the same (living) gateway sweeps: nothing of this one is gone.
+      const second = await openCgroupHost({ log: recordingLogger() });
+      expect(await g.members()).toEqual([worker.child.pid]);
+      for (const dir of g.dirs) expect(existsSync(dir)).toBe(true);
+      expect(second.layout).toBeDefined();
+      await g.destroy();
+    },
+  );
+
+  cgroupIt(
+    'pids',
+    'never moves pid 0, 1 or the gateway itself into a group, nor into a destroyed one',
+    async () => {
+      const g = await group('local:u:refuse', { pids: 32 });
+      for (const pid of [0, 1, -1, process.pid, 1.5]) {
+        await expect(g.addPid(pid)).rejects.toMatchObject({ code: 'CONFINEMENT_CGROUP' });
+      }
+      expect(await g.members()).toEqual([]);
+      await g.destroy();
+      const late = gated('exec sleep 60');
+      started.push(late.child);
+      await expect(g.addPid(late.child.pid ?? 0)).rejects.toThrow(/destroyed/);
+    },
+  );
+
+  it('judges only gateways of its own pid namespace, by pid and start time', async () => {
+    const self = await currentGatewayIdentity();
+    expect(await gatewayIsGone(self, self)).toBe(false);
+    expect(await gatewayIsGone({ ...self, start: '1' }, self)).toBe(true);
+    // Pid 1 of another namespace: never judged from here, whatever this namespace's pid 1 is.
+    expect(
+      await gatewayIsGone({ ...self, pidNamespace: '1', pid: 999_999, start: '1' }, self),
+    ).toBe(false);
+  });
+
   it('refuses to create a group for a name that is no bounded string', async () => {
     const h = await openCgroupHost({ log, detection: { layout: undefined, notes: ['none'] } });
     await expect(h.createSandboxCgroup('', resolveConfinementLimits())).rejects.toMatchObject({
@@ -205,4 +255,56 @@ describe('sandbox cgroups on this machine', () => {
       code: 'CONFINEMENT_CGROUP',
     });
   });
+});
+
+/** The unified hierarchy where it is writable (here beside v1, where it has no controllers). */
+async function unifiedLayout(): Promise<CgroupV2Layout | undefined> {
+  const mount = parseMountinfo(await readFile('/proc/self/mountinfo', 'utf8')).find(
+    (m) => m.fsType === 'cgroup2' && !m.readOnly,
+  );
+  const own = parseProcCgroup(await readFile('/proc/self/cgroup', 'utf8')).find(
+    (e) => e.controllers.length === 0,
+  );
+  if (!mount || !own || own.path !== '/' || mount.root !== '/') return undefined;
+  if (!existsSync(`${mount.mountPoint}/cgroup.procs`)) return undefined;
+  return {
+    version: 'v2',
+    dir: mount.mountPoint,
+    controllers: [],
+    kill: true,
+    gatewayMustMove: false,
+  };
+}
+
+const unified = await unifiedLayout().catch(() => undefined);
+
+describe('a v2 group ended by cgroup.kill', () => {
+  (unified ? it : it.skip)(
+    `kills a process tree in one write${unified ? '' : ' (skipped: no writable cgroup2 root here)'}`,
+    async () => {
+      const host = await openCgroupHost({
+        log: recordingLogger(),
+        detection: { layout: unified, notes: [] },
+      });
+      try {
+        const g = await host.createSandboxCgroup('local:u:v2', resolveConfinementLimits());
+        expect(g.version).toBe('v2');
+        const tree = gated('setsid sh -c "sleep 60 & exec sleep 60" & exec sleep 60');
+        await g.addPid(tree.child.pid ?? 0);
+        tree.open();
+        let members: number[] = [];
+        for (let i = 0; i < 500 && members.length < 3; i++) {
+          members = await g.members();
+          await new Promise((r) => setImmediate(r));
+        }
+        expect(members.length).toBe(3);
+        await g.destroy();
+        expect((await tree.exit).signal).toBe('SIGKILL');
+        expect(members.filter(alive)).toEqual([]);
+      } finally {
+        await host.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Logger } from '@sbx/core';
+import { errorMessage, type Logger } from '@sbx/core';
 import type { CgroupController, CgroupLayout } from './cgroup-detect.js';
 import { killCgroupMembers } from './cgroup-kill.js';
 import {
@@ -154,21 +154,24 @@ async function freezeAndKill(
   log: Logger,
 ): Promise<void> {
   await freeze();
-  let done = false;
-  for (let round = 0; round < FREEZE_ROUNDS && !done; round++) {
-    done = await frozen();
-    if (!done) await pauseRound();
-  }
-  if (!done) log.warn('cgroup did not freeze in time; killing its processes unfrozen');
-  for (const pid of await unionMembers(groups)) {
-    try {
-      sigkill(pid);
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== 'ESRCH') throw err;
+  try {
+    let done = false;
+    for (let round = 0; round < FREEZE_ROUNDS && !done; round++) {
+      done = await frozen();
+      if (!done) await pauseRound();
     }
+    if (!done) log.warn('cgroup did not freeze in time; killing its processes unfrozen');
+    for (const pid of await unionMembers(groups)) {
+      try {
+        sigkill(pid);
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'ESRCH') throw err;
+      }
+    }
+  } finally {
+    // A frozen task receives SIGKILL when it thaws; one left frozen would never exit.
+    await thaw();
   }
-  // A frozen task receives SIGKILL when it thaws.
-  await thaw();
 }
 
 /**
@@ -233,7 +236,8 @@ export async function createGroup(options: {
     return { oomKills: numberField(control, 'oom_kill'), limitHits: failcnt };
   };
 
-  const destroy = async (): Promise<void> => {
+  /** The one-step end: `cgroup.kill`, else freeze, kill, thaw. */
+  const stopAll = async (): Promise<void> => {
     if (unifiedDir && (await controlExists(path.join(unifiedDir, 'cgroup.kill')))) {
       await writeControl(path.join(unifiedDir, 'cgroup.kill'), '1');
     } else if (unifiedDir) {
@@ -255,6 +259,18 @@ export async function createGroup(options: {
         groups,
         log,
       );
+    }
+  };
+
+  const destroy = async (): Promise<void> => {
+    try {
+      await stopAll();
+    } catch (err) {
+      // The kill rounds below still end every member, one round at a time.
+      log.error('sandbox cgroup could not be stopped at once; killing its processes one by one', {
+        name,
+        error: errorMessage(err),
+      });
     }
     const left = await killCgroupMembers({
       members: () => unionMembers(groups),
