@@ -8,7 +8,9 @@ import {
   OpenSandboxProvider,
   PROVIDER_SHUT_DOWN_DURING_ACQUIRE_MESSAGE,
 } from './opensandbox-provider.js';
-import { FakeOpenSandbox, fakeApiError, fakeExecution } from './testing/fake-opensandbox-sdk.js';
+import { fakeExecution } from './testing/execd-output.js';
+import { FakeOpenSandbox } from './testing/fake-opensandbox-sdk.js';
+import { fakeApiError } from './testing/fake-sdk-errors.js';
 
 interface LogLine {
   level: 'debug' | 'info' | 'warn' | 'error';

@@ -15,12 +15,9 @@ import type { OpenSandboxSandboxOptions } from './opensandbox-sandbox-options.js
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 import { SANDBOX_CLOSED_MESSAGE, WRITE_FILE_MODE } from './opensandbox-sandbox-options.js';
 import type { OpenSandboxRemote } from './opensandbox-sdk.js';
-import {
-  FakeOpenSandbox,
-  fakeApiError,
-  fakeConnectionError,
-  fakeExecution,
-} from './testing/fake-opensandbox-sdk.js';
+import { fakeExecution } from './testing/execd-output.js';
+import { FakeOpenSandbox } from './testing/fake-opensandbox-sdk.js';
+import { fakeApiError, fakeConnectionError } from './testing/fake-sdk-errors.js';
 
 const WS = '/mnt/user-data/workspace';
 

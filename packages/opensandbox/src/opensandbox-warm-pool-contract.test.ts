@@ -1,7 +1,8 @@
 import { describeWarmPoolProviderContract } from '@sbx/core/testing';
 import { OpenSandboxProvider } from './opensandbox-provider.js';
 import type { FakeRemoteState } from './testing/fake-opensandbox-sdk.js';
-import { FakeOpenSandbox, fakeApiError } from './testing/fake-opensandbox-sdk.js';
+import { FakeOpenSandbox } from './testing/fake-opensandbox-sdk.js';
+import { fakeApiError } from './testing/fake-sdk-errors.js';
 
 // Pinned behaviours this covers for OpenSandbox (remote-providers.md §8): §8.5.108–111 (warm-pool
 // mixin), §8.8.171 (reset parks; shutdown destroys, idempotent, reaper stops) and §8.8.179

@@ -4,7 +4,7 @@ import {
   fakeApiError,
   fakeConnectionError,
   fakeUnhealthyError,
-} from './testing/fake-opensandbox-sdk.js';
+} from './testing/fake-sdk-errors.js';
 
 describe('isTerminalRemoteError', () => {
   it('a lost or refused connection is terminal everywhere, found through the cause chain', () => {

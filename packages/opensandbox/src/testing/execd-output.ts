@@ -121,3 +121,29 @@ export function commandEvents(
   events.push(finalEvent(end, now));
   return events;
 }
+
+export interface FakeExecutionInit {
+  stdout?: string;
+  stderr?: string;
+  /** `null`: the run reports no exit code (no completion and no integer error value). */
+  exitCode?: number | null;
+  /** With `exitCode: null`, an error event whose value is not an integer. */
+  error?: { name: string; value: string };
+}
+
+/** A `CommandExecution` as the SDK would build it from execd's events for this outcome. */
+export function fakeExecution(init: FakeExecutionInit = {}): OpenSandboxExecution {
+  const exitCode = init.exitCode === undefined ? 0 : init.exitCode;
+  const execution = executionFromEvents(
+    commandEvents(
+      { stdout: init.stdout ?? '', stderr: init.stderr ?? '' },
+      { exitCode: exitCode ?? 0, elapsedMs: 1 },
+      'scripted',
+    ).filter((e) => exitCode !== null || (e.type !== 'error' && e.type !== 'execution_complete')),
+  );
+  if (exitCode === null && init.error) {
+    execution.error = { ...init.error, traceback: [init.error.value] };
+    execution.exitCode = null;
+  }
+  return execution;
+}

@@ -18,14 +18,19 @@ import type {
   OpenSandboxWriteEntry,
 } from '../opensandbox-sdk.js';
 import { ExecdLineSplitter, commandEvents, executionFromEvents } from './execd-output.js';
-import { HostShellMachine, MachineFileError } from './host-shell-machine.js';
+import { HostShellMachine } from './host-shell-machine.js';
+import { apiErrorOf, sandboxNotFound } from './fake-sdk-errors.js';
 
 /**
  * An in-memory stand-in for `@alibaba-group/opensandbox`, for the provider's lifecycle and race
  * tests. Each remote is a `HostShellMachine` (commands run for real in bash, files live in a
  * private temp directory), its output reaches the adapter as execd would send it, and every SDK
  * call goes through `gate` (a `CallGate` from @sbx/core/testing) so a test can hold a call at an
- * exact point, plus `failNext` for injected failures and `respondTo` for scripted command results.
+ * exact point, plus `failNext` for injected failures and `respondTo` for scripted command results
+ * (`fakeExecution` of `execd-output.ts`; the SDK-shaped errors are in `fake-sdk-errors.ts`).
+ *
+ * One concept, the fake SDK's state (its remotes, the gate, the failure and responder rules) and
+ * the remote handles that act on it: each handle's calls read and write that shared state.
  */
 
 export type FakeOpenSandboxOp =
@@ -40,53 +45,8 @@ export type FakeOpenSandboxOp =
   | 'list'
   | 'closeManager';
 
-/** An error shaped like the SDK's `SandboxApiException` (classification reads name and status). */
-export function fakeApiError(statusCode: number, message: string, rawBody?: unknown): Error {
-  const error = new Error(message);
-  error.name = 'SandboxApiException';
-  return Object.assign(error, { statusCode, rawBody });
-}
-
-export function fakeUnhealthyError(message = 'sandbox is unhealthy'): Error {
-  const error = new Error(message);
-  error.name = 'SandboxUnhealthyException';
-  return error;
-}
-
-/** What `fetch` throws when nothing listens: `TypeError: fetch failed` caused by ECONNREFUSED. */
-export function fakeConnectionError(code = 'ECONNREFUSED'): Error {
-  const cause = Object.assign(new Error(`connect ${code} 127.0.0.1:44772`), { code });
-  return new TypeError('fetch failed', { cause });
-}
-
-export interface FakeExecutionInit {
-  stdout?: string;
-  stderr?: string;
-  /** `null`: the run reports no exit code (no completion and no integer error value). */
-  exitCode?: number | null;
-  /** With `exitCode: null`, an error event whose value is not an integer. */
-  error?: { name: string; value: string };
-}
-
 /** Page size the lifecycle API uses when a listing names none. */
 const DEFAULT_LIST_PAGE_SIZE = 20;
-
-/** A `CommandExecution` as the SDK would build it from execd's events for this outcome. */
-export function fakeExecution(init: FakeExecutionInit = {}): OpenSandboxExecution {
-  const exitCode = init.exitCode === undefined ? 0 : init.exitCode;
-  const execution = executionFromEvents(
-    commandEvents(
-      { stdout: init.stdout ?? '', stderr: init.stderr ?? '' },
-      { exitCode: exitCode ?? 0, elapsedMs: 1 },
-      'scripted',
-    ).filter((e) => exitCode !== null || (e.type !== 'error' && e.type !== 'execution_complete')),
-  );
-  if (exitCode === null && init.error) {
-    execution.error = { ...init.error, traceback: [init.error.value] };
-    execution.exitCode = null;
-  }
-  return execution;
-}
 
 export interface FakeCreateRecord {
   readonly remoteId: string;
@@ -165,20 +125,6 @@ function abortable<T>(signal: AbortSignal | undefined, call: Promise<T>): Promis
       },
     );
   });
-}
-
-function notFound(id: string): Error {
-  return fakeApiError(404, `Sandbox ${id} not found`, {
-    code: 'NOT_FOUND',
-    message: `Sandbox ${id} not found`,
-  });
-}
-
-function toApiError(error: unknown): unknown {
-  if (error instanceof MachineFileError) {
-    return fakeApiError(error.status, error.message, { code: error.code, message: error.message });
-  }
-  return error;
 }
 
 export class FakeOpenSandbox {
@@ -302,7 +248,7 @@ export class FakeOpenSandbox {
         if (rule.remaining <= 0) this.#failures.splice(this.#failures.indexOf(rule), 1);
         return Promise.reject(rule.error);
       }
-      return real().catch((error: unknown) => Promise.reject(toApiError(error)));
+      return real().catch((error: unknown) => Promise.reject(apiErrorOf(error)));
     });
     return Promise.resolve(routed);
   }
@@ -362,7 +308,7 @@ export class FakeOpenSandbox {
   #remoteFor(state: FakeRemoteState): OpenSandboxRemote {
     const { id, machine } = state;
     const alive = (): void => {
-      if (!state.alive) throw notFound(id);
+      if (!state.alive) throw sandboxNotFound(id);
     };
     const commands: OpenSandboxCommands = {
       run: (command, options, handlers, signal) =>
