@@ -27,7 +27,9 @@ const OFFSET_NR = 0;
 const OFFSET_ARCH = 4;
 const argLowWord = (arg: number): number => 16 + 8 * arg;
 
+const NO_SYSCALL = 0xffffffff;
 const KILL = 'kill';
+const ALLOW = 'allow';
 const errnoLabel = (errno: SeccompErrno): string => `errno-${errno}`;
 const argumentsLabel = (rule: RefusedSyscall): string => `arguments-${rule.syscall}`;
 
@@ -52,26 +54,38 @@ export function compileSeccompPolicy(
   const asm = new BpfAssembler();
   asm.loadWord(OFFSET_ARCH).jumpIfEqual(table.auditArch, 'next', { label: KILL });
   asm.loadWord(OFFSET_NR);
+  // -1 is no call: the kernel answers ENOSYS without running anything (a tracer sets it to skip
+  // a call), so it is let through rather than killed as if it were from the x32 range.
+  asm.jumpIfEqual(NO_SYSCALL, { label: ALLOW });
   if (table.foreignAbiFloor !== undefined)
     asm.jumpIfAtLeast(table.foreignAbiFloor, { label: KILL });
   for (const rule of policy) {
     const target = rule.when ? argumentsLabel(rule) : errnoLabel(rule.errno);
     asm.jumpIfEqual(table.numbers[rule.syscall], { label: target });
   }
-  asm.ret(SECCOMP_RET_ALLOW);
+  asm.label(ALLOW).ret(SECCOMP_RET_ALLOW);
 
   for (const rule of policy) {
     if (!rule.when) continue;
     asm.label(argumentsLabel(rule));
-    for (const test of rule.when) {
+    const refuse = { label: errnoLabel(rule.errno) };
+    rule.when.forEach((test, index) => {
       asm.loadWord(argLowWord(test.arg));
       if ('anyBitOf' in test) {
-        asm.jumpIfAnySet(test.anyBitOf, { label: errnoLabel(rule.errno) });
+        asm.jumpIfAnySet(test.anyBitOf, refuse);
+      } else if ('notOneOf' in test) {
+        if (test.notOneOf.length === 0) throw new Error(`${rule.syscall}: notOneOf lists nothing`);
+        const passed = { label: `${argumentsLabel(rule)}-${index}-passed` };
+        test.notOneOf.forEach((value, i) => {
+          const last = i === test.notOneOf.length - 1;
+          asm.jumpIfEqual(value, passed, last ? refuse : 'next');
+        });
+        asm.label(passed.label);
       } else {
         if (test.mask !== undefined) asm.and(test.mask);
-        asm.jumpIfEqual(test.equals, { label: errnoLabel(rule.errno) });
+        asm.jumpIfEqual(test.equals, refuse);
       }
-    }
+    });
     asm.ret(SECCOMP_RET_ALLOW);
   }
 
