@@ -21,7 +21,9 @@ describe('leaseGraceVerdict', () => {
       now: 1499,
       graceMs: 500,
     });
-    expect(early.verdict.kind).toBe('waiting');
+    // The first sighting is kept while waiting: handing back `now` would restart the wait on
+    // every look, so it would never end.
+    expect(early).toEqual({ verdict: { kind: 'waiting' }, firstUnownedAt: 1000 });
     const due = leaseGraceVerdict({
       crossProcess: true,
       peek: absent,
