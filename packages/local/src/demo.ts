@@ -147,19 +147,26 @@ export async function runDemo(options: DemoOptions = {}): Promise<void> {
   // The host secret exists before the provider does, as a platform credential would.
   const previousSecret = process.env[DEMO_HOST_SECRET_NAME];
   process.env[DEMO_HOST_SECRET_NAME] = DEMO_HOST_SECRET_VALUE;
-  const provider = new LocalSandboxProvider({ baseDir, allowHostBash: true });
+  // Commands run confined (bubblewrap namespaces), without allowHostBash: nothing of the host
+  // beyond the thread's directories is reachable. Where bubblewrap cannot work, bash is off and
+  // the line below says why.
+  const provider = new LocalSandboxProvider({ baseDir });
   try {
     const context: ToolContext = createToolContext({
       provider,
       userId: USER_ID,
       threadId: THREAD_ID,
-      config: { allowHostBash: true },
       env: { [DEMO_REQUEST_SECRET_NAME]: DEMO_REQUEST_SECRET_VALUE },
     });
 
     write(`sbx local demo: user '${USER_ID}', thread '${THREAD_ID}'`);
     write(`data directory: ${baseDir}${ownDir ? ' (temporary)' : ''}`);
-    write(`host bash: enabled for this demo (the local provider is not an isolation boundary)`);
+    const mode = provider.commandMode;
+    write(
+      mode.kind === 'confined'
+        ? 'bash: confined (bubblewrap namespaces: the thread sees its own directories, no host, no network)'
+        : `bash: ${mode.kind === 'off' ? `off here (${mode.reason})` : 'on the host'}`,
+    );
     for (const [index, step] of STEPS.entries()) {
       write('');
       write(`# ${index + 1}. ${step.note}`);

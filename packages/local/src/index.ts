@@ -9,7 +9,31 @@ export {
   GENERIC_LOCAL_SANDBOX_ID,
   SBX_HOME_ENV,
   DEFAULT_BASE_DIR_NAME,
+  DEFAULT_TMP_BYTES,
 } from './local-sandbox-provider.js';
+// Confined execution (bubblewrap namespaces per thread).
+export {
+  ISOLATION_MODES,
+  DEFAULT_ISOLATION_MODE,
+  type IsolationMode,
+  type CommandMode,
+} from './confinement/isolation-mode.js';
+export {
+  ConfinementUnavailableError,
+  ConfinementStartError,
+} from './confinement/confinement-errors.js';
+export {
+  probeConfinement,
+  diagnoseBwrapFailure,
+  type ConfinementProbe,
+  type ConfinementTools,
+} from './confinement/bwrap-probe.js';
+export {
+  DEFAULT_SANDBOX_UID,
+  DEFAULT_SANDBOX_GID,
+  type SandboxOwner,
+} from './confinement/sandbox-owner.js';
+export type { NamespaceLimitsHooks } from './confinement/thread-namespace.js';
 export {
   DEFAULT_MAX_CACHED_THREAD_SANDBOXES,
   DEFAULT_THREAD_MAX_AGE_DAYS,

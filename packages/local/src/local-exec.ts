@@ -2,6 +2,7 @@ import { AbortedError, type ExecOptions, type ExecResult, type Logger } from '@s
 import { StreamRewriter, Utf8Listener, rewriteInTurns } from '@sbx/core/internal';
 import type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
 import type { SessionObserver } from './session-observer.js';
+import type { SpawnPlan } from './confinement/spawn-plan.js';
 
 /** A host command ready to spawn: shell, translated command, final env and host cwd. */
 export interface PreparedHostCommand {
@@ -11,6 +12,8 @@ export interface PreparedHostCommand {
   readonly cwd?: string;
   /** Told about the shell's session (see `SessionObserver`). */
   readonly session?: SessionObserver;
+  /** What to spawn instead of `<shell> -c <command>` (a confined command's entry). */
+  readonly plan?: SpawnPlan;
 }
 
 /** A listener chain: raw bytes → UTF-8 text → rewritten a line at a time → the caller's listener. */
@@ -60,6 +63,7 @@ export async function runHostExec(
       env: prepared.env,
       ...(prepared.cwd !== undefined ? { cwd: prepared.cwd } : {}),
       ...(prepared.session !== undefined ? { session: prepared.session } : {}),
+      ...(prepared.plan !== undefined ? { plan: prepared.plan } : {}),
       timeoutMs: options.timeoutMs,
       signal: options.signal,
       maxCaptureBytes: options.maxCaptureBytes,

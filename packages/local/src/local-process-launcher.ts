@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { shellArgs } from './shell.js';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
+import { extraStdio, writePlanInput } from './confinement/spawn-plan.js';
 import type {
   LaunchOptions,
   LaunchedExit,
@@ -62,13 +63,21 @@ export class LocalProcessLauncher implements ProcessLauncher {
   ): Promise<LaunchedProcess> {
     const prepared = await this.hooks.prepare(command, options);
     prepared.session?.beforeSpawn();
-    const child = spawn(prepared.shell, shellArgs(prepared.shell, prepared.command), {
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: prepared.env,
-      ...(prepared.cwd !== undefined ? { cwd: prepared.cwd } : {}),
-      windowsHide: true,
-    });
+    const { plan } = prepared;
+    const child = spawn(
+      plan?.file ?? prepared.shell,
+      plan ? [...plan.args] : shellArgs(prepared.shell, prepared.command),
+      {
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe', ...extraStdio(plan)],
+        env: prepared.env,
+        ...(prepared.cwd !== undefined ? { cwd: prepared.cwd } : {}),
+        windowsHide: true,
+        ...(plan?.uid !== undefined ? { uid: plan.uid } : {}),
+        ...(plan?.gid !== undefined ? { gid: plan.gid } : {}),
+      },
+    );
+    writePlanInput(child.stdio[3] as Writable | null | undefined, plan);
     const spawned = child.pid;
     if (spawned !== undefined) {
       prepared.session?.started(spawned);

@@ -1,4 +1,6 @@
 import type { EnvPolicyMode, Logger } from '@sbx/core';
+import type { IsolationMode } from './confinement/isolation-mode.js';
+import type { NamespaceLimitsHooks } from './confinement/thread-namespace.js';
 
 export interface LocalMountConfig {
   readonly hostPath: string;
@@ -19,7 +21,10 @@ export interface LocalProviderConfig {
   readonly mounts?: readonly LocalMountConfig[];
   readonly skills?: { readonly containerPath?: string };
   readonly baseDir?: string;
-  /** `sandbox.local` block: `max_cached_threads`, `shell`, `thread_max_age_days`. */
+  /**
+   * `sandbox.local` block: `max_cached_threads`, `shell`, `thread_max_age_days`, `isolation`,
+   * `sandbox_uid`, `sandbox_gid`.
+   */
   readonly local?: Readonly<Record<string, unknown>>;
 }
 
@@ -30,7 +35,34 @@ export interface LocalProviderOptions {
   logger?: Logger;
   /** Data directory; default: config `baseDir`, then env `SBX_HOME`, then `./.sbx`. */
   baseDir?: string;
+  /**
+   * Unconfined host bash: commands run as the gateway's user with no isolation. Explicit opt-in;
+   * with `isolation: 'auto'` it wins (the caller asked for the host), with `isolation: 'bwrap'`
+   * it is ignored (every command is confined) and a warning says so.
+   */
   allowHostBash?: boolean;
+  /**
+   * How commands run: `bwrap` confined in the thread's namespaces, `none` on the host (only with
+   * `allowHostBash`), `auto` (default) confined where bubblewrap works, else bash off. Default:
+   * `sandbox.local.isolation`, then `auto`.
+   */
+  isolation?: IsolationMode;
+  /**
+   * Host user and group confined commands run as when the gateway is root. Default:
+   * `sandbox.local.sandbox_uid` / `sandbox_gid`, then 65534. Ignored when the gateway is not root
+   * (commands then run as the gateway's user, inside their own user namespace).
+   */
+  sandboxUid?: number;
+  sandboxGid?: number;
+  /** Size of a confined thread's private `/tmp` in bytes. Default 512 MiB. */
+  tmpBytes?: number;
+  /**
+   * The seccomp program (classic BPF, as `bwrap --seccomp` reads it) every confined command
+   * gets. Default: the one `@sbx/local` builds for this architecture.
+   */
+  seccompProgram?: () => Buffer;
+  /** Resource limits of each confined thread (cgroups, rlimits). */
+  limits?: (sandboxId: string) => NamespaceLimitsHooks | undefined;
   /** Seconds; default 600. */
   bashCommandTimeout?: number;
   /** Wall clock of one grep or glob in seconds. Default: `sandbox.search_timeout_seconds` (10). */

@@ -2,6 +2,7 @@ import type { EnvPolicyMode, LocalToolEnvironment, Logger, PathMapping } from '@
 import type { PosixRunOptions, PosixRunResult } from './posix-runner.js';
 import type { SandboxSessions } from './session-observer.js';
 import { findShell } from './shell.js';
+import type { SandboxConfinement } from './confinement/sandbox-confinement.js';
 
 export interface LocalSandboxOptions {
   /** Mount table: virtual directories and the host directories behind them. */
@@ -16,6 +17,11 @@ export interface LocalSandboxOptions {
    * server can, so it is an explicit opt-in (`sandbox.allow_host_bash`).
    */
   allowHostBash?: boolean;
+  /**
+   * Run every command confined in this namespace (see `ThreadNamespace`) instead of on the host;
+   * `allowHostBash` is then irrelevant.
+   */
+  confinement?: SandboxConfinement;
   /** Wall clock of a command in seconds when the call gives no `timeoutMs`. Default 600. */
   bashCommandTimeout?: number;
   /** Wall clock of one grep or glob in seconds (`sandbox.search_timeout_seconds`). Default 10. */

@@ -51,6 +51,8 @@ describe('LocalSandboxProvider', () => {
   const provider = (opts: ConstructorParameters<typeof LocalSandboxProvider>[0] = {}) =>
     new LocalSandboxProvider({
       baseDir: base,
+      // These cases are about the host provider itself; confinement has tests of its own.
+      isolation: 'none',
       allowHostBash: true,
       logger: recordingLogger(),
       ...opts,

@@ -56,6 +56,21 @@ import { collectIdleThreads } from './thread-gc.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { localSandboxId, type SkillsMode } from './local-sandbox-id.js';
 import { CommandSessions } from './command-sessions.js';
+import {
+  DEFAULT_ISOLATION_MODE,
+  type CommandMode,
+  type IsolationMode,
+} from './confinement/isolation-mode.js';
+import { probeConfinement, type ConfinementTools } from './confinement/bwrap-probe.js';
+import { ConfinementUnavailableError } from './confinement/confinement-errors.js';
+import { sandboxOwnerFor, type SandboxOwner } from './confinement/sandbox-owner.js';
+import { ThreadNamespace } from './confinement/thread-namespace.js';
+import { buildMountPlan } from './confinement/mount-plan.js';
+import { openMountSources } from './confinement/mount-sources.js';
+import { grantTraversal } from './confinement/host-traversal.js';
+import { writeSandboxIdentityFiles } from './confinement/sandbox-identity-files.js';
+import type { SandboxConfinement } from './confinement/sandbox-confinement.js';
+import { chown } from 'node:fs/promises';
 
 const requireHere = createRequire(import.meta.url);
 let lruCacheModule: typeof LruCacheModule | undefined;
@@ -70,6 +85,8 @@ export const GENERIC_LOCAL_SANDBOX_ID = 'local';
 /** Environment variable naming the data directory when neither options nor config do. */
 export const SBX_HOME_ENV = 'SBX_HOME';
 export const DEFAULT_BASE_DIR_NAME = '.sbx';
+/** Default size of a confined thread's private `/tmp`. */
+export const DEFAULT_TMP_BYTES = 512 * 1024 * 1024;
 
 /** One configured extra mount (the `sandbox.mounts[]` entries of the configuration). */
 interface ThreadEntry {
@@ -120,6 +137,21 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   private readonly processTag = randomUUID();
   /** The sessions its commands started, and the watchdog that ends them with the gateway. */
   private readonly commandSessions: CommandSessions;
+  /** `sandbox.local.isolation` as configured (`auto` unless set). */
+  readonly isolation: IsolationMode;
+  /** How this provider's commands run, decided once at construction. */
+  readonly commandMode: CommandMode;
+  private readonly confinementTools: ConfinementTools | undefined;
+  private readonly sandboxOwner: SandboxOwner | undefined;
+  private readonly tmpBytes: number;
+  private readonly seccompProgram: (() => Buffer) | undefined;
+  private readonly limitsFor: LocalProviderOptions['limits'];
+  /**
+   * The live namespaces by sandbox id, apart from the LRU cache: an evicted thread's processes
+   * keep running until its release (as on the host), and a rebuilt sandbox enters the same one.
+   */
+  private readonly namespaces = new Map<string, ThreadNamespace>();
+  private identityFiles: Promise<Record<string, string>> | undefined;
 
   constructor(options: LocalProviderOptions = {}) {
     super();
@@ -148,11 +180,27 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       throw new ConfigError([{ path: 'sandbox.base_dir', message: baseDirProblem }]);
     }
     this.allowHostBash = options.allowHostBash ?? config.allowHostBash ?? false;
+    const localBlock = resolveLocalBlock(local);
+    this.isolation = options.isolation ?? localBlock.isolation ?? DEFAULT_ISOLATION_MODE;
+    this.sandboxOwner = sandboxOwnerFor(process.getuid?.(), {
+      ...((options.sandboxUid ?? localBlock.sandboxUid) !== undefined
+        ? { uid: options.sandboxUid ?? localBlock.sandboxUid }
+        : {}),
+      ...((options.sandboxGid ?? localBlock.sandboxGid) !== undefined
+        ? { gid: options.sandboxGid ?? localBlock.sandboxGid }
+        : {}),
+    });
+    this.tmpBytes = options.tmpBytes ?? DEFAULT_TMP_BYTES;
+    this.seccompProgram = options.seccompProgram;
+    this.limitsFor = options.limits;
+    const decided = this.decideCommandMode();
+    this.commandMode = decided.mode;
+    this.confinementTools = decided.tools;
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.envPolicy = options.envPolicy ?? config.envPolicy;
     this.envAllow = options.envAllow ?? config.envAllow;
-    const block = resolveLocalBlock(local);
+    const block = localBlock;
     this.threadMaxAgeDays = block.threadMaxAgeDays ?? DEFAULT_THREAD_MAX_AGE_DAYS;
     this.shell = options.shell ?? block.shell;
     this.skillsContainerPath = normalizeVirtualRoot(
@@ -194,9 +242,69 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     return false;
   }
 
-  /** A host shell can bypass every mount, so isolation holds only while host bash is off. */
+  /**
+   * A host shell can bypass every mount; a confined one sees only the sandbox's mounts (the
+   * policy view for a policy-scoped run). So isolation holds unless commands run on the host.
+   */
   override get supportsAgentSkillIsolation(): boolean {
-    return !this.allowHostBash;
+    return this.commandMode.kind !== 'host';
+  }
+
+  /**
+   * Host pid of the init of a sandbox's namespace while it runs (every process the thread
+   * started lives in its pid namespace): for `sbx doctor` and tests.
+   */
+  confinedInitPid(sandboxId: string): number | undefined {
+    return this.namespaces.get(sandboxId)?.initPid;
+  }
+
+  /** Whether commands run confined (bubblewrap) in this provider. */
+  get confined(): boolean {
+    return this.commandMode.kind === 'confined';
+  }
+
+  /**
+   * `isolation` and `allowHostBash` together, and whether bubblewrap works here:
+   *
+   * - `none`: host bash when allowed, else off (the behaviour before confinement).
+   * - `bwrap`: confined, or a `ConfinementUnavailableError` naming the cause and the fix;
+   *   `allowHostBash` cannot widen it (a warning says it is ignored).
+   * - `auto`: `allowHostBash` is an explicit request for the host and wins (a warning says
+   *   commands are unconfined); otherwise confined where bubblewrap works, else bash off with a
+   *   warning saying why. Never unconfined without `allowHostBash`.
+   */
+  private decideCommandMode(): { mode: CommandMode; tools?: ConfinementTools } {
+    if (this.isolation === 'none') {
+      return {
+        mode: this.allowHostBash
+          ? { kind: 'host' }
+          : { kind: 'off', reason: 'isolation is none and allow_host_bash is off' },
+      };
+    }
+    if (this.isolation === 'auto' && this.allowHostBash) {
+      this.logger.warn(
+        'allow_host_bash is on: commands run on the host as the gateway user, unconfined (set sandbox.local.isolation: bwrap to confine them)',
+      );
+      return { mode: { kind: 'host' } };
+    }
+    const probe = probeConfinement(this.sandboxOwner);
+    if (probe.ok) {
+      if (this.allowHostBash) {
+        this.logger.warn(
+          'allow_host_bash is ignored: sandbox.local.isolation is bwrap, every command runs confined',
+        );
+      }
+      return { mode: { kind: 'confined' }, tools: { bwrap: probe.bwrap, nsenter: probe.nsenter } };
+    }
+    if (this.isolation === 'bwrap') {
+      throw new ConfinementUnavailableError(
+        `sandbox.local.isolation is bwrap but commands cannot be confined here: ${probe.cause}. Fix: ${probe.fix}`,
+        { details: { cause: probe.cause, fix: probe.fix } },
+      );
+    }
+    const reason = `bubblewrap cannot confine commands here: ${probe.cause}. Fix: ${probe.fix}`;
+    this.logger.warn(`bash is off (isolation auto): ${reason}`);
+    return { mode: { kind: 'off', reason } };
   }
 
   /** Number of per-thread sandboxes currently cached (bounded by `maxCachedThreads`). */
@@ -308,6 +416,14 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       sandboxId === GENERIC_LOCAL_SANDBOX_ID
         ? this.genericSandbox
         : this.threads.peek(sandboxId)?.sandbox;
+    const namespace = this.namespaces.get(sandboxId);
+    if (namespace) {
+      // Confined: the namespace holds everything the thread started, cached or evicted.
+      if (cached) await cached.processes.killRunning();
+      this.namespaces.delete(sandboxId);
+      await namespace.kill();
+      return;
+    }
     // A cached sandbox that ran no command since its last release left nothing to find; one no
     // longer cached (evicted) may have, so it is scanned for.
     if (cached) {
@@ -362,13 +478,20 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
    */
   override async shutdown(): Promise<void> {
     await this.reset();
+    const namespaces = [...this.namespaces.values()];
+    this.namespaces.clear();
+    await Promise.all(namespaces.map((namespace) => namespace.kill()));
     await this.commandSessions.reapAll();
   }
 
   private generic(): LocalSandbox {
     this.genericSandbox ??= new LocalSandbox(GENERIC_LOCAL_SANDBOX_ID, {
       mappings: this.staticMappings,
-      ...this.sandboxOptions(GENERIC_LOCAL_SANDBOX_ID),
+      ...this.sandboxOptions(GENERIC_LOCAL_SANDBOX_ID, {
+        mappings: this.staticMappings,
+        initCwd: '/tmp',
+        ownedRoots: [],
+      }),
       // The legacy thread-less sandbox serves host paths as given; the agent tools never use it
       // (they require thread data), so confinement is the per-thread sandboxes' job.
       confined: false,
@@ -376,8 +499,13 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     return this.genericSandbox;
   }
 
-  private sandboxOptions(sandboxId: string) {
+  private sandboxOptions(
+    sandboxId: string,
+    layout: { mappings: readonly PathMapping[]; initCwd: string; ownedRoots: readonly string[] },
+  ) {
+    const confinement = this.confinementOf(sandboxId, layout);
     return {
+      ...(confinement ? { confinement } : {}),
       processTags: { sandbox: this.processTagOf(sandboxId), provider: this.processTag },
       sessions: this.commandSessions.forSandbox(this.processTagOf(sandboxId)),
       allowHostBash: this.allowHostBash,
@@ -388,6 +516,71 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       shell: this.shell,
       logger: this.logger,
     };
+  }
+
+  /** The namespace of a sandbox id (one per id, shared by every sandbox object of it). */
+  private confinementOf(
+    sandboxId: string,
+    layout: { mappings: readonly PathMapping[]; initCwd: string; ownedRoots: readonly string[] },
+  ): SandboxConfinement | undefined {
+    const tools = this.confinementTools;
+    if (this.commandMode.kind !== 'confined' || !tools) return undefined;
+    let namespace = this.namespaces.get(sandboxId);
+    if (!namespace) {
+      const limits = this.limitsFor?.(sandboxId);
+      namespace = new ThreadNamespace({
+        bwrap: tools.bwrap,
+        nsenter: tools.nsenter,
+        owner: this.sandboxOwner,
+        mountPlan: async () => {
+          if (this.sandboxOwner) {
+            await grantTraversal(this.baseDir, [
+              ...layout.mappings.map((m) => m.hostPath),
+              path.join(this.baseDir, 'confinement', 'etc'),
+            ]);
+          }
+          const { sources, handles } = await openMountSources(
+            layout.mappings,
+            await this.sandboxIdentityFiles(),
+          );
+          const args = buildMountPlan({
+            sources,
+            tmpBytes: this.tmpBytes,
+            initCwd: layout.initCwd,
+          });
+          return { args, handles };
+        },
+        ...(this.seccompProgram ? { seccomp: this.seccompProgram } : {}),
+        ...(limits ? { limits } : {}),
+        logger: this.logger,
+        sandboxId,
+      });
+      this.namespaces.set(sandboxId, namespace);
+    }
+    return {
+      namespace,
+      initCwd: layout.initCwd,
+      owner: this.sandboxOwner,
+      ownedRoots: layout.ownedRoots,
+    };
+  }
+
+  /** The synthesized `/etc/passwd` and friends, written once per provider. */
+  private sandboxIdentityFiles(): Promise<Record<string, string>> {
+    if (!this.identityFiles) {
+      const uid = this.sandboxOwner?.uid ?? process.getuid?.() ?? 0;
+      const gid = this.sandboxOwner?.gid ?? process.getgid?.() ?? 0;
+      const pending = writeSandboxIdentityFiles(
+        path.join(this.baseDir, 'confinement', `etc-${uid}-${gid}`),
+        uid,
+        gid,
+      );
+      pending.catch(() => {
+        if (this.identityFiles === pending) this.identityFiles = undefined;
+      });
+      this.identityFiles = pending;
+    }
+    return this.identityFiles;
   }
 
   private async createThreadSandbox(
@@ -427,8 +620,17 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       this.threads.peek(id) ??
       this.threads.peek(localSandboxId(userId, threadId, mode === 'policy' ? 'shared' : 'policy'));
     const customMounts = this.staticMappings.filter((m) => m.containerPath !== `${skills}/public`);
+    const mappings = [...customMounts, ...skillMappings, ...threadMappings];
+    const ownedRoots = threadMappings.map((m) => m.hostPath);
+    if (this.sandboxOwner && this.commandMode.kind === 'confined') {
+      // The confined user must write the thread's own directories (only their roots: what is
+      // below them was made by the tools, which hand it over as they write, or by the sandbox).
+      await Promise.all(
+        ownedRoots.map((dir) => chown(dir, this.sandboxOwner!.uid, this.sandboxOwner!.gid)),
+      );
+    }
     const sandbox = new LocalSandbox(id, {
-      mappings: [...customMounts, ...skillMappings, ...threadMappings],
+      mappings,
       toolEnvironment: {
         threadData: {
           workspacePath: layout.workspacePath,
@@ -443,7 +645,11 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
           readOnly: m.readOnly,
         })),
       },
-      ...this.sandboxOptions(id),
+      ...this.sandboxOptions(id, {
+        mappings,
+        initCwd: VIRTUAL_WORKSPACE_PATH,
+        ownedRoots,
+      }),
       agentWrittenPaths: previous?.sandbox.agentWrittenPaths,
     });
     const entry: ThreadEntry = { sandbox, mode, userId, threadId };

@@ -59,6 +59,10 @@ import {
 } from './process-reaper.js';
 import type { SandboxSessions } from './session-observer.js';
 import { readLineRange, readWholeText } from './text-file.js';
+import { shellArgs } from './shell.js';
+import { confinedBaseEnv } from './confinement/confined-env.js';
+import { handDirectoriesToOwner, handFileToOwner } from './confinement/file-ownership.js';
+import type { SandboxConfinement } from './confinement/sandbox-confinement.js';
 
 /** Largest file `downloadFile` returns (100 MiB). */
 export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
@@ -74,7 +78,14 @@ export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
  */
 export class LocalSandbox extends Sandbox {
   readonly table: PathMappingTable;
+  /**
+   * Whether bash runs here at all (the tool layer reads it): host bash explicitly allowed, or
+   * every command confined (`confined`).
+   */
   readonly allowHostBash: boolean;
+  /** Commands run in the thread's namespaces (bubblewrap), not on the host. */
+  readonly confined: boolean;
+  private readonly confinement: SandboxConfinement | undefined;
   private readonly timeoutSeconds: number;
   private readonly searchTimeoutMs: number;
   private readonly envPolicy: EnvPolicyMode;
@@ -129,7 +140,9 @@ export class LocalSandbox extends Sandbox {
     this.table = new PathMappingTable(options.mappings ?? [], {
       confined: options.confined ?? true,
     });
-    this.allowHostBash = options.allowHostBash ?? false;
+    this.confinement = options.confinement;
+    this.confined = options.confinement !== undefined;
+    this.allowHostBash = this.confined || (options.allowHostBash ?? false);
     this.timeoutSeconds = timeout;
     this.shell = options.shell;
     this.maxCaptureBytes = options.maxCaptureBytes;
@@ -167,6 +180,12 @@ export class LocalSandbox extends Sandbox {
    */
   async killProcesses(): Promise<number> {
     this.commandsSinceReap = false;
+    if (this.confinement) {
+      // The kernel's own bookkeeping: killing the namespace's init ends every process in it.
+      const running = this.confinement.namespace.running;
+      await this.confinement.namespace.kill();
+      return running ? 1 : 0;
+    }
     if (this.sessions) return this.sessions.reap();
     if (!this.processTags) return 0;
     return killMarkedProcesses(SANDBOX_PROCESS_MARKER, this.processTags.sandbox, this.logger);
@@ -249,6 +268,7 @@ export class LocalSandbox extends Sandbox {
     command: string,
     options: { env?: Readonly<Record<string, string>> | undefined; cwd?: string | undefined },
   ): Promise<PreparedHostCommand> {
+    if (this.confinement) return this.prepareConfined(command, options, this.confinement);
     if (!this.allowHostBash) throw new HostBashDisabledError(LOCAL_HOST_BASH_DISABLED_MESSAGE);
     assertCommandText(command);
     validateExtraEnv(options.env);
@@ -269,6 +289,38 @@ export class LocalSandbox extends Sandbox {
       ...(cwd !== undefined ? { cwd } : {}),
       ...(this.sessions ? { session: this.sessions } : {}),
     };
+  }
+
+  /**
+   * A confined command: the agent's text as it is (virtual paths are real paths in the
+   * namespace; host paths of its mounts are shown as the virtual ones they are), the working directory a virtual path checked through the
+   * mount table like any other, the environment under the policy with the sandbox's own `HOME`,
+   * `USER`, `PATH`; spawned as the namespace's entry.
+   */
+  private async prepareConfined(
+    command: string,
+    options: { env?: Readonly<Record<string, string>> | undefined; cwd?: string | undefined },
+    confinement: SandboxConfinement,
+  ): Promise<PreparedHostCommand> {
+    assertCommandText(command);
+    validateExtraEnv(options.env);
+    let cwd = confinement.initCwd;
+    if (options.cwd !== undefined) {
+      await this.resolveCwd(options.cwd);
+      cwd = normalizeVirtualRoot(options.cwd);
+    }
+    const shell = this.shell ?? (await sharedDefaultShell());
+    const env = buildSandboxEnv(options.env, {
+      mode: this.envPolicy,
+      allow: this.envAllow,
+      baseEnv: confinedBaseEnv(shell),
+    });
+    // The tool layer (and any caller written for the host) may have turned virtual paths into
+    // host paths; in the namespace only the virtual ones exist, so they are turned back.
+    const native = (await this.masker()).mask(command);
+    this.commandsSinceReap = true;
+    const plan = await confinement.namespace.entry(shell, shellArgs(shell, native), cwd);
+    return { shell, command: native, env, plan };
   }
 
   private async resolveCwd(cwd: string): Promise<string> {
@@ -332,11 +384,23 @@ export class LocalSandbox extends Sandbox {
     }
   }
 
+  /** See `file-ownership`: only in the thread's own writable directories, only for a root gateway. */
+  private async handToSandboxUser(
+    handle: FileHandle,
+    root: string,
+    hostPath: string,
+  ): Promise<void> {
+    const owner = this.confinement?.owner;
+    if (!owner || !this.confinement?.ownedRoots.includes(root)) return;
+    await handDirectoriesToOwner(root, path.dirname(hostPath), owner);
+    await handFileToOwner(handle, owner);
+  }
+
   private openFile(
     filePath: string,
     access: FileAccess,
     operation: string,
-  ): Promise<{ handle: FileHandle; hostPath: string }> {
+  ): Promise<{ handle: FileHandle; hostPath: string; root: string }> {
     return openSandboxFile(this.table, filePath, access, operation);
   }
 
@@ -371,7 +435,7 @@ export class LocalSandbox extends Sandbox {
     options: WriteFileOptions = {},
   ): Promise<void> {
     const translated = await translateContainerPaths(content, this.table, 'content');
-    const { handle, hostPath } = await this.openFile(
+    const { handle, hostPath, root } = await this.openFile(
       filePath,
       options.append ? 'append' : 'write',
       'write',
@@ -380,6 +444,7 @@ export class LocalSandbox extends Sandbox {
       // Truncated only now, after the opened file passed its checks.
       if (!options.append) await handle.truncate(0);
       await handle.writeFile(translated, 'utf8');
+      await this.handToSandboxUser(handle, root, hostPath);
     } catch (err) {
       throw toFileError(err, filePath, 'write');
     } finally {
@@ -389,10 +454,11 @@ export class LocalSandbox extends Sandbox {
   }
 
   override async updateFile(filePath: string, content: Uint8Array): Promise<void> {
-    const { handle } = await this.openFile(filePath, 'write', 'update');
+    const { handle, hostPath, root } = await this.openFile(filePath, 'write', 'update');
     try {
       await handle.truncate(0);
       await handle.writeFile(content);
+      await this.handToSandboxUser(handle, root, hostPath);
     } catch (err) {
       throw toFileError(err, filePath, 'update');
     } finally {

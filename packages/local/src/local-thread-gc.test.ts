@@ -115,7 +115,8 @@ describe('validateConfigBlock (sandbox.local)', () => {
       },
       {
         path: 'sandbox.local.nonsense',
-        message: 'unknown key (known: shell, max_cached_threads, thread_max_age_days)',
+        message:
+          'unknown key (known: shell, max_cached_threads, thread_max_age_days, isolation, sandbox_uid, sandbox_gid, limits)',
       },
       { path: 'sandbox.local.shell', message: 'must be a non-empty string' },
       { path: 'sandbox.local.thread_max_age_days', message: 'must be a positive number, got -1' },

@@ -1,11 +1,13 @@
 import { spawn } from 'node:child_process';
 import { shellArgs } from './shell.js';
 import { constants as osConstants } from 'node:os';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { AbortedError, SandboxRuntimeError } from '@sbx/core';
 import { sharedOutputPacer, type OutputPacer, type PacedStream } from '@sbx/core/internal';
 import { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
 import type { SessionObserver } from './session-observer.js';
+import { extraStdio, writePlanInput } from './confinement/spawn-plan.js';
+import type { SpawnPlan } from './confinement/spawn-plan.js';
 
 export interface PosixRunOptions {
   /** Absolute path of the shell; the command runs as `<shell> -c <command>`. */
@@ -28,6 +30,8 @@ export interface PosixRunOptions {
   pacer?: OutputPacer;
   /** Told about the shell's session, so what the command leaves running can be reaped later. */
   session?: SessionObserver;
+  /** Spawn this instead of `<shell> -c <command>` (a confined command's entry). */
+  plan?: SpawnPlan;
 }
 
 export interface PosixRunResult {
@@ -105,14 +109,22 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
   const stderrCapture = new BoundedCapture(limit);
 
   options.session?.beforeSpawn();
-  const child = spawn(options.shell, shellArgs(options.shell, options.command), {
-    detached: true,
-    stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    env: options.env,
-    cwd: options.cwd,
-    windowsHide: true,
-  });
+  const { plan } = options;
+  const child = spawn(
+    plan?.file ?? options.shell,
+    plan ? [...plan.args] : shellArgs(options.shell, options.command),
+    {
+      detached: true,
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe', ...extraStdio(plan)],
+      env: options.env,
+      cwd: options.cwd,
+      windowsHide: true,
+      ...(plan?.uid !== undefined ? { uid: plan.uid } : {}),
+      ...(plan?.gid !== undefined ? { gid: plan.gid } : {}),
+    },
+  );
   if (child.pid !== undefined) options.session?.started(child.pid);
+  writePlanInput(child.stdio[3] as Writable | null | undefined, plan);
   const stdout = child.stdout as Readable;
   const stderr = child.stderr as Readable;
   const { onStdout, onStderr } = options;

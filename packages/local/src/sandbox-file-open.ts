@@ -17,7 +17,7 @@ export async function openSandboxFile(
   filePath: string,
   access: FileAccess,
   operation: string,
-): Promise<{ handle: FileHandle; hostPath: string }> {
+): Promise<{ handle: FileHandle; hostPath: string; root: string }> {
   const resolved = await table.resolve(filePath, access === 'read' ? 'read' : 'write');
   // The unconfined generic sandbox serves host paths: only special files are refused there.
   const root = resolved.root ?? '/';
@@ -34,7 +34,7 @@ export async function openSandboxFile(
         ? {}
         : { verify: (real: string) => table.assertWritableAt(real, filePath) }),
     });
-    return { handle, hostPath: resolved.hostPath };
+    return { handle, hostPath: resolved.hostPath, root };
   } catch (err) {
     throw toFileError(err, filePath, operation);
   }
