@@ -9,7 +9,7 @@ import { LOCAL_HOST_BASH_DISABLED_MESSAGE } from '../host/host-bash.js';
 import {
   isLocalSandbox,
   localToolEnvironment,
-  maskHostPaths,
+  hostPathMasker,
   prepareLocalBashCommand,
 } from './local-sandbox-guard.js';
 import { resolveToolConfig } from './tool-config.js';
@@ -20,7 +20,7 @@ import { recordCommandDetails, runToolInvocation, toolOutputListener } from './t
 import { ToolOutputStream, streamedOutputLimit } from './tool-output.js';
 import { sandboxForTool } from './tool-sandbox.js';
 import { parseToolInput, type BashInput } from './tool-schemas.js';
-import { truncateBashOutput } from './truncation.js';
+import { rewriteReach, rewriteThenTruncateMiddle } from './bounded-rewrite.js';
 import { ToolErrorCode, toolFailure } from './tool-result.js';
 
 /** A bash command as a sandbox is given it: the command text and the directory it starts in. */
@@ -172,7 +172,14 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
       // Whatever the command still prints (a yielded process) is no longer this call's.
       stream?.close();
     }
-    const masked = await maskHostPaths(context, sandbox, result);
-    return truncateBashOutput(redactSecrets(masked, env), config.bashOutputMaxChars);
+    // Masked and redacted before the cut, but only the part the cut keeps: a flood of output costs
+    // the loop what the cap costs.
+    const mask = await hostPathMasker(context, sandbox);
+    return rewriteThenTruncateMiddle(
+      result,
+      (text) => (text === '' ? text : redactSecrets(mask(text), env)),
+      config.bashOutputMaxChars,
+      rewriteReach(Object.values(env)),
+    );
   });
 }

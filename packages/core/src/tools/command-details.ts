@@ -3,6 +3,7 @@ import type { Sandbox } from '../contract/sandbox.js';
 import { hostPathMasker } from './local-sandbox-guard.js';
 import type { ToolContext } from './tool-context.js';
 import { truncateMiddle } from './truncation.js';
+import { WHOLE_REWRITE_CHARS, rewriteReach, rewriteThenTruncateMiddle } from './bounded-rewrite.js';
 
 /**
  * What a call that ran a command (`bash`, `process_output`, `process_write`, `process_kill`)
@@ -38,22 +39,43 @@ export interface RawCommandDetails extends Omit<CommandDetails, 'stdout' | 'stde
 }
 
 /**
- * Bounds the two streams to `maxChars` together (`0`: no cap): when over, stderr keeps at most
- * half and stdout the rest, each middle-truncated as the text is.
+ * Rewrites the two streams and bounds them to `maxChars` together (`0`: no cap): when over, stderr
+ * keeps at most half and stdout the rest, each middle-truncated as the text is — and, for a large
+ * stream, rewritten only where the cut keeps it (`rewriteThenTruncateMiddle`).
  */
 function boundStreams(
   stdout: string,
   stderr: string,
   maxChars: number,
+  rewrite: (text: string) => string,
+  reach: number,
 ): { stdout: string; stderr: string; cut: boolean } {
-  if (maxChars <= 0 || stdout.length + stderr.length <= maxChars) {
-    return { stdout, stderr, cut: false };
+  const large = stdout.length + stderr.length > WHOLE_REWRITE_CHARS;
+  if (!large) {
+    const out = rewrite(stdout);
+    const err = rewrite(stderr);
+    if (maxChars <= 0 || out.length + err.length <= maxChars) {
+      return { stdout: out, stderr: err, cut: false };
+    }
+    return shareBetween(out, err, maxChars, (text, share) => truncateMiddle(text, share));
   }
+  if (maxChars <= 0) return { stdout: rewrite(stdout), stderr: rewrite(stderr), cut: false };
+  return shareBetween(stdout, stderr, maxChars, (text, share) =>
+    rewriteThenTruncateMiddle(text, rewrite, share, reach),
+  );
+}
+
+function shareBetween(
+  stdout: string,
+  stderr: string,
+  maxChars: number,
+  cut: (text: string, share: number) => string,
+): { stdout: string; stderr: string; cut: boolean } {
   const errShare = Math.min(stderr.length, Math.floor(maxChars / 2));
   const outShare = maxChars - errShare;
   return {
-    stdout: truncateMiddle(stdout, outShare),
-    stderr: truncateMiddle(stderr, Math.max(errShare, maxChars - stdout.length)),
+    stdout: cut(stdout, outShare),
+    stderr: cut(stderr, Math.max(errShare, maxChars - stdout.length)),
     cut: true,
   };
 }
@@ -71,7 +93,13 @@ export async function commandDetails(
 ): Promise<CommandDetails> {
   const mask = await hostPathMasker(context, sandbox);
   const rewrite = (text: string) => (text === '' ? text : redactSecrets(mask(text), env));
-  const bounded = boundStreams(rewrite(raw.stdout), rewrite(raw.stderr), maxChars);
+  const bounded = boundStreams(
+    raw.stdout,
+    raw.stderr,
+    maxChars,
+    rewrite,
+    rewriteReach(Object.values(env)),
+  );
   return {
     exitCode: raw.exitCode,
     running: raw.running,

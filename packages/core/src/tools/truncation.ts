@@ -4,7 +4,7 @@
  * contract (the model is told how much it did not see and how to narrow the request).
  */
 
-function middleMarker(skipped: number): string {
+export function middleMarker(skipped: number): string {
   return `\n... [middle truncated: ${skipped} chars skipped] ...\n`;
 }
 

@@ -1,0 +1,145 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { redactSecrets } from '../config/env-policy.js';
+import { WHOLE_REWRITE_CHARS, rewriteReach, rewriteThenTruncateMiddle } from './bounded-rewrite.js';
+import { middleMarker, truncateMiddle } from './truncation.js';
+
+// Built at run time, so no literal in this file is what the rewrite looks for.
+const HOST = ['', 'srv', 'gateway', 'tenants', 'u1', 'threads', 't1'].join('/');
+const SECRET = ['sk', 'live', 'Q7x9', 'Z2m4', 'W8p1'].join('_');
+const env = { TOKEN: SECRET };
+
+/** Masks the host prefix (line-local, like the real masker) and redacts the secret. */
+function counting() {
+  let chars = 0;
+  const rewrite = (text: string) => {
+    chars += text.length;
+    return redactSecrets(text.split(HOST).join('/mnt/user-data'), env);
+  };
+  return { rewrite, chars: () => chars };
+}
+
+const reach = rewriteReach([SECRET]);
+
+/** The head and tail the cut keeps, without the marker. */
+function keptParts(out: string, maxChars: number) {
+  const kept = maxChars - middleMarker(Number.MAX_SAFE_INTEGER).length;
+  const head = Math.floor(kept / 2);
+  return { head: out.slice(0, head), tail: out.slice(out.length - (kept - head)) };
+}
+
+describe('rewriteThenTruncateMiddle', () => {
+  it('is truncateMiddle(rewrite(text)) for text it rewrites whole', () => {
+    const { rewrite } = counting();
+    const text = `${HOST}/a ${SECRET}\n`.repeat(2_000);
+    expect(text.length).toBeLessThan(WHOLE_REWRITE_CHARS);
+    expect(rewriteThenTruncateMiddle(text, rewrite, 5_000, reach)).toBe(
+      truncateMiddle(rewrite(text), 5_000),
+    );
+  });
+
+  it('rewrites a 20 MiB output only where the cut keeps it, and keeps what the whole rewrite keeps', () => {
+    const { rewrite, chars } = counting();
+    const line = `ok ${HOST}/src/main.ts ${SECRET} done\n`;
+    const text = line.repeat(Math.ceil((20 * 1024 * 1024) / line.length));
+    const out = rewriteThenTruncateMiddle(text, rewrite, 20_000, reach);
+    // Two windows of about the cap plus the reach: not 20 MiB of masking.
+    expect(chars()).toBeLessThan(200_000);
+    expect(out.length).toBeLessThanOrEqual(20_000);
+    expect(out).not.toContain(HOST);
+    expect(out).not.toContain(SECRET);
+    const whole = truncateMiddle(counting().rewrite(text), 20_000);
+    const mine = keptParts(out, 20_000);
+    expect(whole.startsWith(mine.head)).toBe(true);
+    expect(whole.endsWith(mine.tail)).toBe(true);
+    expect(out).toMatch(/middle truncated: \d+ chars skipped/);
+  });
+
+  it('keeps a window wide enough when masking shrinks it (a flood of host paths)', () => {
+    const { rewrite } = counting();
+    const line = `${HOST}${HOST}${HOST}\n`;
+    const text = line.repeat(Math.ceil((2 * 1024 * 1024) / line.length));
+    const out = rewriteThenTruncateMiddle(text, rewrite, 50_000, reach);
+    expect(out).not.toContain(HOST);
+    const whole = truncateMiddle(rewrite(text), 50_000);
+    const mine = keptParts(out, 50_000);
+    expect(whole.startsWith(mine.head)).toBe(true);
+    expect(whole.endsWith(mine.tail)).toBe(true);
+  });
+
+  it('never shows a host path or secret cut by a window edge (random layouts, no line breaks too)', () => {
+    fc.assert(
+      fc.property(
+        fc.array(
+          fc.oneof(
+            fc.constant(HOST),
+            fc.constant(SECRET),
+            fc.constant('\n'),
+            fc.string({ maxLength: 40 }).map((s) => s.replace(/[\n/_]/g, 'x')),
+            fc.integer({ min: 1, max: 20_000 }).map((n) => 'y'.repeat(n)),
+          ),
+          { minLength: 30, maxLength: 200 },
+        ),
+        fc.integer({ min: 200, max: 30_000 }),
+        (parts, maxChars) => {
+          const text = parts.join('').padEnd(WHOLE_REWRITE_CHARS + 1, 'z') + parts.join('');
+          const { rewrite } = counting();
+          const out = rewriteThenTruncateMiddle(text, rewrite, maxChars, reach);
+          expect(out.length).toBeLessThanOrEqual(maxChars);
+          const whole = truncateMiddle(rewrite(text), maxChars);
+          const mine = keptParts(out, maxChars);
+          expect(whole.startsWith(mine.head)).toBe(true);
+          expect(whole.endsWith(mine.tail)).toBe(true);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it('widens a window that shrank to within reach of what it keeps (a secret cut by its edge)', () => {
+    const maxChars = 20_000;
+    const kept = maxChars - middleMarker(Number.MAX_SAFE_INTEGER).length;
+    const headChars = Math.floor(kept / 2);
+    const width = headChars + 2 * reach;
+    const shrink = HOST.length - '/mnt/user-data'.length;
+    const paths = Math.floor((2 * reach) / shrink);
+    const leftover = 2 * reach - paths * shrink;
+    // The secret starts this far before the first window's edge: cut by it, and after the shrink
+    // its first few characters fall inside the head the cut keeps.
+    const inside = leftover + 6;
+    expect(inside).toBeLessThan(SECRET.length);
+    const prefix = HOST.repeat(paths);
+    const text =
+      prefix.padEnd(width - inside, '.') + SECRET + '.'.repeat(WHOLE_REWRITE_CHARS + maxChars);
+    const out = rewriteThenTruncateMiddle(text, counting().rewrite, maxChars, reach);
+    const whole = truncateMiddle(counting().rewrite(text), maxChars);
+    expect(out).not.toContain(SECRET.slice(0, 6));
+    expect(whole.startsWith(keptParts(out, maxChars).head)).toBe(true);
+  });
+
+  it('widens the tail window the same way', () => {
+    const maxChars = 20_000;
+    const kept = maxChars - middleMarker(Number.MAX_SAFE_INTEGER).length;
+    const tailChars = kept - Math.floor(kept / 2);
+    const width = tailChars + 2 * reach;
+    const shrink = HOST.length - '/mnt/user-data'.length;
+    const paths = Math.floor((2 * reach) / shrink);
+    const inside = 2 * reach - paths * shrink + 6;
+    expect(inside).toBeLessThan(SECRET.length);
+    const suffix = HOST.repeat(paths).padStart(width - inside, '.');
+    const text = '.'.repeat(WHOLE_REWRITE_CHARS + maxChars) + SECRET + suffix;
+    const out = rewriteThenTruncateMiddle(text, counting().rewrite, maxChars, reach);
+    const whole = truncateMiddle(counting().rewrite(text), maxChars);
+    expect(out).not.toContain(SECRET.slice(-6));
+    expect(whole.endsWith(keptParts(out, maxChars).tail)).toBe(true);
+  });
+
+  it('rewrites the whole text when the widened windows meet', () => {
+    const line = `${HOST}${HOST}${HOST}\n`;
+    const text = line.repeat(Math.ceil((300 * 1024) / line.length));
+    const { rewrite } = counting();
+    expect(rewriteThenTruncateMiddle(text, rewrite, 150_000, reach)).toBe(
+      truncateMiddle(rewrite(text), 150_000),
+    );
+  });
+});
