@@ -6,14 +6,14 @@ export {
   createTenkiProvider,
 } from './tenki-provider.js';
 export type { TenkiProviderOptions } from './tenki-provider.js';
+export { TenkiSandbox } from './tenki-sandbox.js';
 export {
   COMMAND_DEADLINE_GRACE_MS,
   MAX_DOWNLOAD_BYTES,
   SANDBOX_CLOSED_MESSAGE,
   STREAM_CHUNK_BYTES,
-  TenkiSandbox,
-} from './tenki-sandbox.js';
-export type { TenkiSandboxOptions, TenkiTerminalListener } from './tenki-sandbox.js';
+} from './tenki-sandbox-options.js';
+export type { TenkiSandboxOptions, TenkiTerminalListener } from './tenki-sandbox-options.js';
 export { TENKI_CLIENT_FACTORY_EXPORT, loadTenkiClient } from './tenki-client.js';
 export type {
   TenkiClient,

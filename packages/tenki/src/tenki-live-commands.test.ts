@@ -2,7 +2,8 @@ import { ManualClock, recordingLogger, rejectionOf, settle, track } from '@sbx/c
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeTenkiClient } from './testing/fake-tenki-client.js';
 import type { FakeTenkiSandbox } from './testing/fake-tenki-client.js';
-import { COMMAND_DEADLINE_GRACE_MS, TenkiSandbox } from './tenki-sandbox.js';
+import { COMMAND_DEADLINE_GRACE_MS } from './tenki-sandbox-options.js';
+import { TenkiSandbox } from './tenki-sandbox.js';
 
 /*
  * A client with the SDKs' `start` (live commands): the adapter streams, feeds input, signals, and

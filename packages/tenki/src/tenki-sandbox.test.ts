@@ -10,14 +10,14 @@ import { ManualClock, recordingLogger, rejectionOf, settle, track } from '@sbx/c
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeTenkiClient, errnoError, sdkError } from './testing/fake-tenki-client.js';
 import type { FakeTenkiSandbox } from './testing/fake-tenki-client.js';
-import type { TenkiSandboxOptions } from './tenki-sandbox.js';
+import type { TenkiSandboxOptions } from './tenki-sandbox-options.js';
 import {
   COMMAND_DEADLINE_GRACE_MS,
   MAX_DOWNLOAD_BYTES,
   SANDBOX_CLOSED_MESSAGE,
   STREAM_CHUNK_BYTES,
-  TenkiSandbox,
-} from './tenki-sandbox.js';
+} from './tenki-sandbox-options.js';
+import { TenkiSandbox } from './tenki-sandbox.js';
 
 let client: FakeTenkiClient;
 let vm: FakeTenkiSandbox;

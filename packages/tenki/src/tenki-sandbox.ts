@@ -19,8 +19,6 @@ import {
   ONE_SHOT_CAPABILITIES,
   errorMessage,
   SandboxFileError,
-  SandboxFileNotFoundError,
-  SandboxPermissionError,
   SandboxRuntimeError,
   isSbxError,
   silentLogger,
@@ -43,28 +41,14 @@ import type {
 import type { TenkiExecResult, TenkiRemoteSandbox } from './tenki-client.js';
 import { TenkiProcessLauncher } from './tenki-processes.js';
 import { isTerminalTenkiError, tenkiFileProblem } from './tenki-errors.js';
-
-/** Largest file `downloadFile` transfers: 100 MiB, counted on the bytes actually received. */
-export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
-/** Frame size of streamed uploads. */
-export const STREAM_CHUNK_BYTES = 1024 * 1024;
-/** Extra wait beyond the in-VM timeout before sbx gives up on a command. */
-export const COMMAND_DEADLINE_GRACE_MS = 5_000;
-export const SANDBOX_CLOSED_MESSAGE = 'sandbox has been closed';
-
-export type TenkiTerminalListener = (sandbox: TenkiSandbox, error: unknown) => void;
-
-export interface TenkiSandboxOptions {
-  readonly remote: TenkiRemoteSandbox;
-  /** The writable HOME that stands in for `/mnt/user-data`. Default `/home/tenki`. */
-  readonly homeDir?: string;
-  readonly environment?: Readonly<Record<string, string>>;
-  readonly commandTimeoutSeconds?: number | undefined;
-  /** Told when a call fails in a way that means the microVM is gone. */
-  readonly onTerminalFailure?: TenkiTerminalListener;
-  readonly clock?: Clock;
-  readonly logger?: Logger;
-}
+import { fileErrorFromTenki } from './tenki-file-errors.js';
+import {
+  COMMAND_DEADLINE_GRACE_MS,
+  MAX_DOWNLOAD_BYTES,
+  SANDBOX_CLOSED_MESSAGE,
+  STREAM_CHUNK_BYTES,
+} from './tenki-sandbox-options.js';
+import type { TenkiSandboxOptions, TenkiTerminalListener } from './tenki-sandbox-options.js';
 
 const lenientDecoder = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
@@ -86,10 +70,6 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   return out;
 }
 
-function messageOf(error: unknown): string {
-  return errorMessage(error);
-}
-
 /**
  * A `Sandbox` over one Tenki microVM.
  *
@@ -102,6 +82,10 @@ function messageOf(error: unknown): string {
  * to the `find`/`grep` protocol of `@sbx/core`. Commands are never retried (they need not be
  * idempotent). A failure that means the session is gone is reported to the provider, which evicts
  * the microVM; other failures just fail the call.
+ *
+ * One concept: the mapping of the `Sandbox` operations onto one microVM, with its path mapping and
+ * the session-gone report they all share; the options and limits, the file error mapping and the
+ * live process launcher live in the files named for them.
  */
 export class TenkiSandbox extends RemoteShellSandbox {
   readonly remote: TenkiRemoteSandbox;
@@ -321,7 +305,7 @@ export class TenkiSandbox extends RemoteShellSandbox {
           this.#logger.warn('Closing a Tenki download stream failed', {
             sandboxId: this.id,
             path,
-            error: messageOf(error),
+            error: errorMessage(error),
           }),
       });
     } catch (error) {
@@ -371,7 +355,7 @@ export class TenkiSandbox extends RemoteShellSandbox {
     if (this.#closed) return;
     this.#logger.warn('Tenki session is gone; evicting the sandbox', {
       sandboxId: this.id,
-      error: messageOf(error),
+      error: errorMessage(error),
     });
     this.markClosed();
     this.#onTerminalFailure?.(this, error);
@@ -415,51 +399,11 @@ export class TenkiSandbox extends RemoteShellSandbox {
   #failure(error: unknown): Error {
     if (isSbxError(error)) return error;
     if (isTerminalTenkiError(error)) this.#terminal(error);
-    return new SandboxRuntimeError(messageOf(error), { cause: error });
+    return new SandboxRuntimeError(errorMessage(error), { cause: error });
   }
 
   #fileError(error: unknown, path: string, operation: string): Error {
-    if (isSbxError(error)) return error;
-    switch (tenkiFileProblem(error)) {
-      case 'missing':
-        return new SandboxFileNotFoundError(
-          `File not found: ${path}`,
-          { path, operation, kind: 'ENOENT' },
-          { cause: error },
-        );
-      case 'not-directory':
-        return new SandboxFileNotFoundError(
-          `File not found: ${path}`,
-          { path, operation, kind: 'ENOTDIR' },
-          { cause: error },
-        );
-      case 'is-directory':
-        return new SandboxFileError(
-          `Path is a directory, not a file: ${path}`,
-          { path, operation, kind: 'EISDIR' },
-          { cause: error },
-        );
-      case 'permission':
-        return new SandboxPermissionError(
-          `Permission denied: ${path}`,
-          { path, operation, kind: 'EACCES' },
-          { cause: error },
-        );
-      default:
-        break;
-    }
-    if (isTerminalTenkiError(error)) {
-      this.#terminal(error);
-      return new SandboxRuntimeError(
-        `cannot ${operation} '${path}': the sandbox session is gone (${messageOf(error)})`,
-        { cause: error },
-      );
-    }
-    return new SandboxFileError(
-      `cannot ${operation} '${path}' in the sandbox: ${messageOf(error)}`,
-      { path, operation, kind: 'EIO' },
-      { cause: error },
-    );
+    return fileErrorFromTenki(error, path, operation, (gone) => this.#terminal(gone));
   }
 
   async #mkdirParent(path: string, operation: string): Promise<void> {
