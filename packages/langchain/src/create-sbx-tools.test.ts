@@ -9,6 +9,7 @@ import {
   silentLogger,
 } from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
+import { MemorySaver } from '@langchain/langgraph';
 import { createAgent } from 'langchain';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSbxTools, SbxToolError } from './create-sbx-tools.js';
@@ -187,6 +188,100 @@ describe('@sbx/langchain with real LangChain and a scripted chat model', () => {
     await expect(read.invoke({ path: '/mnt/user-data/workspace/missing.txt' })).rejects.toSatisfy(
       (err: unknown) => err instanceof SbxToolError && err.code === 'NOT_FOUND',
     );
+  });
+});
+
+describe('@sbx/langchain: one graph, many threads (configurable.thread_id)', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-langchain-threads-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  const MINE = '/mnt/user-data/workspace/mine.txt';
+  /** The conversation's first user message: the name it writes into its workspace. */
+  const firstWords = (messages: BaseMessage[]) => String(messages[0]?.content ?? '');
+
+  it('serves two threads at once from a graph compiled once, each seeing only its own files', async () => {
+    const model = new ScriptedChatModel(
+      [
+        (messages) => [{ tool: 'write_file', args: { path: MINE, content: firstWords(messages) } }],
+        [{ tool: 'bash', args: { command: 'ls; cat mine.txt' } }],
+        [{ tool: 'read_file', args: { path: MINE } }],
+      ],
+      { perConversation: true },
+    );
+    const tools = await createSbxTools({ provider, userId: 'alice', threadId: 'unused' });
+    const agent = createAgent({ model, tools, checkpointer: new MemorySaver() });
+    const converse = async (threadId: string) => {
+      const state = await agent.invoke(
+        { messages: [{ role: 'user', content: threadId }] },
+        { configurable: { thread_id: threadId } },
+      );
+      return toolMessages(state.messages as BaseMessage[]).map((m) => [m.status, m.content]);
+    };
+    const [a, b] = await Promise.all([converse('thread-a'), converse('thread-b')]);
+    expect(a).toEqual([
+      ['success', 'OK'],
+      ['success', 'mine.txt\nthread-a'],
+      ['success', 'thread-a'],
+    ]);
+    expect(b).toEqual([
+      ['success', 'OK'],
+      ['success', 'mine.txt\nthread-b'],
+      ['success', 'thread-b'],
+    ]);
+    // The construction-time thread was never used.
+    const unused = provider.get(await provider.acquire({ threadId: 'unused', userId: 'alice' }));
+    expect(await unused?.listDir('/mnt/user-data/workspace', { maxDepth: 1 })).toEqual([]);
+  });
+
+  it('takes the user from configurable.user_id', async () => {
+    const tools = await createSbxTools({ provider, threadId: 't1' });
+    const bash = tools.find((t) => t.name === 'bash')!;
+    await bash.invoke(
+      { id: 'c1', name: 'bash', args: { command: 'printf bob > who.txt' }, type: 'tool_call' },
+      { configurable: { thread_id: 't9', user_id: 'bob' } },
+    );
+    const bobs = provider.get(await provider.acquire({ threadId: 't9', userId: 'bob' }));
+    expect(await bobs?.readFile('/mnt/user-data/workspace/who.txt')).toBe('bob');
+  });
+
+  it('a thread id outside the id rule, or not a string, is an error ToolMessage and acquires nothing', async () => {
+    let acquires = 0;
+    const acquire = provider.acquire.bind(provider);
+    provider.acquire = (options) => {
+      acquires += 1;
+      return acquire(options);
+    };
+    const tools = await createSbxTools({ provider, threadId: 't1' });
+    const ls = tools.find((t) => t.name === 'ls')!;
+    for (const threadId of [['.', '.'].join(''), 'x'.repeat(300), 42]) {
+      const message = (await ls.invoke(
+        { id: 'c1', name: 'ls', args: { path: '/mnt/user-data' }, type: 'tool_call' },
+        { configurable: { thread_id: threadId } },
+      )) as ToolMessage;
+      expect(message.status).toBe('error');
+      expect(message.metadata).toMatchObject({ sbx_error_code: 'INVALID_ARGUMENT' });
+    }
+    expect(acquires).toBe(0);
+  });
+
+  it('threadFromContext: false runs every call in the thread given at creation', async () => {
+    const tools = await createSbxTools({ provider, threadId: 'bound', threadFromContext: false });
+    const bash = tools.find((t) => t.name === 'bash')!;
+    await bash.invoke(
+      { id: 'c1', name: 'bash', args: { command: 'printf here > where.txt' }, type: 'tool_call' },
+      { configurable: { thread_id: 'elsewhere' } },
+    );
+    const bound = provider.get(await provider.acquire({ threadId: 'bound' }));
+    expect(await bound?.readFile('/mnt/user-data/workspace/where.txt')).toBe('here');
   });
 });
 

@@ -1,5 +1,5 @@
 import {
-  createToolRunner,
+  errorMessage,
   type ToolCallResult,
   type ToolDefinition,
   type ToolRunner,
@@ -9,14 +9,24 @@ import { describingToolSchema } from '@sbx/core/internal';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { DynamicStructuredTool } from '@langchain/core/tools';
 import { langChainModules, type LangChainModules } from './langchain-modules.js';
+import { runIdentityOf } from './run-identity.js';
+import { ThreadRunners } from './thread-runners.js';
 
 /**
  * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
  * `leaseManager`, ...) or an existing `context`, plus `tools` (which to offer: by default the
- * seven, and the four process tools when `config.processTools` is on) and `strict` (strict-mode
- * schemas, for providers that enforce them).
+ * seven, and the four process tools when `config.processTools` is on), `strict` (strict-mode
+ * schemas, for providers that enforce them) and `threadFromContext`.
  */
-export type CreateSbxToolsOptions = ToolRunnerOptions;
+export type CreateSbxToolsOptions = ToolRunnerOptions & {
+  /**
+   * Each call runs in the thread and for the user the run's config names
+   * (`configurable.thread_id`, `configurable.user_id`), falling back to `threadId` / `userId`
+   * given here, each thread with its own sandbox and read-before-write marks: one graph compiled
+   * once serves many conversations. Default true; `false` runs every call in the thread given here.
+   */
+  threadFromContext?: boolean;
+};
 
 /** Thrown for a failed call made outside a tool call (a direct `tool.invoke(args)`). */
 export class SbxToolError extends Error {
@@ -31,15 +41,38 @@ export class SbxToolError extends Error {
 
 type ToolCallConfig = RunnableConfig & { toolCall?: { id?: string } };
 
+/** The runner of a call: its run's thread, or the error result a bad thread id gets. */
+function runnerOf(
+  runners: ThreadRunners,
+  threadFromContext: boolean,
+  config: ToolCallConfig,
+): ToolRunner | ToolCallResult {
+  if (!threadFromContext) return runners.base;
+  try {
+    return runners.for(runIdentityOf(config));
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    const message = errorMessage(err);
+    return {
+      text: `Error: ${message}`,
+      isError: true,
+      error: { code: typeof code === 'string' ? code : 'UNEXPECTED', message },
+    };
+  }
+}
+
 function langChainTool(
   modules: LangChainModules,
-  runner: ToolRunner,
+  runners: ThreadRunners,
+  threadFromContext: boolean,
   definition: ToolDefinition,
 ): DynamicStructuredTool {
   const { name } = definition;
   return modules.tools.tool(
     async (input: unknown, config: ToolCallConfig) => {
-      const result = await runner.call(name, input, { signal: config.signal });
+      const runner = runnerOf(runners, threadFromContext, config);
+      const result =
+        'call' in runner ? await runner.call(name, input, { signal: config.signal }) : runner;
       if (!result.isError) return result.text;
       const toolCallId = config.toolCall?.id;
       if (toolCallId === undefined) throw new SbxToolError(result);
@@ -70,8 +103,9 @@ function langChainTool(
  *     const tools = await createSbxTools({ provider, threadId: 't1' });
  *     const agent = createAgent({ model, tools });
  *
- * Every call runs through `runToolCall` on one shared tool context: the same sandbox, lease owner,
- * read-before-write marks and authorization hook as `runTool`. A failed tool call comes back as a
+ * Every call runs through `runToolCall` on the tool context of its thread (the run's
+ * `configurable.thread_id`, else the `threadId` given here): per thread the same sandbox, lease
+ * owner, read-before-write marks and authorization hook as `runTool`. A failed tool call comes back as a
  * `ToolMessage` with `status: 'error'` and sbx's text; the run's abort signal cancels the sandbox
  * call. Async because `@langchain/core` is loaded on first use.
  */
@@ -79,6 +113,9 @@ export async function createSbxTools(
   options: CreateSbxToolsOptions,
 ): Promise<DynamicStructuredTool[]> {
   const modules = await langChainModules();
-  const runner = createToolRunner(options);
-  return runner.definitions.map((definition) => langChainTool(modules, runner, definition));
+  const { threadFromContext = true, ...runnerOptions } = options;
+  const runners = new ThreadRunners(runnerOptions);
+  return runners.base.definitions.map((definition) =>
+    langChainTool(modules, runners, threadFromContext, definition),
+  );
 }

@@ -1,9 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ToolMessage, type BaseMessage } from '@langchain/core/messages';
+import { HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import { SandboxAuthorizationError, silentLogger } from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
+import { MemorySaver } from '@langchain/langgraph';
 import { createDeepAgent } from 'deepagents';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SbxDeepAgentsBackend } from './deepagents-backend.js';
@@ -91,6 +92,59 @@ describe('SbxDeepAgentsBackend under a real deep agent', () => {
     expect(denied[0]?.text).toBe(
       'Error listing files: Sandbox execution is not permitted for your role (role=guest)',
     );
+  });
+});
+
+describe('SbxDeepAgentsBackend: one deep agent, many threads', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-deepagents-threads-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  it('serves two threads at once, each operation in its run’s thread', async () => {
+    const MINE = `${W}/mine.txt`;
+    const model = new ScriptedChatModel(
+      [
+        (messages) => [
+          {
+            tool: 'write_file',
+            args: {
+              file_path: MINE,
+              content: messages.find((m) => HumanMessage.isInstance(m))!.text,
+            },
+          },
+        ],
+        [{ tool: 'execute', args: { command: 'ls; cat mine.txt' } }],
+        [{ tool: 'read_file', args: { file_path: MINE } }],
+      ],
+      { perConversation: true },
+    );
+    const backend = new SbxDeepAgentsBackend({ provider, userId: 'alice', threadId: 'unused' });
+    const agent = createDeepAgent({ model, backend, checkpointer: new MemorySaver() });
+    const converse = async (threadId: string) => {
+      const state = await agent.invoke(
+        { messages: [{ role: 'user', content: threadId }] },
+        { configurable: { thread_id: threadId } },
+      );
+      const messages = state.messages as BaseMessage[];
+      return messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m)).map((m) => m.text);
+    };
+    const [a, b] = await Promise.all([converse('thread-a'), converse('thread-b')]);
+    expect(a[1]).toContain('mine.txt\nthread-a');
+    expect(a[2]).toContain('thread-a');
+    expect(b[1]).toContain('mine.txt\nthread-b');
+    expect(b[2]).toContain('thread-b');
+    expect(a.join('\n')).not.toContain('thread-b');
+    expect(b.join('\n')).not.toContain('thread-a');
+    const unused = provider.get(await provider.acquire({ threadId: 'unused', userId: 'alice' }));
+    expect(await unused?.listDir(W, { maxDepth: 1 })).toEqual([]);
   });
 });
 

@@ -1,11 +1,11 @@
 import {
-  createToolRunner,
   ensureSandboxInitialized,
   errorMessage,
   fileOperationLock,
   isSbxError,
   runToolInvocation,
   type Sandbox,
+  type ToolCallResult,
   type ToolContext,
   type ToolRunner,
   type ToolRunnerOptions,
@@ -35,6 +35,9 @@ import type {
   SandboxBackendProtocolV2,
   WriteResult,
 } from 'deepagents';
+import { langChainModules } from './langchain-modules.js';
+import { runIdentityOf } from './run-identity.js';
+import { ThreadRunners } from './thread-runners.js';
 
 /** deepagents' default page when the model gives no `limit`. */
 const DEFAULT_READ_LIMIT = 500;
@@ -48,6 +51,13 @@ const READ_LINE_LIMIT = 10_000;
 export type SbxDeepAgentsBackendOptions = ToolRunnerOptions & {
   /** The backend's `id`. Default `sbx:<userId>/<threadId>`. */
   id?: string;
+  /**
+   * Each operation runs in the thread and for the user of the LangGraph run it belongs to
+   * (`configurable.thread_id`, `configurable.user_id`), falling back to `threadId` / `userId`
+   * given here, each thread with its own sandbox and read-before-write marks: one deep agent
+   * serves many conversations. Default true.
+   */
+  threadFromContext?: boolean;
 };
 
 /** A pattern from the model over its length bound (the tools' own bounds), or undefined. */
@@ -86,18 +96,36 @@ function fileErrorText(err: unknown, path: string): string {
  */
 export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
   readonly id: string;
-  readonly #runner: ToolRunner;
+  readonly #runners: ThreadRunners;
+  readonly #threadFromContext: boolean;
 
   constructor(options: SbxDeepAgentsBackendOptions) {
-    const { id, ...runnerOptions } = options;
-    this.#runner = createToolRunner(runnerOptions);
-    const { userId, threadId } = this.#runner.context;
+    const { id, threadFromContext = true, ...runnerOptions } = options;
+    this.#runners = new ThreadRunners(runnerOptions);
+    this.#threadFromContext = threadFromContext;
+    const { userId, threadId } = this.#runners.base.context;
     this.id = id ?? `sbx:${userId ?? 'default'}/${threadId ?? 'default'}`;
   }
 
-  /** The tool context every operation runs on (shared sandbox id and read marks). */
+  /**
+   * The construction-time tool context (the thread given to the constructor): its sandbox id and
+   * read marks. A run naming another thread works on that thread's own context.
+   */
   get context(): ToolContext {
-    return this.#runner.context;
+    return this.#runners.base.context;
+  }
+
+  /**
+   * The runner of the current operation: the thread of the LangGraph run it is part of (read from
+   * LangChain's async-local run config), else the construction-time one.
+   *
+   * @throws InvalidArgumentError for a run's thread or user id outside the id rule
+   */
+  async #runner(): Promise<ToolRunner> {
+    if (!this.#threadFromContext) return this.#runners.base;
+    const { singletons } = await langChainModules();
+    const config: unknown = singletons.AsyncLocalStorageProviderSingleton.getRunnableConfig();
+    return this.#runners.for(runIdentityOf(config));
   }
 
   /**
@@ -105,12 +133,17 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
    * lazily, the path checked before any access, and failures as deepagents' `{ error }` with host
    * paths masked.
    */
-  #operate<T extends { error?: string }>(
+  async #operate<T extends { error?: string }>(
     path: string,
     access: 'read' | 'write',
-    body: (sandbox: Sandbox) => Promise<T>,
+    body: (sandbox: Sandbox, context: ToolContext) => Promise<T>,
   ): Promise<T> {
-    const context = this.context;
+    let context: ToolContext;
+    try {
+      context = (await this.#runner()).context;
+    } catch (err) {
+      return { error: errorMessage(err) } as T;
+    }
     return runToolInvocation(context, async () => {
       let sandbox: Sandbox | undefined;
       let problem: string;
@@ -132,7 +165,7 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
         return { error: isSbxError(err) ? err.baseMessage : errorMessage(err) } as T;
       }
       try {
-        return await body(sandbox);
+        return await body(sandbox, context);
       } catch (err) {
         problem = fileErrorText(err, path);
       }
@@ -152,8 +185,7 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
   }
 
   read(filePath: string, offset = 0, limit = DEFAULT_READ_LIMIT): Promise<ReadResult> {
-    const context = this.context;
-    return this.#operate<ReadResult>(filePath, 'read', async (sandbox) => {
+    return this.#operate<ReadResult>(filePath, 'read', async (sandbox, context) => {
       const startLine = Math.max(0, Math.floor(Number(offset) || 0)) + 1;
       const count = Math.min(READ_LINE_LIMIT, Math.max(0, Math.floor(Number(limit) || 0)));
       if (count === 0) return { content: '', mimeType: 'text/plain' };
@@ -180,8 +212,7 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
   }
 
   readRaw(filePath: string): Promise<ReadRawResult> {
-    const context = this.context;
-    return this.#operate<ReadRawResult>(filePath, 'read', async (sandbox) => {
+    return this.#operate<ReadRawResult>(filePath, 'read', async (sandbox, context) => {
       const content = await fileOperationLock.runExclusive(
         sandbox.id,
         normalizeToolPath(filePath),
@@ -197,8 +228,21 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
     });
   }
 
+  /** A tool call on the current operation's thread; a bad run thread id is its failure. */
+  async #call(name: string, input: unknown): Promise<ToolCallResult> {
+    let runner: ToolRunner;
+    try {
+      runner = await this.#runner();
+    } catch (err) {
+      const message = errorMessage(err);
+      const code = isSbxError(err) ? err.code : 'UNEXPECTED';
+      return { text: `Error: ${message}`, isError: true, error: { code, message } };
+    }
+    return runner.call(name, input);
+  }
+
   async write(filePath: string, content: string): Promise<WriteResult> {
-    const result = await this.#runner.call('write_file', { path: filePath, content });
+    const result = await this.#call('write_file', { path: filePath, content });
     return result.isError ? { error: result.text } : { path: filePath, filesUpdate: null };
   }
 
@@ -217,7 +261,7 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
       // Linear whatever the strings (a native split or indexOf can take minutes on a hostile pair).
       if (typeof text === 'string') occurrences = await countLiteralOccurrences(text, oldString);
     }
-    const result = await this.#runner.call('str_replace', {
+    const result = await this.#call('str_replace', {
       path: filePath,
       old_str: oldString,
       new_str: newString,
@@ -269,7 +313,7 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
   }
 
   async execute(command: string): Promise<ExecuteResponse> {
-    const result = await this.#runner.call('bash', { command });
+    const result = await this.#call('bash', { command });
     // The exit status is part of sbx's text ("Exit Code: n"); a structured one needs the process
     // API, so it is reported as unknown rather than guessed from the text.
     return { output: result.text, exitCode: null, truncated: false };

@@ -1,4 +1,6 @@
 export { createSbxTools, SbxToolError } from './create-sbx-tools.js';
 export type { CreateSbxToolsOptions } from './create-sbx-tools.js';
 export { SbxDeepAgentsBackend } from './deepagents-backend.js';
+export { MAX_RUN_THREADS } from './thread-runners.js';
+export type { RunIdentity } from './thread-runners.js';
 export type { SbxDeepAgentsBackendOptions } from './deepagents-backend.js';

@@ -1,10 +1,12 @@
 import { loadOptionalDependency } from '@sbx/core';
 import type * as LangChainMessages from '@langchain/core/messages';
+import type * as LangChainSingletons from '@langchain/core/singletons';
 import type * as LangChainTools from '@langchain/core/tools';
 
 export interface LangChainModules {
   readonly tools: typeof LangChainTools;
   readonly messages: typeof LangChainMessages;
+  readonly singletons: typeof LangChainSingletons;
 }
 
 let modules: Promise<LangChainModules> | undefined;
@@ -15,14 +17,18 @@ let modules: Promise<LangChainModules> | undefined;
  */
 export function langChainModules(): Promise<LangChainModules> {
   modules ??= (async () => {
-    const [tools, messages] = await Promise.all([
+    const [tools, messages, singletons] = await Promise.all([
       loadOptionalDependency<typeof LangChainTools>('@langchain/core/tools', '@sbx/langchain'),
       loadOptionalDependency<typeof LangChainMessages>(
         '@langchain/core/messages',
         '@sbx/langchain',
       ),
+      loadOptionalDependency<typeof LangChainSingletons>(
+        '@langchain/core/singletons',
+        '@sbx/langchain',
+      ),
     ]);
-    return { tools, messages };
+    return { tools, messages, singletons };
   })();
   modules.catch(() => {
     // A failed load is retried on the next call (e.g. after the peer was installed).

@@ -10,13 +10,18 @@ export type ScriptedStep = ScriptedCall[] | ((messages: BaseMessage[]) => Script
 /**
  * A chat model that plays a fixed script: each step's tool calls, then a final "done". It records
  * every prompt and the tools bound to it (as a provider would send them: OpenAI function format).
+ * With `perConversation`, the step is read from the prompt (how many tool-calling turns it holds),
+ * so one model plays the same script in several conversations at once.
  */
 export class ScriptedChatModel extends BaseChatModel {
   readonly prompts: BaseMessage[][] = [];
   boundTools: ReturnType<typeof convertToOpenAITool>[] = [];
   #step = 0;
 
-  constructor(private readonly script: ScriptedStep[]) {
+  constructor(
+    private readonly script: ScriptedStep[],
+    private readonly options: { perConversation?: boolean } = {},
+  ) {
     super({});
   }
 
@@ -31,7 +36,10 @@ export class ScriptedChatModel extends BaseChatModel {
 
   async _generate(messages: BaseMessage[]): Promise<ChatResult> {
     this.prompts.push(messages);
-    const scripted = this.script[this.#step];
+    const turn = this.options.perConversation
+      ? messages.filter((m) => AIMessage.isInstance(m) && (m.tool_calls?.length ?? 0) > 0).length
+      : this.#step;
+    const scripted = this.script[turn];
     this.#step += 1;
     const calls = typeof scripted === 'function' ? scripted(messages) : scripted;
     const message = calls
