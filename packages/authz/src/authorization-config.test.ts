@@ -150,4 +150,24 @@ authorization:
     expect(() => parseAuthorizationConfigYaml('authorization: [')).toThrow(ConfigError);
     expect(() => authorizationConfigFromDocument(['x'])).toThrow(ConfigError);
   });
+
+  it('refuses, as ConfigErrors and before parsing, what the sandbox config refuses', () => {
+    // Over 1 MiB: the parser's time and memory grow with the text.
+    const huge = `authorization:\n  enabled: false\n# ${'x'.repeat(1024 * 1024)}\n`;
+    expect(issuesOf(() => parseAuthorizationConfigYaml(huge))[0]?.message).toMatch(/too large/);
+    // An alias bomb: each level a list of aliases of the one below.
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x, x]'];
+    for (let i = 1; i < 9; i++) {
+      const prev = String.fromCharCode(96 + i);
+      const name = String.fromCharCode(97 + i);
+      levels.push(`${name}: &${name} [${Array(10).fill(`*${prev}`).join(', ')}]`);
+    }
+    expect(issuesOf(() => parseAuthorizationConfigYaml(levels.join('\n')))).not.toHaveLength(0);
+    // A key that would reach the prototype of a plain object.
+    const proto = parseAuthorizationConfigYaml.bind(
+      null,
+      'authorization:\n  __proto__: {enabled: true}\n',
+    );
+    expect(issuesOf(proto)[0]?.message).toMatch(/not accepted/);
+  });
 });

@@ -1,7 +1,7 @@
 import { ConfigError } from '@sbx/core';
 import type { ConfigIssue } from '@sbx/core';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { parseConfigYaml } from '@sbx/core/internal';
 
 /** Which provider to build and what to pass its constructor. */
 export interface AuthorizationProviderConfig {
@@ -132,17 +132,13 @@ export function authorizationConfigFromDocument(document: unknown): Authorizatio
   return parseAuthorizationConfig((document as Record<string, unknown>).authorization);
 }
 
-/** Parses YAML text of a whole application config and returns its authorization section. */
+/**
+ * Parses YAML text of a whole application config and returns its authorization section. The text
+ * is read by the same rules as the `sandbox:` section's (`parseConfigYaml`): at most 1 MiB, a
+ * bounded number of alias expansions, plain data only, every refusal a `ConfigError`.
+ */
 export function parseAuthorizationConfigYaml(text: string): AuthorizationConfig {
-  let document: unknown;
-  try {
-    document = parseYaml(text);
-  } catch (err) {
-    throw new ConfigError(
-      [{ path: '', message: `not valid YAML: ${(err as Error).message}` }],
-      'Invalid authorization configuration',
-      { cause: err },
-    );
-  }
-  return authorizationConfigFromDocument(document);
+  return authorizationConfigFromDocument(
+    parseConfigYaml(text, 'Invalid authorization configuration'),
+  );
 }
