@@ -10,15 +10,18 @@ export class ProvisionerHttpError extends SbxError {
   readonly status: number;
   /** A string, or the list of field problems of a 422. */
   readonly detail: string | readonly FieldProblem[];
+  /** Sent as `Retry-After`: the request may succeed when repeated after this many seconds. */
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(
     status: number,
     detail: string | readonly FieldProblem[],
-    options: SbxErrorOptions = {},
+    options: SbxErrorOptions & { retryAfterSeconds?: number } = {},
   ) {
     super(typeof detail === 'string' ? detail : describeProblems(detail), options);
     this.status = status;
     this.detail = detail;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

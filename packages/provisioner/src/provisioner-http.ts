@@ -35,11 +35,17 @@ export function apiKeyMatches(expected: string, presented: string | string[] | u
   return timingSafeEqual(digest(expected), digest(presented));
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
+    ...headers,
   });
   res.end(text);
 }
@@ -139,7 +145,15 @@ export function createProvisionerHandler(
               path: req.url,
               error: err.message,
             });
-          if (!res.headersSent) sendJson(res, err.status, { detail: err.detail });
+          if (!res.headersSent)
+            sendJson(
+              res,
+              err.status,
+              { detail: err.detail },
+              err.retryAfterSeconds !== undefined
+                ? { 'retry-after': String(err.retryAfterSeconds) }
+                : {},
+            );
           else res.destroy();
           return;
         }

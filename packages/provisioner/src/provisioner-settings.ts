@@ -61,6 +61,11 @@ export interface ProvisionerSettings {
   listenPort: number;
   /** How long a delete waits for the Pod to be gone before answering. */
   deleteTimeoutMs: number;
+  /**
+   * How long a create that meets a Pod or Service still being deleted (409 on an object with a
+   * `deletionTimestamp`) waits for it to go before answering 503 with `Retry-After`.
+   */
+  terminatingWaitMs: number;
   /** Garbage collection of half-created sandboxes; 0 disables it. */
   gcIntervalMs: number;
   /** A Pod without Service (or the reverse) younger than this is left alone: a create may be under way. */
@@ -93,6 +98,7 @@ export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Objec
   listenHost: '127.0.0.1',
   listenPort: 8002,
   deleteTimeoutMs: 10_000,
+  terminatingWaitMs: 10_000,
   gcIntervalMs: 60_000,
   gcGraceMs: 120_000,
 });
@@ -132,6 +138,7 @@ export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings 
   PROVISIONER_HOST: 'listenHost',
   PROVISIONER_PORT: 'listenPort',
   SANDBOX_DELETE_TIMEOUT_SECONDS: 'deleteTimeoutMs',
+  SANDBOX_TERMINATING_WAIT_SECONDS: 'terminatingWaitMs',
   SANDBOX_GC_INTERVAL_SECONDS: 'gcIntervalMs',
 };
 
@@ -171,6 +178,7 @@ const FILE_KEYS: Readonly<Record<string, string>> = {
   listen_host: 'listenHost',
   listen_port: 'listenPort',
   delete_timeout_seconds: 'deleteTimeoutMs',
+  terminating_wait_seconds: 'terminatingWaitMs',
   gc_interval_seconds: 'gcIntervalMs',
 };
 
@@ -221,6 +229,7 @@ function assign(target: ProvisionerSettings, setting: string, raw: string, sourc
       target[setting] = integerIn(source, raw, 0, 2_147_483_647);
       return;
     case 'deleteTimeoutMs':
+    case 'terminatingWaitMs':
     case 'gcIntervalMs':
       target[setting] = integerIn(source, raw, 0, 86_400) * 1000;
       return;

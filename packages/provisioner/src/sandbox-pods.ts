@@ -61,6 +61,13 @@ function kubeReason(err: unknown): string {
     : errorMessage(err);
 }
 
+/** What a client is told to wait before repeating a create that met an object being deleted. */
+export const TERMINATING_RETRY_AFTER_SECONDS = 5;
+
+function terminating(o: Pod | Service | undefined): boolean {
+  return o?.metadata?.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null;
+}
+
 function createdAt(meta: { creationTimestamp?: string | Date } | undefined): number {
   const t = meta?.creationTimestamp;
   return t === undefined ? 0 : new Date(t).getTime();
@@ -132,42 +139,49 @@ export class SandboxPods {
     const pod = sandboxPod(this.#settings, request);
     const service = sandboxService(this.#settings, id);
     // A read that fails is not a reason to refuse: the create below tolerates what exists.
-    const existing = await this.#serviceUrl(id).catch((err: unknown) => {
-      this.#logger.debug('fast-path service read failed; creating', {
+    const existing = await this.#fastPath(id).catch((err: unknown) => {
+      this.#logger.debug('fast-path read failed; creating', {
         sandboxId: id,
         error: errorMessage(err),
       });
       return undefined;
     });
-    if (existing !== undefined)
-      return { sandbox_id: id, sandbox_url: existing, status: await this.#phase(id) };
+    if (existing !== undefined) return existing;
 
     try {
-      await this.#transient(() => this.#kube.createPod(this.namespace, pod));
-      this.#logger.info('created pod', { sandboxId: id, pod: podName(id) });
+      await this.#createOrAwait(
+        'Pod',
+        podName(id),
+        () => this.#kube.createPod(this.namespace, pod),
+        () => this.#kube.readPod(this.namespace, podName(id)),
+      );
     } catch (err) {
-      if (!isKubeStatus(err, 409)) {
-        throw new ProvisionerHttpError(500, `Pod creation failed: ${kubeReason(err)}`, {
-          cause: err,
-        });
-      }
+      if (err instanceof ProvisionerHttpError) throw err;
+      throw new ProvisionerHttpError(500, `Pod creation failed: ${kubeReason(err)}`, {
+        cause: err,
+      });
     }
     try {
-      await this.#transient(() => this.#kube.createService(this.namespace, service));
+      await this.#createOrAwait(
+        'Service',
+        serviceName(id),
+        () => this.#kube.createService(this.namespace, service),
+        () => this.#kube.readService(this.namespace, serviceName(id)),
+      );
     } catch (err) {
-      if (!isKubeStatus(err, 409)) {
-        // A Pod nobody can reach is only a cost: remove it (best effort; the collector catches
-        // what this misses).
-        await this.#kube.deletePod(this.namespace, podName(id)).catch((cleanup: unknown) => {
-          this.#logger.warn('could not delete the pod of a failed create', {
-            sandboxId: id,
-            error: errorMessage(cleanup),
-          });
+      // Still being deleted: the Pod stays for the retry (the collector takes it if none comes).
+      if (err instanceof ProvisionerHttpError) throw err;
+      // A Pod nobody can reach is only a cost: remove it (best effort; the collector catches
+      // what this misses).
+      await this.#kube.deletePod(this.namespace, podName(id)).catch((cleanup: unknown) => {
+        this.#logger.warn('could not delete the pod of a failed create', {
+          sandboxId: id,
+          error: errorMessage(cleanup),
         });
-        throw new ProvisionerHttpError(500, `Service creation failed: ${kubeReason(err)}`, {
-          cause: err,
-        });
-      }
+      });
+      throw new ProvisionerHttpError(500, `Service creation failed: ${kubeReason(err)}`, {
+        cause: err,
+      });
     }
     for (let poll = 0; poll < this.#urlPolls; poll++) {
       try {
@@ -191,6 +205,79 @@ export class SandboxPods {
     throw new ProvisionerHttpError(500, 'Service access URL was not available in time');
   }
 
+  /**
+   * Creates the object; a 409 means it exists. One that is not being deleted is used as it is (a
+   * retry, a second replica, a create cut short). One that is being deleted (a `deletionTimestamp`:
+   * a delete in progress, a Pod on a node that is down) must never be handed out: wait, bounded by
+   * the settings, for it to go and create it afresh, else answer 503 with `Retry-After`.
+   */
+  async #createOrAwait(
+    kind: 'Pod' | 'Service',
+    name: string,
+    create: () => Promise<Pod | Service>,
+    read: () => Promise<Pod | Service>,
+  ): Promise<void> {
+    const deadline = this.#clock.now() + this.#settings.terminatingWaitMs;
+    const busy = () =>
+      new ProvisionerHttpError(
+        503,
+        `${kind} ${name} is still being deleted; retry after ${TERMINATING_RETRY_AFTER_SECONDS} s`,
+        { retryAfterSeconds: TERMINATING_RETRY_AFTER_SECONDS },
+      );
+    for (;;) {
+      try {
+        await this.#transient(create);
+        this.#logger.info(`created ${kind.toLowerCase()}`, { name });
+        return;
+      } catch (err) {
+        if (!isKubeStatus(err, 409)) throw err;
+      }
+      let found: Pod | Service;
+      try {
+        found = await this.#transient(read);
+      } catch (err) {
+        // Gone between the 409 and the read: create again, within the same bound.
+        if (!isKubeStatus(err, 404)) throw err;
+        if (this.#clock.now() >= deadline) throw busy();
+        continue;
+      }
+      if (!terminating(found)) return;
+      this.#logger.info(`${kind.toLowerCase()} is being deleted; waiting for it to go`, { name });
+      if (!(await this.#goneBy(read, deadline))) throw busy();
+    }
+  }
+
+  /** Reads until the object is gone (404) or the deadline passes; read failures are waited out. */
+  async #goneBy(read: () => Promise<unknown>, deadline: number): Promise<boolean> {
+    for (;;) {
+      try {
+        await read();
+      } catch (err) {
+        if (isKubeStatus(err, 404)) return true;
+      }
+      if (this.#clock.now() >= deadline) return false;
+      await sleep(this.#pollIntervalMs, { clock: this.#clock });
+    }
+  }
+
+  /**
+   * The answer for a sandbox whose Service has an access URL and whose Pod exists, neither being
+   * deleted; undefined otherwise (the create goes on and meets what exists).
+   */
+  async #fastPath(id: string): Promise<SandboxResponse | undefined> {
+    const url = await this.#serviceUrl(id);
+    if (url === undefined) return undefined;
+    let pod: Pod;
+    try {
+      pod = await this.#kube.readPod(this.namespace, podName(id));
+    } catch (err) {
+      if (isKubeStatus(err, 404)) return undefined;
+      throw err;
+    }
+    if (terminating(pod)) return undefined;
+    return { sandbox_id: id, sandbox_url: url, status: pod.status?.phase ?? 'Unknown' };
+  }
+
   async #transient<T>(call: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -203,21 +290,22 @@ export class SandboxPods {
     }
   }
 
+  /** The Service's access URL; undefined when it has none yet, is gone or is being deleted. */
   async #serviceUrl(id: string): Promise<string | undefined> {
     try {
-      return accessUrl(
-        this.#settings,
-        await this.#kube.readService(this.namespace, serviceName(id)),
-      );
+      const service = await this.#kube.readService(this.namespace, serviceName(id));
+      return terminating(service) ? undefined : accessUrl(this.#settings, service);
     } catch (err) {
       if (isKubeStatus(err, 404)) return undefined;
       throw err;
     }
   }
 
+  /** The Pod phase; `Terminating` for a Pod being deleted (never `Running`: it is going). */
   async #phase(id: string): Promise<string> {
     try {
-      return (await this.#kube.readPod(this.namespace, podName(id))).status?.phase ?? 'Unknown';
+      const pod = await this.#kube.readPod(this.namespace, podName(id));
+      return terminating(pod) ? 'Terminating' : (pod.status?.phase ?? 'Unknown');
     } catch (err) {
       // The API's answer for a sandbox whose Pod cannot be read (the reference's `NotFound`).
       if (!isKubeStatus(err, 404)) {
@@ -240,7 +328,10 @@ export class SandboxPods {
       }
     }
     if (url === undefined) throw new ProvisionerHttpError(404, `Sandbox '${id}' not found`);
-    return { sandbox_id: id, sandbox_url: url, status: await this.#phase(id) };
+    const status = await this.#phase(id);
+    // A sandbox being deleted is as good as gone: its URL is never handed out.
+    if (status === 'Terminating') throw new ProvisionerHttpError(404, `Sandbox '${id}' not found`);
+    return { sandbox_id: id, sandbox_url: url, status };
   }
 
   /**
@@ -296,14 +387,21 @@ export class SandboxPods {
       }),
     ]);
     const phases = new Map(
-      pods.items.map((p) => [p.metadata?.labels?.[SANDBOX_ID_LABEL], p.status?.phase ?? 'Unknown']),
+      pods.items.map((p) => [
+        p.metadata?.labels?.[SANDBOX_ID_LABEL],
+        terminating(p) ? 'Terminating' : (p.status?.phase ?? 'Unknown'),
+      ]),
     );
     const sandboxes: SandboxResponse[] = [];
     for (const service of services.items) {
+      if (terminating(service)) continue;
       const id = service.metadata?.labels?.[SANDBOX_ID_LABEL];
       const url = accessUrl(this.#settings, service);
       if (!id || url === undefined) continue;
-      sandboxes.push({ sandbox_id: id, sandbox_url: url, status: phases.get(id) ?? 'NotFound' });
+      const status = phases.get(id) ?? 'NotFound';
+      // Going away: no gateway may adopt it or be handed its URL.
+      if (status === 'Terminating') continue;
+      sandboxes.push({ sandbox_id: id, sandbox_url: url, status });
     }
     return { sandboxes, count: sandboxes.length };
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { Pod, Service } from '../kube-objects.js';
@@ -17,9 +18,12 @@ import { podCauses, serviceCauses } from './kube-validation.js';
  * 127.0.0.1 port, moved to `Running`, and its port is what a NodePort Service selecting it reports
  * as `nodePort`, so `http://127.0.0.1:<nodePort>` reaches it.
  *
- * Deliberate differences from a cluster: a NodePort is reported only once a selected Pod runs
- * (a cluster assigns one at once, but its traffic fails until then: the same wait, made visible);
- * deletion completes after `terminationDelayMs` or when a held termination is released.
+ * Deliberate differences from a cluster: by default a NodePort is reported only once a selected
+ * Pod runs (a cluster assigns one at once, but its traffic fails until then: the same wait, made
+ * visible); `nodePorts: 'immediate'` assigns it at once, as a cluster does, with a proxy on it that
+ * refuses connections until a selected Pod runs. Deletion (of Pods, and of Services while
+ * terminations are held) sets `deletionTimestamp` and completes after `terminationDelayMs` or
+ * when a held termination is released: a create meanwhile meets 409 AlreadyExists.
  */
 
 export interface PodServer {
@@ -46,6 +50,11 @@ export interface KubeStandinOptions {
   podServer?: PodServerFactory;
   /** Milliseconds from a Pod delete until it is gone (default 0: on the next turn). */
   terminationDelayMs?: number;
+  /**
+   * When a NodePort Service gets its node port: `when-running` (default) once a selected Pod
+   * runs; `immediate` at create, as a cluster does (connections are refused until a Pod runs).
+   */
+  nodePorts?: 'when-running' | 'immediate';
 }
 
 export interface KubeRequestRecord {
@@ -55,6 +64,11 @@ export interface KubeRequestRecord {
   resource: KubeResource;
   name: string | undefined;
   status: number;
+}
+
+interface NodePortProxy {
+  port: number;
+  close(): Promise<void>;
 }
 
 interface StoredPod {
@@ -150,6 +164,8 @@ export class KubeStandin {
   readonly #services = new Map<string, Service>();
   readonly #faults: (KubeFault & { left: number })[] = [];
   readonly #held = new Map<string, () => void>();
+  readonly #proxies = new Map<string, NodePortProxy>();
+  readonly #waiters = new Set<{ match: (r: KubeRequestRecord) => boolean; done: () => void }>();
   #version = 1;
   #kubeletPaused = false;
   #holdTermination = false;
@@ -202,7 +218,7 @@ export class KubeStandin {
     for (const stored of this.#pods.values()) void this.#startPod(stored);
   }
 
-  /** Deleted Pods stay terminating until {@link releaseTerminations}. */
+  /** Deleted Pods and Services stay terminating until {@link releaseTerminations}. */
   holdTerminations(): void {
     this.#holdTermination = true;
   }
@@ -226,6 +242,24 @@ export class KubeStandin {
 
   namespaces(): string[] {
     return [...this.#namespaces.keys()];
+  }
+
+  /**
+   * Resolves once a call matching `match` has been served, counting calls from index `since` of
+   * {@link requests} (default 0: at once if one already was).
+   */
+  nextCall(match: (r: KubeRequestRecord) => boolean, since = 0): Promise<void> {
+    if (this.requests.slice(since).some(match)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const waiter = {
+        match,
+        done: () => {
+          this.#waiters.delete(waiter);
+          resolve();
+        },
+      };
+      this.#waiters.add(waiter);
+    });
   }
 
   /** Calls made, optionally of one verb and resource. */
@@ -259,8 +293,10 @@ export class KubeStandin {
     } else this.#services.set(key, stamped as Service);
   }
 
-  /** Stops the server and every Pod server. */
+  /** Stops the server, every Pod server and every node-port proxy. */
   async close(): Promise<void> {
+    await Promise.all([...this.#proxies.values()].map((p) => p.close()));
+    this.#proxies.clear();
     await Promise.all(
       [...this.#pods.values()].map(async (s) => {
         await s.starting;
@@ -302,8 +338,52 @@ export class KubeStandin {
     return undefined;
   }
 
+  /** A node port assigned at once: a proxy to a selected running Pod, refusing until there is one. */
+  async #openNodePort(key: string, service: Service): Promise<number> {
+    const server = net.createServer((socket) => {
+      const target = this.#nodePortFor(service);
+      if (target === undefined) {
+        socket.destroy();
+        return;
+      }
+      const upstream = net.connect(target, '127.0.0.1');
+      socket.pipe(upstream).pipe(socket);
+      const end = () => {
+        socket.destroy();
+        upstream.destroy();
+      };
+      socket.on('error', end);
+      upstream.on('error', end);
+      socket.on('close', end);
+      upstream.on('close', end);
+    });
+    const sockets = new Set<net.Socket>();
+    server.on('connection', (c) => {
+      sockets.add(c);
+      c.on('close', () => sockets.delete(c));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    this.#proxies.set(key, {
+      port,
+      close: () =>
+        new Promise<void>((resolve) => {
+          for (const c of sockets) c.destroy();
+          server.close(() => resolve());
+        }),
+    });
+    return port;
+  }
+
+  #closeNodePort(key: string): void {
+    const proxy = this.#proxies.get(key);
+    this.#proxies.delete(key);
+    void proxy?.close();
+  }
+
   #present(service: Service): Service {
     if (service.spec?.type !== 'NodePort') return service;
+    if (this.#options.nodePorts === 'immediate') return service;
     const nodePort = this.#nodePortFor(service);
     return {
       ...service,
@@ -351,15 +431,18 @@ export class KubeStandin {
           : name === undefined
             ? 'list'
             : 'read';
-    const record = (code: number) =>
-      this.requests.push({
+    const record = (code: number) => {
+      const entry: KubeRequestRecord = {
         method,
         path: url.pathname,
         verb,
         resource,
         name: name ?? (body.metadata as { name?: string } | undefined)?.name,
         status: code,
-      });
+      };
+      this.requests.push(entry);
+      for (const waiter of [...this.#waiters]) if (waiter.match(entry)) waiter.done();
+    };
 
     const objectName = name ?? (body.metadata as { name?: string } | undefined)?.name;
     const fault = this.#faults.find(
@@ -450,6 +533,13 @@ export class KubeStandin {
       }
       const service = { ...(body as Service), metadata };
       this.#services.set(key, service);
+      if (this.#options.nodePorts === 'immediate' && service.spec?.type === 'NodePort') {
+        const nodePort = await this.#openNodePort(key, service);
+        service.spec = {
+          ...service.spec,
+          ports: (service.spec.ports ?? []).map((p) => ({ ...p, nodePort })),
+        };
+      }
       return reply(201, this.#present(service));
     }
     const key = `${ns}/${name}`;
@@ -458,22 +548,37 @@ export class KubeStandin {
     if (verb === 'read') return reply(200, unwrap(found));
     // delete
     if (resource === 'services') {
-      this.#services.delete(key);
-      return reply(200, found);
+      const service = found as Service;
+      const finish = () => {
+        this.#held.delete(`services/${key}`);
+        if (this.#services.get(key) === service) {
+          this.#services.delete(key);
+          this.#closeNodePort(key);
+        }
+      };
+      // As a Service with a finalizer: terminating until released, then gone.
+      if (this.#holdTermination) {
+        if (!service.metadata!.deletionTimestamp) {
+          service.metadata!.deletionTimestamp = new Date().toISOString();
+          service.metadata!.resourceVersion = String(this.#version++);
+          this.#held.set(`services/${key}`, finish);
+        }
+      } else finish();
+      return reply(200, this.#present(service));
     }
     const stored = found as StoredPod;
     if (!stored.pod.metadata!.deletionTimestamp) {
       stored.pod.metadata!.deletionTimestamp = new Date().toISOString();
       stored.pod.metadata!.resourceVersion = String(this.#version++);
       const finish = () => {
-        this.#held.delete(key);
+        this.#held.delete(`pods/${key}`);
         if (this.#pods.get(key) === stored) this.#pods.delete(key);
         void (async () => {
           await stored.starting;
           await stored.server?.close();
         })();
       };
-      if (this.#holdTermination) this.#held.set(key, finish);
+      if (this.#holdTermination) this.#held.set(`pods/${key}`, finish);
       else setTimeout(finish, this.#options.terminationDelayMs ?? 0);
     }
     return reply(200, stored.pod);
