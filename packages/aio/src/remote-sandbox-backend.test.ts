@@ -209,11 +209,37 @@ describe('RemoteSandboxBackend', () => {
     await backend.destroy({ sandboxId: 'd', sandboxUrl: aio.url, createdAt: 0 });
   });
 
-  it('§9.4.59 health: Running alive, Pending dead, 404 dead, failures unknown', async () => {
+  // Divergence from §9.4.59 (Pending dead): a real cluster allocates the node port at once, so a
+  // starting Pod is Pending with an address; it is starting, not dead.
+  it('a Pending sandbox is waited for (bounded) and alive once Running', async () => {
+    const info = { sandboxId: 'p', sandboxUrl: aio.url, createdAt: 0 };
+    await backend.create({ sandboxId: 'p' });
+    prov.sandboxes.set('p', { status: 'Pending' });
+    const waiting = new RemoteSandboxBackend({
+      provisionerUrl: prov.url,
+      apiKey: 'k-123',
+      startingWaitMs: 60_000,
+      startingPollMs: 5,
+    });
+    let reads = 0;
+    prov.override = (r) => {
+      if (r.method === 'GET' && r.path === '/api/sandboxes/p' && ++reads === 3) {
+        prov.sandboxes.set('p', { status: 'Running' });
+      }
+      return undefined;
+    };
+    expect(await waiting.checkHealth(info)).toBe('alive');
+    expect(reads).toBeGreaterThanOrEqual(3);
+    await waiting.close();
+  });
+
+  it('§9.4.59 health: Running alive, Pending starting (unknown, kept), 404 dead, other phases dead, failures unknown', async () => {
     const info = { sandboxId: 'h', sandboxUrl: aio.url, createdAt: 0 };
     await backend.create({ sandboxId: 'h' });
     expect(await backend.checkHealth(info)).toBe('alive');
     prov.sandboxes.set('h', { status: 'Pending' });
+    expect(await backend.checkHealth(info)).toBe('unknown');
+    prov.sandboxes.set('h', { status: 'Failed' });
     expect(await backend.checkHealth(info)).toBe('dead');
     prov.sandboxes.delete('h');
     expect(await backend.checkHealth(info)).toBe('dead');

@@ -5,6 +5,7 @@ import {
   SandboxRuntimeError,
   resolveEffectiveUserId,
   silentLogger,
+  sleep,
 } from '@sbx/core';
 import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
 import type { Logger } from '@sbx/core';
@@ -33,6 +34,14 @@ export interface RemoteSandboxBackendOptions {
   skillsRoot?: string;
   /** Readiness budget after create; 0 skips the wait. Default 60 s. */
   readyTimeoutMs?: number;
+  /**
+   * How long a health check waits for a sandbox the provisioner reports `Pending` (starting: a
+   * node port is allocated at once, the image may still be pulling) to be `Running`. Still
+   * Pending after it: `unknown` (kept; the next check decides), never `dead`. Default 0.
+   */
+  startingWaitMs?: number;
+  /** Pause between the reads of that wait. Default 1 s. */
+  startingPollMs?: number;
   logger?: Logger;
 }
 
@@ -70,6 +79,8 @@ export class RemoteSandboxBackend implements SandboxBackend {
   private readonly http: AioHttpClient;
   private readonly logger: Logger;
   private readonly readyTimeoutMs: number;
+  private readonly startingWaitMs: number;
+  private readonly startingPollMs: number;
 
   constructor(options: RemoteSandboxBackendOptions) {
     if (!options || !nonEmpty(options.provisionerUrl)) {
@@ -86,6 +97,8 @@ export class RemoteSandboxBackend implements SandboxBackend {
     this.skillsRoot = canonicalSkillsRoot(options.skillsRoot ?? DEFAULT_SKILLS_ROOT);
     this.logger = options.logger ?? silentLogger;
     this.readyTimeoutMs = options.readyTimeoutMs ?? CREATE_READY_TIMEOUT_MS;
+    this.startingWaitMs = Math.max(0, options.startingWaitMs ?? 0);
+    this.startingPollMs = Math.max(1, options.startingPollMs ?? 1_000);
     this.http = new AioHttpClient({
       baseUrl: this.provisionerUrl,
       headers: options.apiKey ? { 'X-API-Key': options.apiKey } : {},
@@ -185,11 +198,23 @@ export class RemoteSandboxBackend implements SandboxBackend {
     return asObject(res.body) ?? {};
   }
 
-  /** 404 is dead; `Running` alive, any other phase dead; a failed check unknown. */
+  /**
+   * 404 is dead; `Running` alive; `Pending` is starting: waited for (`startingWaitMs`), then
+   * unknown if still Pending; any other phase dead; a failed check unknown.
+   */
   async checkHealth(info: SandboxInfo, options: BackendCallOptions = {}): Promise<SandboxHealth> {
     try {
-      const body = await this.getSandbox(info.sandboxId, options);
-      return body.status === 'Running' ? 'alive' : 'dead';
+      const deadline = Date.now() + this.startingWaitMs;
+      for (;;) {
+        const body = await this.getSandbox(info.sandboxId, options);
+        if (body.status === 'Running') return 'alive';
+        if (body.status !== 'Pending') return 'dead';
+        if (Date.now() >= deadline) {
+          this.logger.info(`Sandbox ${info.sandboxId} is still starting (Pending); keeping it`);
+          return 'unknown';
+        }
+        await sleep(this.startingPollMs, { signal: options.signal });
+      }
     } catch (err) {
       if (err instanceof AioHttpError && err.status === 404) return 'dead';
       this.logger.warn(`Provisioner health check failed for ${info.sandboxId}`, {

@@ -14,6 +14,8 @@ export function buildSandboxBackend(s: AioSettings, logger: Logger): SandboxBack
       ...(s.provisionerApiKey ? { apiKey: s.provisionerApiKey } : {}),
       skillsRoot: s.skillsRoot,
       readyTimeoutMs: 0,
+      // A Pod still starting (an image pull) gets the readiness budget, not a verdict of dead.
+      startingWaitMs: s.readyTimeoutMs,
       logger,
     });
   }
