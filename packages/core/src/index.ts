@@ -232,6 +232,7 @@ export {
   buildSandboxEnv,
   isSecretEnvName,
   redactSecrets,
+  secretsForLines,
   validateExtraEnv,
 } from './config/env-policy.js';
 export type { BuildSandboxEnvOptions, EnvPolicyMode } from './config/env-policy.js';

@@ -108,6 +108,22 @@ describe('LocalSandbox exec and processes under hostile input', () => {
     expect(streamed).not.toContain('super-secret-token-value');
     expect(streamed).not.toContain(baseDir);
   });
+
+  it('redacts every line of a multi-line secret in streamed chunks (a PEM key printed whole)', async () => {
+    // Built at run time: three lines, each long enough to be redacted on its own.
+    const key = ['-----BEGIN TEST KEY-----', 'MIIBOgIBAAJBAKj34GkxFhD9', '-----END TEST KEY-----'];
+    const chunks: string[] = [];
+    const r = await sandbox.exec('printf "%s\\n" "$KEY"', {
+      env: { KEY: key.join('\n') },
+      onStdout: (c) => chunks.push(c),
+    });
+    const streamed = chunks.join('');
+    for (const line of key) {
+      expect(streamed).not.toContain(line);
+      expect(r.stdout).not.toContain(line);
+    }
+    expect(streamed).toContain('[redacted]');
+  });
 });
 
 describe('StreamRewriter', () => {

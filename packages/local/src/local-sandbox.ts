@@ -17,6 +17,7 @@ import {
   findGrepMatches,
   listDirTree,
   redactSecrets,
+  secretsForLines,
   silentLogger,
   translateContainerPaths,
   validateExtraEnv,
@@ -341,12 +342,16 @@ export class LocalSandbox extends Sandbox {
     return hostPath;
   }
 
-  /** Host paths shown as virtual paths, then the call's injected secrets redacted. */
+  /**
+   * Host paths shown as virtual paths, then the call's injected secrets redacted — each line of a
+   * multi-line secret too, since streamed output is rewritten a line at a time.
+   */
   private async outputRewrite(
     env: Readonly<Record<string, string>> | undefined,
   ): Promise<(text: string) => string> {
     const masker = await this.masker();
-    return (text) => redactSecrets(masker.mask(text), env);
+    const secrets = secretsForLines(env);
+    return (text) => redactSecrets(masker.mask(text), secrets);
   }
 
   /** Kills the background processes this client started. Idempotent. */

@@ -206,6 +206,20 @@ function injectedValues(
 }
 
 /**
+ * The secrets of `env` as a line-at-a-time rewrite must redact them: each value, and each line of
+ * a value that spans lines. Streamed output is rewritten a line at a time, so a multi-line value (a
+ * PEM key) never appears whole in one piece; its lines of 8+ characters are redacted one by one.
+ */
+export function secretsForLines(env: Readonly<Record<string, string>> | undefined): string[] {
+  const secrets: string[] = [];
+  for (const value of Object.values(env ?? {})) {
+    secrets.push(value);
+    if (/[\r\n]/.test(value)) secrets.push(...value.split(/\r?\n|\r/));
+  }
+  return secrets;
+}
+
+/**
  * Replaces every occurrence of an injected value (8+ characters) in command output with
  * `[redacted]`. Occurrences are located in the original text first and overlapping ones are
  * merged, so two secrets that share characters are hidden completely instead of leaving the tail

@@ -1,4 +1,4 @@
-import { redactSecrets } from '../config/env-policy.js';
+import { redactSecrets, secretsForLines } from '../config/env-policy.js';
 import type { Sandbox } from '../contract/sandbox.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import { StreamRewriter } from '../process/stream-rewriter.js';
@@ -38,20 +38,6 @@ export function streamedOutputLimit(bashOutputMaxChars: number): number {
 /** The notice that ends a stream cut at its limit (the result still shows how the command ended). */
 export function streamLimitNotice(limit: number): string {
   return `\n... [streaming stopped after ${limit} chars; the result shows the end] ...\n`;
-}
-
-/**
- * The secrets as the stream redacts them: each value, and each line of a value that spans lines.
- * The stream is rewritten a line at a time, so a multi-line value (a PEM key) never appears whole
- * in one piece; its lines of 8+ characters are redacted one by one instead.
- */
-function streamedSecrets(env: Readonly<Record<string, string>>): string[] {
-  const secrets: string[] = [];
-  for (const value of Object.values(env)) {
-    secrets.push(value);
-    if (/[\r\n]/.test(value)) secrets.push(...value.split(/\r?\n|\r/));
-  }
-  return secrets;
 }
 
 /**
@@ -97,7 +83,7 @@ export class ToolOutputStream {
     listener: ToolOutputListener,
   ): Promise<ToolOutputStream> {
     const mask = await hostPathMasker(context, sandbox);
-    const secrets = streamedSecrets(env);
+    const secrets = secretsForLines(env);
     return new ToolOutputStream(
       listener,
       (text) => redactSecrets(mask(text), secrets),
