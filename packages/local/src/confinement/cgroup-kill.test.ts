@@ -1,11 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { killCgroupMembers, parseCgroupProcs } from './cgroup-kill.js';
+import { isForeignPid, killCgroupMembers, parseCgroupProcs } from './cgroup-kill.js';
 import { sandboxCgroupSegment, parseGatewaySegment, gatewaySegment } from './cgroup-names.js';
 
 describe('parseCgroupProcs', () => {
   it('never yields 0 (another pid namespace), 1 (init) or this process', () => {
     // kill(0) would signal the gateway's own process group.
     expect(parseCgroupProcs('0\n1\n77\n4242\n\n 99 \n-5\n12x\n', 4242)).toEqual([77, 99]);
+  });
+});
+
+describe('isForeignPid', () => {
+  it('refuses 0, 1, negative, fractional and own pids: what addPid and every kill check', () => {
+    for (const pid of [0, 1, -1, -4242, 1.5, Number.NaN, 4242])
+      expect(isForeignPid(pid, 4242)).toBe(false);
+    expect(isForeignPid(2, 4242)).toBe(true);
   });
 });
 

@@ -1,3 +1,12 @@
+/**
+ * Whether `pid` may be signalled or moved by this process: a real pid that is neither init nor the
+ * gateway. A pid of another pid namespace reads as 0 in `cgroup.procs`; kill(0) signals the
+ * gateway's own process group, and writing 0 to `cgroup.procs` moves the writer itself.
+ */
+export function isForeignPid(pid: number, selfPid: number): boolean {
+  return Number.isSafeInteger(pid) && pid > 1 && pid !== selfPid;
+}
+
 /** The pids a `cgroup.procs` lists, as numbers this process may signal. */
 export function parseCgroupProcs(text: string, selfPid: number): number[] {
   const pids: number[] = [];
@@ -5,10 +14,7 @@ export function parseCgroupProcs(text: string, selfPid: number): number[] {
     const trimmed = line.trim();
     if (!/^\d{1,10}$/.test(trimmed)) continue;
     const pid = Number(trimmed);
-    // A pid of another pid namespace reads as 0, and kill(0) / kill(1) / kill(self) would signal
-    // this process's group, init, or the gateway: only a real, foreign pid is ever signalled.
-    if (pid <= 1 || pid === selfPid) continue;
-    pids.push(pid);
+    if (isForeignPid(pid, selfPid)) pids.push(pid);
   }
   return pids;
 }

@@ -31,6 +31,8 @@ describe('confinement limits', () => {
     expect(parseByteSize('512MiB')).toBe(512 * 1024 * 1024);
     expect(parseByteSize('2 GiB')).toBe(2 * 1024 ** 3);
     expect(parseByteSize('1.5g')).toBe(1.5 * 1024 ** 3);
+    // Longer than any size is written: refused before the pattern runs.
+    expect(parseByteSize(`${'0'.repeat(31)}1M`)).toBeUndefined();
     for (const bad of [
       '',
       '12 parsecs',

@@ -50,6 +50,8 @@ interface Gated {
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Lets the script run (after its pid has been moved into the group). */
   open(): void;
+  /** Resolves once stdout holds `count` lines `line` (each printed after a fork it vouches for). */
+  printed(line: string, count: number): Promise<void>;
 }
 
 /** A shell that waits on stdin before running `script`, so it is moved before it can fork. */
@@ -57,7 +59,11 @@ function gated(script: string): Gated {
   const child = spawn('/bin/sh', ['-c', `read gate; ${script}`], { stdio: 'pipe' });
   let out = '';
   let err = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const waiters = new Set<() => void>();
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (const check of [...waiters]) check();
+  });
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
@@ -68,6 +74,21 @@ function gated(script: string): Gated {
     stderr: () => err,
     exit,
     open: () => child.stdin.end('go\n'),
+    printed: (line, count) =>
+      new Promise<void>((resolve, reject) => {
+        const check = (): void => {
+          if (out.split('\n').filter((l) => l === line).length >= count) {
+            waiters.delete(check);
+            resolve();
+          }
+        };
+        waiters.add(check);
+        check();
+        void exit.then(() => {
+          if (waiters.delete(check))
+            reject(new Error(`exited before printing ${line} x${count}: ${out}`));
+        });
+      }),
   };
 }
 
@@ -141,17 +162,14 @@ describe('sandbox cgroups on this machine', () => {
     const g = await group('local:u:escapes', { pids: 64 });
     // setsid and a double fork: neither a process group kill nor a session kill would reach them.
     const escaper = gated(
-      'setsid sh -c "sleep 60 & exec sleep 60" & (sh -c "sleep 60 &" &); echo started; exec sleep 60',
+      "setsid sh -c 'sleep 60 & echo forked; exec sleep 60' & (sh -c 'sleep 60 & echo forked' &); echo forked; exec sleep 60",
     );
     started.push(escaper.child);
     await g.addPid(escaper.child.pid ?? 0);
     escaper.open();
-    let members: number[] = [];
-    // The escapes are forked by now or soon; their count is bounded and known.
-    for (let i = 0; i < 500 && members.length < 5; i++) {
-      members = await g.members();
-      await new Promise((r) => setImmediate(r));
-    }
+    // Each "forked" is printed after the fork it vouches for.
+    await escaper.printed('forked', 3);
+    const members = await g.members();
     expect(members.length).toBeGreaterThanOrEqual(4);
     await g.destroy();
     expect(members.filter(alive)).toEqual([]);
@@ -179,6 +197,32 @@ describe('sandbox cgroups on this machine', () => {
       await g.destroy();
     },
   );
+
+  cgroupIt('pids', 'destroy without a freezer ends a forking tree round by round', async () => {
+    const layout = detection.layout;
+    if (layout?.version !== 'v1') return; // v2 ends groups with cgroup.kill (tested below)
+    const noFreezer = {
+      ...layout,
+      freezer: false,
+      hierarchies: layout.hierarchies.filter((h) => h.controller !== 'freezer'),
+    };
+    host = await openCgroupHost({ log, detection: { layout: noFreezer, notes: [] } });
+    const g = await host.createSandboxCgroup(
+      'local:u:no-freezer',
+      resolveConfinementLimits({ pids: 20 }),
+    );
+    // Forks while it is being killed: a new child replaces each one that dies, up to the limit.
+    const tree = gated(
+      'i=0; while [ $i -lt 200 ]; do sleep 60 & i=$((i+1)); [ $i = 5 ] && echo forked; done 2>/dev/null; exec sleep 60',
+    );
+    started.push(tree.child);
+    await g.addPid(tree.child.pid ?? 0);
+    tree.open();
+    await tree.printed('forked', 1);
+    await g.destroy();
+    expect(await tree.exit).toMatchObject({ signal: 'SIGKILL' });
+    for (const dir of g.dirs) expect(existsSync(dir)).toBe(false);
+  });
 
   cgroupIt('pids', "a gone gateway's groups are swept and their processes ended", async () => {
     const self = await currentGatewayIdentity();
@@ -282,26 +326,26 @@ describe('a v2 group ended by cgroup.kill', () => {
   (unified ? it : it.skip)(
     `kills a process tree in one write${unified ? '' : ' (skipped: no writable cgroup2 root here)'}`,
     async () => {
-      const host = await openCgroupHost({
-        log: recordingLogger(),
-        detection: { layout: unified, notes: [] },
-      });
+      const v2log = recordingLogger();
+      const host = await openCgroupHost({ log: v2log, detection: { layout: unified, notes: [] } });
+      const tree = gated(
+        "setsid sh -c 'sleep 60 & echo forked; exec sleep 60' & echo forked; exec sleep 60",
+      );
       try {
         const g = await host.createSandboxCgroup('local:u:v2', resolveConfinementLimits());
         expect(g.version).toBe('v2');
-        const tree = gated('setsid sh -c "sleep 60 & exec sleep 60" & exec sleep 60');
         await g.addPid(tree.child.pid ?? 0);
         tree.open();
-        let members: number[] = [];
-        for (let i = 0; i < 500 && members.length < 3; i++) {
-          members = await g.members();
-          await new Promise((r) => setImmediate(r));
-        }
-        expect(members.length).toBe(3);
+        await tree.printed('forked', 2);
+        const members = await g.members();
+        expect(members.length).toBeGreaterThanOrEqual(3);
         await g.destroy();
         expect((await tree.exit).signal).toBe('SIGKILL');
         expect(members.filter(alive)).toEqual([]);
+        // Ended by cgroup.kill itself, not by the kill rounds behind it.
+        expect(v2log.text('error')).toBe('');
       } finally {
+        if (tree.child.exitCode === null) tree.child.kill('SIGKILL');
         await host.close();
       }
     },

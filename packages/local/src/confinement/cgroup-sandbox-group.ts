@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { errorMessage, type Logger } from '@sbx/core';
 import type { CgroupController, CgroupLayout } from './cgroup-detect.js';
-import { killCgroupMembers } from './cgroup-kill.js';
+import { isForeignPid, killCgroupMembers } from './cgroup-kill.js';
 import {
   ConfinementCgroupError,
   controlExists,
@@ -296,7 +296,7 @@ export async function createGroup(options: {
     dirs: groups.map((g) => g.dir),
     limitsInForce,
     async addPid(pid) {
-      if (!Number.isSafeInteger(pid) || pid <= 1 || pid === process.pid) {
+      if (!isForeignPid(pid, process.pid)) {
         throw new ConfinementCgroupError(
           `Refusing to move pid ${String(pid)} into a sandbox cgroup`,
         );

@@ -105,6 +105,28 @@ describe('probeConfinementHost on described hosts', () => {
     expect(userns.fix).toMatch(/sysctl -w kernel.apparmor_restrict_unprivileged_userns=0/);
   });
 
+  it('does not blame AppArmor or the userns sysctl for root, which they do not restrict', async () => {
+    const r = await probe({
+      uid: 0,
+      files: {
+        '/proc/sys/kernel/apparmor_restrict_unprivileged_userns': '1\n',
+        '/proc/sys/kernel/unprivileged_userns_clone': '0\n',
+      },
+      runs: {
+        [USERNS]: {
+          status: 1,
+          stdout: '',
+          stderr: 'bwrap: Creating new namespace failed: Invalid argument\n',
+        },
+      },
+    });
+    expect(row(r, 'confinement.userns')).toMatchObject({
+      status: 'fail',
+      detail:
+        'bwrap could not create a user namespace: bwrap: Creating new namespace failed: Invalid argument',
+    });
+  });
+
   it('names kernel.unprivileged_userns_clone = 0', async () => {
     const r = await probe({
       files: { '/proc/sys/kernel/unprivileged_userns_clone': '0\n' },
