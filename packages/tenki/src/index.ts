@@ -1,10 +1,6 @@
 // Public API of @sbx/tenki.
-export {
-  BOOTSTRAP_MARKER,
-  TenkiSandboxProvider,
-  bootstrapScript,
-  createTenkiProvider,
-} from './tenki-provider.js';
+export { TenkiSandboxProvider, createTenkiProvider } from './tenki-provider.js';
+export { BOOTSTRAP_MARKER, bootstrapScript } from './tenki-bootstrap.js';
 export type { TenkiProviderOptions } from './tenki-provider.js';
 export { TenkiSandbox } from './tenki-sandbox.js';
 export {

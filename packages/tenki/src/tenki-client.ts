@@ -145,3 +145,32 @@ export async function loadTenkiClient(
   }
   return (factory as TenkiClientFactory)(options);
 }
+
+/**
+ * The client a provider uses: `given` (a client, or a function building it) when there is one,
+ * else the factory of `moduleName` built with `options`.
+ *
+ * @throws SandboxRuntimeError when neither is configured: Tenki has no JavaScript SDK to default to
+ */
+export async function resolveTenkiClient(
+  given: TenkiClient | (() => Promise<TenkiClient>) | undefined,
+  moduleName: string | undefined,
+  options: { readonly apiKey?: string | undefined; readonly baseUrl?: string | undefined },
+  importer?: ModuleImporter,
+): Promise<TenkiClient> {
+  if (typeof given === 'function') return given();
+  if (given !== undefined) return given;
+  if (moduleName === undefined) {
+    throw new SandboxRuntimeError(
+      'No Tenki client: Tenki has no JavaScript SDK, so pass `client` to TenkiSandboxProvider or name a module exporting createTenkiClient in sandbox.tenki.client_module',
+    );
+  }
+  return loadTenkiClient(
+    moduleName,
+    {
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+      ...(options.baseUrl !== undefined ? { baseUrl: options.baseUrl } : {}),
+    },
+    importer,
+  );
+}

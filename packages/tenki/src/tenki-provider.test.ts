@@ -10,7 +10,8 @@ import type { FakeExecCall } from './testing/fake-tenki-client.js';
 import { FakeTenkiClient, errnoError } from './testing/fake-tenki-client.js';
 import { harness as makeHarness, tenkiConfig } from './testing/harness.js';
 import type { TenkiClientOptions } from './tenki-client.js';
-import { BOOTSTRAP_MARKER, TenkiSandboxProvider } from './tenki-provider.js';
+import { BOOTSTRAP_MARKER } from './tenki-bootstrap.js';
+import { TenkiSandboxProvider } from './tenki-provider.js';
 
 const harness = disposedAfterEach(makeHarness);
 
@@ -31,6 +32,31 @@ describe('§8.7 Tenki provider', () => {
     expect((err as MissingDependencyError).packageName).toBe('@acme/tenki-client');
     await provider.shutdown();
     await provider.shutdown();
+  });
+
+  it('a client module that failed to load is imported again by the next acquire', async () => {
+    const client = new FakeTenkiClient();
+    let imports = 0;
+    const provider = new TenkiSandboxProvider({
+      config: tenkiConfig({ tenki: { client_module: '@acme/tenki-client' } }),
+      importer: async (name) => {
+        imports += 1;
+        if (imports === 1) {
+          throw Object.assign(new Error(`Cannot find package '${name}'`), {
+            code: 'ERR_MODULE_NOT_FOUND',
+          });
+        }
+        return { createTenkiClient: () => client };
+      },
+    });
+    expect(await rejectionOf(provider.acquire({ userId: 'u', threadId: 't' }))).toBeInstanceOf(
+      MissingDependencyError,
+    );
+    const id = await provider.acquire({ userId: 'u', threadId: 't' });
+    expect(provider.get(id)).toBeDefined();
+    expect(imports).toBe(2);
+    await provider.shutdown();
+    await client.dispose();
   });
 
   it('§8.7.137 without a client or a client module, acquire explains what to configure', async () => {

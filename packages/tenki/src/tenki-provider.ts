@@ -13,7 +13,6 @@ import {
   type SandboxSpecSupport,
   assertValidThreadIdentity,
   resolveEffectiveUserId,
-  shellQuote,
   throwIfAborted,
 } from '@sbx/core';
 import { DEFAULT_SPEC_POLICY, checkSandboxSpec, specPolicyWithin } from '@sbx/core/internal';
@@ -26,9 +25,10 @@ import type {
   WarmPoolDestroyReason,
 } from '@sbx/core';
 import type { TenkiClient, TenkiCreateOptions, TenkiRemoteSandbox } from './tenki-client.js';
-import { loadTenkiClient } from './tenki-client.js';
+import { resolveTenkiClient } from './tenki-client.js';
 import type { TenkiSettings } from './tenki-config.js';
-import { TENKI_BOOTSTRAP_TIMEOUT_SECONDS, resolveTenkiSettings } from './tenki-config.js';
+import { resolveTenkiSettings } from './tenki-config.js';
+import { bootstrapTenkiSandbox } from './tenki-bootstrap.js';
 import { TenkiSandbox } from './tenki-sandbox.js';
 
 export interface TenkiProviderOptions extends SandboxProviderInit {
@@ -51,29 +51,8 @@ export interface TenkiProviderOptions extends SandboxProviderInit {
   readonly deriveSandboxId?: (identity: { userId: string; threadId: string }) => string;
 }
 
-export const BOOTSTRAP_MARKER = 'SBX_BOOTSTRAP_OK';
-
 const PROVIDER_NAME = 'tenki';
 const SHUT_DOWN_MESSAGE = 'Tenki provider has been shut down';
-
-/**
- * The best-effort bootstrap: the user-data directories under HOME, and, when `sudo` works without
- * a password and nothing real sits at `/mnt/user-data`, a symlink from there to HOME so shell
- * commands that name virtual paths work too. Failures are swallowed here and judged by the marker.
- */
-export function bootstrapScript(homeDir: string): string {
-  const home = shellQuote(homeDir);
-  const dirs = ['workspace', 'uploads', 'outputs']
-    .map((d) => shellQuote(`${homeDir}/${d}`))
-    .join(' ');
-  return [
-    `mkdir -p ${dirs} || exit 1`,
-    'if command -v sudo >/dev/null 2>&1 && { [ ! -e /mnt/user-data ] || [ -L /mnt/user-data ]; }; then',
-    `  sudo -n mkdir -p /mnt 2>/dev/null; sudo -n ln -sfn ${home} /mnt/user-data 2>/dev/null || true`,
-    'fi',
-    `echo ${BOOTSTRAP_MARKER}`,
-  ].join('\n');
-}
 
 /**
  * Tenki cloud microVMs, one per (user, thread), kept warm between turns.
@@ -91,6 +70,10 @@ export function bootstrapScript(homeDir: string): string {
  *   `shutdown()` (nothing finds a VM again), which terminates everything.
  *
  * Single-process: VMs of a crashed process are not adopted (Tenki's `max_duration` ends them).
+ *
+ * One concept, the lifecycle of this provider's microVMs (acquire, release, eviction, teardown),
+ * whose paths share the registry, the locks and the shutdown re-checks; the bootstrap
+ * (`tenki-bootstrap.ts`) and which client to use (`tenki-client.ts`) live in their own files.
  */
 export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, TenkiSandbox> {
   readonly settings: TenkiSettings;
@@ -257,7 +240,7 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
       const remote = await client.create(this.#createOptions(id, spec));
       await this.#waitReady(id, remote);
       const created = this.#adapter(id, remote);
-      await this.#bootstrap(created);
+      await bootstrapTenkiSandbox(created, this.settings.homeDir, this.logger);
       return created;
     });
     if (this.closed) {
@@ -313,30 +296,6 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
     }
   }
 
-  async #bootstrap(sandbox: TenkiSandbox): Promise<void> {
-    let problem: unknown;
-    try {
-      const result = await sandbox.remote.exec(
-        ['sh', '-c', bootstrapScript(this.settings.homeDir)],
-        {
-          timeoutSeconds: TENKI_BOOTSTRAP_TIMEOUT_SECONDS,
-        },
-      );
-      const stdout = new TextDecoder().decode(result.stdout);
-      if ((result.exitCode ?? 0) !== 0 || !stdout.includes(BOOTSTRAP_MARKER)) {
-        problem = `exit code ${String(result.exitCode)}: ${new TextDecoder().decode(result.stderr).trim()}`;
-      }
-    } catch (error) {
-      problem = error;
-    }
-    if (problem !== undefined) {
-      this.logger.warn('Tenki sandbox bootstrap did not complete; continuing with it', {
-        sandboxId: sandbox.id,
-        error: problem,
-      });
-    }
-  }
-
   /** Drops only this adapter's registrations, so a stale adapter cannot evict its replacement. */
   #onTerminalFailure(sandbox: TenkiSandbox): void {
     const id = sandbox.id;
@@ -378,10 +337,11 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
       active.map(([id, sandbox]) => this.#terminateQuietly(id, sandbox, 'shutdown')),
     );
     const left = this.registry.pool.ids();
-    if (left.length > 0)
+    if (left.length > 0) {
       this.logger.error('Tenki sandboxes could not be terminated at shutdown', {
         sandboxIds: left,
       });
+    }
     const client = this.#client;
     if (client === undefined) return;
     try {
@@ -393,33 +353,19 @@ export class TenkiSandboxProvider extends RegistrySandboxProvider<TenkiSandbox, 
 
   #ensureClient(): Promise<TenkiClient> {
     if (this.#client === undefined) {
-      const loading = this.#loadClient();
+      const loading = resolveTenkiClient(
+        this.#options.client,
+        this.#options.clientModule ?? this.settings.clientModule,
+        { apiKey: this.settings.apiKey, baseUrl: this.settings.baseUrl },
+        this.#options.importer,
+      );
       this.#client = loading;
+      // A failed load is not kept: the next acquire tries again (e.g. after installing the module).
       loading.catch(() => {
         if (this.#client === loading) this.#client = undefined;
       });
     }
     return this.#client;
-  }
-
-  async #loadClient(): Promise<TenkiClient> {
-    const given = this.#options.client;
-    if (typeof given === 'function') return given();
-    if (given !== undefined) return given;
-    const moduleName = this.#options.clientModule ?? this.settings.clientModule;
-    if (moduleName === undefined) {
-      throw new SandboxRuntimeError(
-        'No Tenki client: Tenki has no JavaScript SDK, so pass `client` to TenkiSandboxProvider or name a module exporting createTenkiClient in sandbox.tenki.client_module',
-      );
-    }
-    return loadTenkiClient(
-      moduleName,
-      {
-        ...(this.settings.apiKey !== undefined ? { apiKey: this.settings.apiKey } : {}),
-        ...(this.settings.baseUrl !== undefined ? { baseUrl: this.settings.baseUrl } : {}),
-      },
-      this.#options.importer,
-    );
   }
 
   #adapter(id: string, remote: TenkiRemoteSandbox): TenkiSandbox {
