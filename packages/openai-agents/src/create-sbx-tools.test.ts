@@ -24,16 +24,27 @@ type ScriptedCall = { tool: string; args: Record<string, unknown> | string };
 /** A step's calls, fixed or read from the request (as a model reads a process id it was given). */
 type ScriptedStep = ScriptedCall[] | ((request: ModelRequest) => ScriptedCall[]);
 
-/** An Agents `Model` that plays a fixed script of tool calls, then answers "done". */
+/**
+ * An Agents `Model` that plays a fixed script of tool calls, then answers "done". With
+ * `perConversation` the step is read from the request (how many tool calls its input holds), so
+ * one model plays the script in several runs at once.
+ */
 class ScriptedModel implements Model {
   readonly requests: ModelRequest[] = [];
   #step = 0;
 
-  constructor(private readonly script: ScriptedStep[]) {}
+  constructor(
+    private readonly script: ScriptedStep[],
+    private readonly options: { perConversation?: boolean } = {},
+  ) {}
 
   async getResponse(request: ModelRequest): Promise<ModelResponse> {
     this.requests.push(request);
-    const scripted = this.script[this.#step];
+    const input = Array.isArray(request.input) ? request.input : [];
+    const turn = this.options.perConversation
+      ? input.filter((item) => (item as { type?: string }).type === 'function_call').length
+      : this.#step;
+    const scripted = this.script[turn];
     this.#step += 1;
     const calls = typeof scripted === 'function' ? scripted(request) : scripted;
     const usage = new Usage();
@@ -263,6 +274,81 @@ describe('@sbx/openai-agents with the real Agents SDK and a scripted model', () 
       }),
     );
     expect(check).toBe('gone\n');
+  });
+});
+
+describe('@sbx/openai-agents: one agent, many threads (threadFromContext)', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-agents-threads-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  const MINE = '/mnt/user-data/workspace/mine.txt';
+  /** The run's first user message: the name it writes into its workspace. */
+  const firstWords = (request: ModelRequest): string =>
+    typeof request.input === 'string'
+      ? request.input
+      : String((request.input[0] as { content?: unknown }).content ?? '');
+
+  it('serves two runs at once, each in the thread its context names', async () => {
+    const model = new ScriptedModel(
+      [
+        (request) => [{ tool: 'write_file', args: { path: MINE, content: firstWords(request) } }],
+        [{ tool: 'bash', args: { command: 'ls; cat mine.txt' } }],
+        [{ tool: 'read_file', args: { path: MINE } }],
+      ],
+      { perConversation: true },
+    );
+    const tools = await createSbxTools({
+      provider,
+      userId: 'alice',
+      threadId: 'unused',
+      threadFromContext: true,
+    });
+    const agent = new Agent<{ threadId: string }>({ name: 'coder', model, tools });
+    const converse = async (threadId: string) => {
+      const result = await run(agent, threadId, { maxTurns: 10, context: { threadId } });
+      return toolOutputs(result.newItems).map((o) => outputText(o));
+    };
+    const [a, b] = await Promise.all([converse('thread-a'), converse('thread-b')]);
+    expect(a).toEqual(['OK', 'mine.txt\nthread-a', 'thread-a']);
+    expect(b).toEqual(['OK', 'mine.txt\nthread-b', 'thread-b']);
+    const unused = provider.get(await provider.acquire({ threadId: 'unused', userId: 'alice' }));
+    expect(await unused?.listDir('/mnt/user-data/workspace', { maxDepth: 1 })).toEqual([]);
+  });
+
+  it('a bad thread id in the run context reaches the model as an error and acquires nothing', async () => {
+    let acquires = 0;
+    const acquire = provider.acquire.bind(provider);
+    provider.acquire = (options) => {
+      acquires += 1;
+      return acquire(options);
+    };
+    const tools = await createSbxTools({ provider, threadId: 't1', threadFromContext: true });
+    for (const threadId of [['.', '.'].join(''), 'x'.repeat(300), 42]) {
+      const model = new ScriptedModel([[{ tool: 'ls', args: { path: '/mnt/user-data' } }]]);
+      const agent = new Agent<{ threadId: unknown }>({ name: 'coder', model, tools });
+      const result = await run(agent, 'go', { maxTurns: 5, context: { threadId } });
+      const [output] = toolOutputs(result.newItems);
+      expect(output?.customData).toEqual({ sbx: { isError: true, code: 'INVALID_ARGUMENT' } });
+    }
+    expect(acquires).toBe(0);
+  });
+
+  it('without threadFromContext every call runs in the thread given at creation', async () => {
+    const model = new ScriptedModel([[{ tool: 'bash', args: { command: 'printf here > w.txt' } }]]);
+    const tools = await createSbxTools({ provider, threadId: 'bound' });
+    const agent = new Agent<{ threadId: string }>({ name: 'coder', model, tools });
+    await run(agent, 'go', { maxTurns: 5, context: { threadId: 'elsewhere' } });
+    const bound = provider.get(await provider.acquire({ threadId: 'bound' }));
+    expect(await bound?.readFile('/mnt/user-data/workspace/w.txt')).toBe('here');
   });
 });
 

@@ -1,23 +1,33 @@
 import {
-  createToolRunner,
   errorMessage,
+  isSbxError,
+  type ToolCallResult,
   type ToolDefinition,
-  type ToolRunner,
   type ToolRunnerOptions,
   loadOptionalDependency,
 } from '@sbx/core';
 import type * as Agents from '@openai/agents';
 import type { FunctionTool } from '@openai/agents';
+import { runIdentityOf } from './run-identity.js';
+import { ThreadRunners } from './thread-runners.js';
 
 type AgentsModule = typeof Agents;
 
 /**
  * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,
  * `leaseManager`, ...) or an existing `context`, plus `tools` (which to offer: by default the
- * seven, and the four process tools when `config.processTools` is on) and `strict` (strict-mode
- * schemas, for providers that enforce them).
+ * seven, and the four process tools when `config.processTools` is on), `strict` (strict-mode
+ * schemas, for providers that enforce them) and `threadFromContext`.
  */
-export type CreateSbxToolsOptions = ToolRunnerOptions;
+export type CreateSbxToolsOptions = ToolRunnerOptions & {
+  /**
+   * Each call runs in the thread and for the user its run's context names (`run(agent, input,
+   * { context: { threadId, userId } })`), falling back to `threadId` / `userId` given here, each
+   * thread with its own sandbox and read-before-write marks: one agent serves many
+   * conversations. Default false: every call runs in the thread given here.
+   */
+  threadFromContext?: boolean;
+};
 
 /** Marks the output of a failed call for SDK-side consumers (custom data on the output item). */
 export interface SbxToolOutcome {
@@ -25,9 +35,32 @@ export interface SbxToolOutcome {
   readonly code?: string;
 }
 
+/** A call in the run's thread; a bad thread id in the run context is the call's failure. */
+async function callInThread(
+  runners: ThreadRunners,
+  threadFromContext: boolean,
+  runContext: unknown,
+  name: string,
+  input: unknown,
+  signal: AbortSignal | undefined,
+): Promise<ToolCallResult> {
+  let runner = runners.base;
+  if (threadFromContext) {
+    try {
+      runner = runners.for(runIdentityOf(runContext));
+    } catch (err) {
+      const message = errorMessage(err);
+      const code = isSbxError(err) ? err.code : 'UNEXPECTED';
+      return { text: `Error: ${message}`, isError: true, error: { code, message } };
+    }
+  }
+  return runner.call(name, input, { signal });
+}
+
 function agentsTool(
   agents: AgentsModule,
-  runner: ToolRunner,
+  runners: ThreadRunners,
+  threadFromContext: boolean,
   definition: ToolDefinition,
   strict: boolean,
 ): FunctionTool {
@@ -41,10 +74,17 @@ function agentsTool(
     parameters: definition.inputSchema as never,
     execute: async (
       input: unknown,
-      _context: unknown,
+      runContext: unknown,
       details?: { signal?: AbortSignal; toolCall?: { callId?: string } },
     ): Promise<string> => {
-      const result = await runner.call(name, input, { signal: details?.signal });
+      const result = await callInThread(
+        runners,
+        threadFromContext,
+        runContext,
+        name,
+        input,
+        details?.signal,
+      );
       const callId = details?.toolCall?.callId;
       if (callId !== undefined) {
         outcomes.set(callId, {
@@ -75,7 +115,8 @@ function agentsTool(
  *     const tools = await createSbxTools({ provider, threadId: 't1' });
  *     const agent = new Agent({ name: 'coder', model, tools });
  *
- * Every call runs through `runToolCall` on one shared tool context: the same sandbox, lease owner,
+ * Every call runs through `runToolCall` on the tool context of its thread (with
+ * `threadFromContext`, the one the run's context names): per thread the same sandbox, lease owner,
  * read-before-write marks and authorization hook as `runTool`. The model reads sbx's text for
  * every outcome (function outputs have no error flag); the structured outcome is attached to the
  * output item as custom data (`{ sbx: { isError, code } }`). The run's abort signal cancels the
@@ -83,7 +124,10 @@ function agentsTool(
  */
 export async function createSbxTools(options: CreateSbxToolsOptions): Promise<FunctionTool[]> {
   const agents = await loadOptionalDependency<AgentsModule>('@openai/agents', '@sbx/openai-agents');
+  const { threadFromContext = false, ...runnerOptions } = options;
   const strict = options.strict ?? true;
-  const runner = createToolRunner({ ...options, strict });
-  return runner.definitions.map((definition) => agentsTool(agents, runner, definition, strict));
+  const runners = new ThreadRunners({ ...runnerOptions, strict });
+  return runners.base.definitions.map((definition) =>
+    agentsTool(agents, runners, threadFromContext, definition, strict),
+  );
 }
