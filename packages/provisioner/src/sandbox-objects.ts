@@ -2,6 +2,7 @@ import type { CreateSandboxRequest } from './create-request.js';
 import type { Container, Pod, Probe, Service } from './kube-objects.js';
 import type { ProvisionerSettings } from './provisioner-settings.js';
 import { planSandboxVolumes } from './sandbox-volumes.js';
+import { containerSecurityContext, secureContainers } from './container-security.js';
 
 /** The label every sandbox Pod and Service carries; listing and garbage collection select on it. */
 export const SANDBOX_APP_LABEL = 'sbx-sandbox';
@@ -63,18 +64,12 @@ export function sandboxPod(settings: ProvisionerSettings, request: CreateSandbox
         'ephemeral-storage': limits.ephemeralStorage,
       },
     },
-    securityContext: {
-      privileged: false,
-      allowPrivilegeEscalation: false,
-      seccompProfile: { type: 'RuntimeDefault' },
-      ...(settings.runAsUser !== undefined
-        ? { runAsUser: settings.runAsUser, runAsNonRoot: settings.runAsUser !== 0 }
-        : {}),
-      ...(settings.runAsGroup !== undefined ? { runAsGroup: settings.runAsGroup } : {}),
-    },
+    securityContext: containerSecurityContext(settings),
     volumeMounts: plan.mounts,
     ...(plan.env.length > 0 ? { env: plan.env } : {}),
   };
+  const containers = [sandbox, ...plan.sidecars];
+  secureContainers([...containers, ...plan.initContainers], settings);
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -84,7 +79,7 @@ export function sandboxPod(settings: ProvisionerSettings, request: CreateSandbox
       labels: sandboxLabels(request.sandboxId),
     },
     spec: {
-      containers: [sandbox, ...plan.sidecars],
+      containers,
       ...(plan.initContainers.length > 0 ? { initContainers: plan.initContainers } : {}),
       volumes: plan.volumes,
       restartPolicy: 'Always',

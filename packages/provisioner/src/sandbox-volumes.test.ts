@@ -313,7 +313,14 @@ describe('Lark CLI integration', () => {
       ['/var/lark/config/locks', false],
       ['/var/lark/data', false],
     ]);
-    expect(sidecar.env).toBeUndefined();
+    // The reference images' defaults: where the broker's CLI finds what the sidecar mounts.
+    expect(sidecar.env).toEqual([
+      { name: 'LARKSUITE_CLI_CONFIG_DIR', value: '/var/lark/config' },
+      { name: 'LARKSUITE_CLI_DATA_DIR', value: '/var/lark/data' },
+    ]);
+    expect(p.spec!.initContainers![0]!.env).toEqual([
+      { name: 'LARK_CLI_RUNTIME_DEST', value: '/mnt/integrations/lark-cli/runtime' },
+    ]);
     const sandbox = sandboxContainer(p);
     expect(
       sandbox.volumeMounts!.filter((m) => /lark-cli\/(config|data)/.test(m.mountPath)),
@@ -331,8 +338,61 @@ describe('Lark CLI integration', () => {
       { ...broker, DEERFLOW_LARK_BROKER_DENY_SUBCOMMANDS: 'auth,logout' },
     );
     expect(denied.spec!.containers.find((c) => c.name === 'lark-cli-broker')!.env).toEqual([
+      { name: 'LARKSUITE_CLI_CONFIG_DIR', value: '/var/lark/config' },
+      { name: 'LARKSUITE_CLI_DATA_DIR', value: '/var/lark/data' },
       { name: 'DEERFLOW_LARK_BROKER_DENY_SUBCOMMANDS', value: 'auth,logout' },
     ]);
+  });
+
+  it('pattern A: the init container is told where to install the runtime (the reference image’s LARK_CLI_RUNTIME_DEST)', () => {
+    const p = pod({ thread_id: 't', provision_lark_cli_runtime: true }, init);
+    expect(p.spec!.initContainers!.map((c) => [c.name, c.env])).toEqual([
+      [
+        'lark-cli-init',
+        [{ name: 'LARK_CLI_RUNTIME_DEST', value: '/mnt/integrations/lark-cli/runtime' }],
+      ],
+    ]);
+  });
+
+  it('attack: every container — sandbox, init containers and the credential-holding broker — may not escalate and is not privileged', () => {
+    const variants = [
+      pod({ thread_id: 't' }),
+      pod({ thread_id: 't', provision_lark_cli_runtime: true }, init),
+      pod(
+        {
+          thread_id: 't',
+          user_id: 'alice',
+          extra_mounts: larkMounts,
+          provision_lark_cli_broker: true,
+        },
+        broker,
+      ),
+      pod(
+        {
+          thread_id: 't',
+          user_id: 'alice',
+          extra_mounts: larkMounts,
+          provision_lark_cli_broker: true,
+        },
+        { ...broker, SANDBOX_RUN_AS_USER: '1000', SANDBOX_RUN_AS_GROUP: '1000' },
+      ),
+    ];
+    let seen = 0;
+    for (const p of variants) {
+      const all = [...p.spec!.containers, ...(p.spec!.initContainers ?? [])];
+      const sandboxContext = sandboxContainer(p).securityContext;
+      for (const c of all) {
+        seen++;
+        expect(c.securityContext, c.name).toMatchObject({
+          privileged: false,
+          allowPrivilegeEscalation: false,
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+        // Whatever the sandbox container has, every other container has too.
+        expect(c.securityContext, c.name).toEqual(sandboxContext);
+      }
+    }
+    expect(seen).toBe(1 + 2 + 3 + 3);
   });
 });
 

@@ -18,11 +18,18 @@ export const LARK_BROKER_URL = 'http://127.0.0.1:8788';
 export const LARK_BROKER_URL_ENV = 'DEERFLOW_LARK_BROKER_URL';
 export const LARK_BROKER_DENY_ENV = 'DEERFLOW_LARK_BROKER_DENY_SUBCOMMANDS';
 const LARK_RUNTIME_VOLUME = 'lark-cli-runtime';
+/** Where the Lark CLI init images install the runtime (the reference images read this). */
+export const LARK_RUNTIME_DEST_ENV = 'LARK_CLI_RUNTIME_DEST';
+/** Where the broker image's CLI keeps its configuration and data (the reference's defaults). */
+export const LARK_CONFIG_DIR_ENV = 'LARKSUITE_CLI_CONFIG_DIR';
+export const LARK_DATA_DIR_ENV = 'LARKSUITE_CLI_DATA_DIR';
 /** Where the broker sidecar sees the credential mounts the sandbox container no longer has. */
+const BROKER_CONFIG_DIR = '/var/lark/config';
+const BROKER_DATA_DIR = '/var/lark/data';
 const BROKER_PATHS: Readonly<Record<string, { path: string; readOnly: boolean }>> = {
-  [LARK_CLI_CONFIG_MOUNT_PATH]: { path: '/var/lark/config', readOnly: true },
-  [LARK_CLI_LOCKS_MOUNT_PATH]: { path: '/var/lark/config/locks', readOnly: false },
-  [LARK_CLI_DATA_MOUNT_PATH]: { path: '/var/lark/data', readOnly: false },
+  [LARK_CLI_CONFIG_MOUNT_PATH]: { path: BROKER_CONFIG_DIR, readOnly: true },
+  [LARK_CLI_LOCKS_MOUNT_PATH]: { path: `${BROKER_CONFIG_DIR}/locks`, readOnly: false },
+  [LARK_CLI_DATA_MOUNT_PATH]: { path: BROKER_DATA_DIR, readOnly: false },
 };
 
 /** Everything of a sandbox Pod that depends on the request's mounts and integrations. */
@@ -230,10 +237,15 @@ function brokerSidecar(plan: SandboxVolumePlan, settings: ProvisionerSettings): 
       image: settings.larkCliBrokerImage,
       imagePullPolicy: 'IfNotPresent',
       args: ['serve'],
+      // The broker's CLI reads its credentials where the sidecar mounts them.
+      env: [
+        { name: LARK_CONFIG_DIR_ENV, value: BROKER_CONFIG_DIR },
+        { name: LARK_DATA_DIR_ENV, value: BROKER_DATA_DIR },
+      ],
       volumeMounts: [],
     };
     if (settings.larkBrokerDenySubcommands !== '') {
-      sidecar.env = [{ name: LARK_BROKER_DENY_ENV, value: settings.larkBrokerDenySubcommands }];
+      sidecar.env!.push({ name: LARK_BROKER_DENY_ENV, value: settings.larkBrokerDenySubcommands });
     }
     plan.sidecars.push(sidecar);
   }
@@ -257,6 +269,7 @@ function addLarkRuntime(
       image: settings.larkCliBrokerImage,
       imagePullPolicy: 'IfNotPresent',
       args: ['install-shim', LARK_CLI_RUNTIME_MOUNT_PATH],
+      env: [{ name: LARK_RUNTIME_DEST_ENV, value: LARK_CLI_RUNTIME_MOUNT_PATH }],
       volumeMounts: [initMount],
     });
     brokerSidecar(plan, settings);
@@ -266,6 +279,7 @@ function addLarkRuntime(
       name: 'lark-cli-init',
       image: settings.larkCliInitImage,
       imagePullPolicy: 'IfNotPresent',
+      env: [{ name: LARK_RUNTIME_DEST_ENV, value: LARK_CLI_RUNTIME_MOUNT_PATH }],
       volumeMounts: [initMount],
     });
   }
