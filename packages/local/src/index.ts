@@ -9,7 +9,6 @@ export {
   GENERIC_LOCAL_SANDBOX_ID,
   SBX_HOME_ENV,
   DEFAULT_BASE_DIR_NAME,
-  DEFAULT_TMP_BYTES,
 } from './local-sandbox-provider.js';
 // Confined execution (bubblewrap namespaces per thread).
 export {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { shellArgs } from './shell.js';
-import type { Readable, Writable } from 'node:stream';
-import { extraStdio, writePlanInput } from './confinement/spawn-plan.js';
+import type { Readable } from 'node:stream';
+import { extraStdio, startPlan } from './confinement/spawn-plan.js';
 import type {
   LaunchOptions,
   LaunchedExit,
@@ -77,7 +77,13 @@ export class LocalProcessLauncher implements ProcessLauncher {
         ...(plan?.gid !== undefined ? { gid: plan.gid } : {}),
       },
     );
-    writePlanInput(child.stdio[3] as Writable | null | undefined, plan);
+    startPlan(child, plan, (error) => {
+      this.hooks.logger.error('A confined process could not be placed under its limits', {
+        sandboxId: this.hooks.sandboxId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      if (child.pid !== undefined) signalGroup(child.pid, 'SIGKILL');
+    });
     const spawned = child.pid;
     if (spawned !== undefined) {
       prepared.session?.started(spawned);

@@ -1,6 +1,6 @@
 import type { EnvPolicyMode, Logger } from '@sbx/core';
 import type { IsolationMode } from './confinement/isolation-mode.js';
-import type { NamespaceLimitsHooks } from './confinement/thread-namespace.js';
+import type { ConfinementLimits } from './confinement/cgroup-limits.js';
 
 export interface LocalMountConfig {
   readonly hostPath: string;
@@ -54,15 +54,18 @@ export interface LocalProviderOptions {
    */
   sandboxUid?: number;
   sandboxGid?: number;
-  /** Size of a confined thread's private `/tmp` in bytes. Default 512 MiB. */
+  /** Size of a confined thread's private `/tmp` in bytes. Default: `limits.tmpBytes`. */
   tmpBytes?: number;
   /**
    * The seccomp program (classic BPF, as `bwrap --seccomp` reads it) every confined command
    * gets. Default: the one `@sbx/local` builds for this architecture.
    */
   seccompProgram?: () => Buffer;
-  /** Resource limits of each confined thread (cgroups, rlimits). */
-  limits?: (sandboxId: string) => NamespaceLimitsHooks | undefined;
+  /**
+   * Resource limits of each confined thread (its cgroup where the host offers one, rlimits as
+   * the floor, the size of its `/tmp`), over `sandbox.local.limits` and the defaults.
+   */
+  limits?: Partial<ConfinementLimits>;
   /** Seconds; default 600. */
   bashCommandTimeout?: number;
   /** Wall clock of one grep or glob in seconds. Default: `sandbox.search_timeout_seconds` (10). */

@@ -68,6 +68,9 @@ import { ThreadNamespace } from './confinement/thread-namespace.js';
 import { buildMountPlan } from './confinement/mount-plan.js';
 import { openMountSources } from './confinement/mount-sources.js';
 import { grantTraversal } from './confinement/host-traversal.js';
+import { namespaceLimits } from './confinement/namespace-limits.js';
+import { resolveConfinementLimits, type ConfinementLimits } from './confinement/cgroup-limits.js';
+import { SeccompUnsupportedArchError, seccompProgram } from './confinement/seccomp-filter.js';
 import { writeSandboxIdentityFiles } from './confinement/sandbox-identity-files.js';
 import type { SandboxConfinement } from './confinement/sandbox-confinement.js';
 import { chown } from 'node:fs/promises';
@@ -85,8 +88,6 @@ export const GENERIC_LOCAL_SANDBOX_ID = 'local';
 /** Environment variable naming the data directory when neither options nor config do. */
 export const SBX_HOME_ENV = 'SBX_HOME';
 export const DEFAULT_BASE_DIR_NAME = '.sbx';
-/** Default size of a confined thread's private `/tmp`. */
-export const DEFAULT_TMP_BYTES = 512 * 1024 * 1024;
 
 /** One configured extra mount (the `sandbox.mounts[]` entries of the configuration). */
 interface ThreadEntry {
@@ -145,7 +146,8 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   private readonly sandboxOwner: SandboxOwner | undefined;
   private readonly tmpBytes: number;
   private readonly seccompProgram: (() => Buffer) | undefined;
-  private readonly limitsFor: LocalProviderOptions['limits'];
+  /** Per-thread limits of confined commands (config, options, defaults). */
+  readonly limits: ConfinementLimits;
   /**
    * The live namespaces by sandbox id, apart from the LRU cache: an evicted thread's processes
    * keep running until its release (as on the host), and a rebuilt sandbox enters the same one.
@@ -190,12 +192,15 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
         ? { gid: options.sandboxGid ?? localBlock.sandboxGid }
         : {}),
     });
-    this.tmpBytes = options.tmpBytes ?? DEFAULT_TMP_BYTES;
-    this.seccompProgram = options.seccompProgram;
-    this.limitsFor = options.limits;
+    this.limits = options.limits
+      ? resolveConfinementLimits({ ...localBlock.limits, ...options.limits })
+      : localBlock.limits;
+    this.tmpBytes = options.tmpBytes ?? this.limits.tmpBytes;
     const decided = this.decideCommandMode();
     this.commandMode = decided.mode;
     this.confinementTools = decided.tools;
+    this.seccompProgram =
+      this.commandMode.kind === 'confined' ? this.seccompFor(options.seccompProgram) : undefined;
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.envPolicy = options.envPolicy ?? config.envPolicy;
@@ -527,7 +532,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     if (this.commandMode.kind !== 'confined' || !tools) return undefined;
     let namespace = this.namespaces.get(sandboxId);
     if (!namespace) {
-      const limits = this.limitsFor?.(sandboxId);
+      const limits = namespaceLimits(sandboxId, this.limits, this.logger);
       namespace = new ThreadNamespace({
         bwrap: tools.bwrap,
         nsenter: tools.nsenter,
@@ -551,7 +556,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
           return { args, handles };
         },
         ...(this.seccompProgram ? { seccomp: this.seccompProgram } : {}),
-        ...(limits ? { limits } : {}),
+        limits,
         logger: this.logger,
         sandboxId,
       });
@@ -563,6 +568,25 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       owner: this.sandboxOwner,
       ownedRoots: layout.ownedRoots,
     };
+  }
+
+  /**
+   * The seccomp program of every confined command, built once per provider for this machine's
+   * architecture. An architecture the filter does not know runs with namespaces only, said once.
+   */
+  private seccompFor(given: (() => Buffer) | undefined): (() => Buffer) | undefined {
+    if (given) return given;
+    let program: Buffer;
+    try {
+      program = seccompProgram();
+    } catch (error) {
+      if (!SeccompUnsupportedArchError.is(error)) throw error;
+      this.logger.warn(
+        `Confined commands run without a seccomp filter: ${error.message} (namespaces, capabilities and limits still apply)`,
+      );
+      return undefined;
+    }
+    return () => program;
   }
 
   /** The synthesized `/etc/passwd` and friends, written once per provider. */

@@ -250,6 +250,20 @@ export class LocalSandbox extends Sandbox {
     }
     assertExecSupported(this.capabilities, options);
     const prepared = await this.prepareCommand(command, options);
+    if (this.confinement) {
+      const namespace = this.confinement.namespace;
+      const before = await namespace.oomKills();
+      const result = await runHostExec(
+        this.runner,
+        prepared,
+        { ...options, timeoutMs, maxCaptureBytes: this.maxCaptureBytes },
+        await this.outputRewrite(options.env),
+        this.logger,
+        this.id,
+      );
+      const after = await namespace.oomKills();
+      return after !== undefined && after > (before ?? 0) ? outOfMemory(result) : result;
+    }
     return runHostExec(
       this.runner,
       prepared,
@@ -537,6 +551,16 @@ export class LocalSandbox extends Sandbox {
       truncated: result.truncated,
     };
   }
+}
+
+/**
+ * The kernel killed a process of the sandbox for its memory limit while the command ran: said in
+ * its output, so the agent knows why (a bare `Killed` reads like a crash).
+ */
+function outOfMemory(result: ExecResult): ExecResult {
+  const note =
+    'The sandbox ran out of memory: the kernel killed a process at the memory limit (sandbox.local.limits.memory).';
+  return { ...result, stderr: result.stderr ? `${result.stderr}\n${note}` : note };
 }
 
 function tooLarge(shown: string): SandboxFileError {

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { shellArgs } from './shell.js';
 import { constants as osConstants } from 'node:os';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { AbortedError, SandboxRuntimeError } from '@sbx/core';
 import { sharedOutputPacer, type OutputPacer, type PacedStream } from '@sbx/core/internal';
 import { BoundedCapture, COMMAND_CAPTURE_LIMIT_BYTES } from './bounded-capture.js';
 import type { SessionObserver } from './session-observer.js';
-import { extraStdio, writePlanInput } from './confinement/spawn-plan.js';
+import { extraStdio, startPlan } from './confinement/spawn-plan.js';
 import type { SpawnPlan } from './confinement/spawn-plan.js';
 
 export interface PosixRunOptions {
@@ -124,7 +124,9 @@ export async function runPosixCommand(options: PosixRunOptions): Promise<PosixRu
     },
   );
   if (child.pid !== undefined) options.session?.started(child.pid);
-  writePlanInput(child.stdio[3] as Writable | null | undefined, plan);
+  startPlan(child, plan, () => {
+    if (child.pid !== undefined) killGroup(child.pid, () => child.kill('SIGKILL'));
+  });
   const stdout = child.stdout as Readable;
   const stderr = child.stderr as Readable;
   const { onStdout, onStderr } = options;

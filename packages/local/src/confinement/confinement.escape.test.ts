@@ -9,6 +9,7 @@ import { silentLogger } from '@sbx/core';
 import { requireService } from '@sbx/core/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalSandboxProvider } from '../local-sandbox-provider.js';
+import { detectCgroups } from './cgroup-detect.js';
 import type { LocalSandbox } from '../local-sandbox.js';
 import {
   confinementForTests,
@@ -30,6 +31,11 @@ const redisUrl = confinable ? await requireService('redis') : undefined;
 const GONE_DEADLINE_MS = 30_000;
 const TMP_BYTES = 8 * 1024 * 1024;
 const gatewayIsRoot = process.getuid?.() === 0;
+const LIMITED_PIDS = 48;
+const memoryCgroup =
+  confinable &&
+  ((await detectCgroups()).layout?.controllers.includes('memory') ??
+    (console.warn('[sbx] skipping the memory-hog test: no memory cgroup is usable here'), false));
 
 describe.runIf(confinable)('confined commands cannot escape their thread', () => {
   let base: string;
@@ -44,6 +50,15 @@ describe.runIf(confinable)('confined commands cannot escape their thread', () =>
   let listener: net.Server;
   let port: number;
   const received: string[] = [];
+
+  /** A provider with small limits, for the fork bomb and the memory hog. */
+  const limitedProvider = async () =>
+    new LocalSandboxProvider({
+      baseDir: base,
+      isolation: 'bwrap',
+      limits: { pids: LIMITED_PIDS, memoryBytes: 64 * 1024 * 1024 },
+      logger: silentLogger,
+    });
 
   const run = async (sandbox: LocalSandbox, script: string) => {
     const r = await sandbox.exec(hidden(script), { timeoutMs: 60_000 });
@@ -241,10 +256,46 @@ describe.runIf(confinable)('confined commands cannot escape their thread', () =>
       expect((await run(alice, 'rm -f /tmp/fill; echo alive')).stdout).toContain('alive');
     });
 
-    it.todo(
-      'a fork bomb stops at the pids limit without delaying another tenant (needs the cgroup limits)',
+    it('a fork bomb stops at the pids limit; another tenant still runs commands', async () => {
+      const limited = await limitedProvider();
+      try {
+        const bomberId = await limited.acquire({ userId: 'mallory', threadId: 'bomb' });
+        const bomber = limited.get(bomberId)!;
+        const other = limited.get(await limited.acquire({ userId: 'carol', threadId: 'calm' }))!;
+        const bomb = bomber.exec(hidden('bomb() { bomb | bomb & }; bomb; sleep 3; echo survived'), {
+          timeoutMs: 60_000,
+        });
+        const calm = await other.exec('echo calm-tenant-ok', { timeoutMs: 60_000 });
+        expect(calm.stdout).toContain('calm-tenant-ok');
+        const result = await bomb;
+        expect(`${result.stdout}${result.stderr}`).toMatch(/Resource temporarily unavailable|fork/);
+        const ns = (await pidNamespaceOf(limited.confinedInitPid(bomberId)!))!;
+        expect((await processesInNamespace(ns)).length).toBeLessThanOrEqual(LIMITED_PIDS + 2);
+        await limited.release(bomberId);
+        expect(await namespaceEmptiedWithin(ns, GONE_DEADLINE_MS)).toEqual([]);
+      } finally {
+        await limited.shutdown();
+      }
+    });
+
+    it.runIf(memoryCgroup)(
+      'a memory hog is killed at the memory limit and reported as out of memory; the gateway carries on',
+      async () => {
+        const limited = await limitedProvider();
+        try {
+          const hog = limited.get(await limited.acquire({ userId: 'mallory', threadId: 'hog' }))!;
+          const rss = process.memoryUsage().rss;
+          const r = await hog.exec(hidden('head -c 400000000 /dev/zero | tail > /dev/null'), {
+            timeoutMs: 60_000,
+          });
+          expect(r.stderr).toContain('ran out of memory');
+          expect(process.memoryUsage().rss - rss).toBeLessThan(64 * 1024 * 1024);
+          expect((await hog.exec('echo after-the-hog')).stdout).toContain('after-the-hog');
+        } finally {
+          await limited.shutdown();
+        }
+      },
     );
-    it.todo('a memory hog is killed and reported as out of memory (needs the cgroup limits)');
   });
 
   describe('processes', () => {

@@ -4,7 +4,7 @@ import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '@sbx/core';
 import { ConfinementStartError } from './confinement-errors.js';
 import type { SandboxOwner } from './sandbox-owner.js';
-import type { SpawnPlan } from './spawn-plan.js';
+import { GATE_SCRIPT, type SpawnPlan } from './spawn-plan.js';
 
 /** How long a namespace may take to come up before its start counts as failed. */
 const START_TIMEOUT_MS = 30_000;
@@ -13,14 +13,17 @@ const KILL_WAIT_MS = 5_000;
 const STDERR_KEPT = 2_048;
 
 /**
- * Limits attach here (see `cgroup-limits`): the namespace's init is placed under them once it
- * exists, and each entering command starts under them (an argv prefix that joins the sandbox's
- * cgroup and sets rlimits before it `exec`s the entry), since a command entered from outside is
- * the gateway's child, not the init's.
+ * Limits attach here (see `namespace-limits`): the namespace's init is placed under them once it
+ * exists, and each entering command starts under them, since a command entered from outside is
+ * the gateway's child, not the init's: its argv is wrapped (rlimits set before it `exec`s the
+ * entry), and it waits at a gate until `admitter()`'s function has placed it (its cgroup).
  */
 export interface NamespaceLimitsHooks {
   attach?(initPid: number): Promise<void>;
-  entryPrefix?(): readonly string[];
+  wrapEntry?(argv: readonly string[]): string[];
+  admitter?(): ((pid: number) => Promise<void>) | undefined;
+  /** Processes the kernel killed for the memory limit so far; undefined without one. */
+  oomKills?(): Promise<number | undefined>;
   release?(): Promise<void>;
 }
 
@@ -128,13 +131,21 @@ export class ThreadNamespace {
       '--',
       ...nested,
     ];
-    const argv = [...(o.limits?.entryPrefix?.() ?? []), ...enter];
+    const admit = o.limits?.admitter?.();
+    const gated = admit ? ['/bin/sh', '-c', GATE_SCRIPT, 'sh', ...enter] : enter;
+    const argv = o.limits?.wrapEntry ? o.limits.wrapEntry(gated) : gated;
     return {
       file: argv[0] as string,
       args: argv.slice(1),
       ...(o.owner ? { uid: o.owner.uid, gid: o.owner.gid } : {}),
       ...(seccomp ? { fd3: seccomp } : {}),
+      ...(admit ? { admit } : {}),
     };
+  }
+
+  /** Processes killed for the memory limit so far (undefined: no memory limit in force). */
+  async oomKills(): Promise<number | undefined> {
+    return this.#running ? this.#options.limits?.oomKills?.() : undefined;
   }
 
   /**
