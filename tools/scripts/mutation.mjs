@@ -34,7 +34,7 @@ import {
 } from './mutation-baseline.mjs';
 import { applyMutantSync, restoreMutantSync } from './mutant-file.mjs';
 import { checkMutant, loadMutants, scoreRun } from './mutation-list.mjs';
-import { runInGroup } from './process-group.mjs';
+import { killGroup, runInGroup } from './process-group.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const LISTS = path.join(ROOT, 'tools/mutation');
@@ -83,7 +83,14 @@ async function runTests(files, { timeoutMs, services, bail = false, jsonOut }) {
   if (jsonOut) args.push('--reporter=json', `--outputFile.json=${jsonOut}`);
   const env = { ...process.env, CI: process.env.CI ?? '' };
   if (services !== null && services.length > 0) env.SBX_REQUIRE_SERVICES = '1';
-  const result = await runInGroup('npx', [...args, ...files], { cwd: ROOT, env, timeoutMs });
+  const result = await runInGroup('npx', [...args, ...files], {
+    cwd: ROOT,
+    env,
+    timeoutMs,
+    onGroup: (pid) => {
+      runningGroup = pid;
+    },
+  });
   return { ...result, passed: result.code === 0 && !result.timedOut };
 }
 
@@ -114,6 +121,8 @@ async function runBaseline(area, files, services, opts) {
 // The mutant applied now, taken back on every exit path (a signal included), so an interrupted
 // run never leaves a mutant in the working tree.
 let applied = null;
+/** The test run's process group now, killed with the run on a signal. */
+let runningGroup;
 function restoreSync() {
   if (!applied) return true;
   const state = applied;
@@ -142,6 +151,7 @@ async function main() {
 
   for (const signal of ['SIGINT', 'SIGTERM']) {
     process.on(signal, () => {
+      if (runningGroup !== undefined) killGroup(runningGroup);
       restoreSync();
       process.exit(130);
     });

@@ -195,10 +195,13 @@ describe('a mutant that hangs', () => {
       "process.stdout.write('started\\n');",
       'setInterval(() => {}, 1000);',
     ].join('\n');
+    const groups: (number | undefined)[] = [];
     const result = await runInGroup(process.execPath, ['-e', script], {
       cwd: dir,
       timeoutMs: 3_000,
+      onGroup: (pid: number | undefined) => groups.push(pid),
     });
+    expect(groups).toEqual([expect.any(Number), undefined]);
     expect(result.timedOut).toBe(true);
     expect(result.code).toBeNull();
     expect(result.tail).toContain('started');

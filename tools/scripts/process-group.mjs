@@ -19,8 +19,10 @@ export function killGroup(pid) {
  * Resolves `{ code, timedOut, tail, durationMs }` once the command exits or `timeoutMs` passes
  * (then the group is killed and `timedOut` is true). `tail` is the last output, stdout and stderr
  * interleaved, for a report. Whatever the group still runs after the command exits is killed too.
+ * `onGroup(pid)` learns the group as it starts and `onGroup(undefined)` as it ends, so a caller
+ * interrupted meanwhile (Ctrl-C does not reach a group of its own) can kill it.
  */
-export function runInGroup(command, args, { cwd, env = process.env, timeoutMs }) {
+export function runInGroup(command, args, { cwd, env = process.env, timeoutMs, onGroup }) {
   if (!(timeoutMs > 0)) throw new RangeError('runInGroup: timeoutMs must be positive');
   return new Promise((resolve, reject) => {
     const started = performance.now();
@@ -30,6 +32,7 @@ export function runInGroup(command, args, { cwd, env = process.env, timeoutMs })
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    onGroup?.(child.pid);
     let tail = '';
     const keep = (chunk) => {
       tail = (tail + chunk.toString('utf8')).slice(-TAIL_CHARS);
@@ -43,11 +46,13 @@ export function runInGroup(command, args, { cwd, env = process.env, timeoutMs })
     }, timeoutMs);
     child.on('error', (error) => {
       clearTimeout(timer);
+      onGroup?.(undefined);
       reject(error);
     });
     child.on('close', (code) => {
       clearTimeout(timer);
       killGroup(child.pid);
+      onGroup?.(undefined);
       resolve({ code, timedOut, tail, durationMs: performance.now() - started });
     });
   });
