@@ -33,12 +33,18 @@ describe('detectCgroups', () => {
           [`${SERVICE}/cgroup.type`]: 'domain\n',
           [`${SERVICE}/cgroup.procs`]: '',
         },
-        [`${SERVICE}/cgroup.subtree_control`, `${SERVICE}/cgroup.procs`, `${SERVICE}/cgroup.kill`],
+        [
+          SERVICE,
+          `${SERVICE}/cgroup.subtree_control`,
+          `${SERVICE}/cgroup.procs`,
+          `${SERVICE}/cgroup.kill`,
+        ],
       ),
     );
     expect(d.layout).toEqual({
       version: 'v2',
       dir: SERVICE,
+      placement: 'own',
       controllers: ['pids', 'memory', 'cpu'],
       kill: true,
       gatewayMustMove: false,
@@ -56,7 +62,7 @@ describe('detectCgroups', () => {
           [`${SERVICE}/cgroup.type`]: 'domain\n',
           [`${SERVICE}/cgroup.procs`]: '4242\n',
         },
-        [`${SERVICE}/cgroup.subtree_control`, `${SERVICE}/cgroup.procs`],
+        [SERVICE, `${SERVICE}/cgroup.subtree_control`, `${SERVICE}/cgroup.procs`],
       ),
     );
     expect(d.layout).toMatchObject({
@@ -79,6 +85,7 @@ describe('detectCgroups', () => {
           '/sys/fs/cgroup/user.slice/session-1.scope/cgroup.procs': '4242\n977\n',
         },
         [
+          '/sys/fs/cgroup/user.slice/session-1.scope',
           '/sys/fs/cgroup/user.slice/session-1.scope/cgroup.subtree_control',
           '/sys/fs/cgroup/user.slice/session-1.scope/cgroup.procs',
         ],
@@ -86,6 +93,63 @@ describe('detectCgroups', () => {
     );
     expect(d.layout).toBeUndefined();
     expect(d.notes.join('\n')).toMatch(/1 other process.*Delegate=yes/);
+  });
+
+  it("uses the hierarchy's top when the own cgroup is shared and the top is root's to write", async () => {
+    const d = await detectCgroups(
+      host(
+        {
+          '/proc/self/mountinfo': V2_MOUNT,
+          '/proc/self/cgroup': '0::/system.slice/runner.service\n',
+          '/sys/fs/cgroup/system.slice/runner.service/cgroup.controllers': 'memory pids\n',
+          '/sys/fs/cgroup/system.slice/runner.service/cgroup.subtree_control': '',
+          '/sys/fs/cgroup/system.slice/runner.service/cgroup.type': 'domain\n',
+          '/sys/fs/cgroup/system.slice/runner.service/cgroup.procs': '4242\n977\n',
+          '/sys/fs/cgroup/cgroup.controllers': 'cpuset cpu io memory pids\n',
+          '/sys/fs/cgroup/cgroup.subtree_control': 'cpu memory pids\n',
+        },
+        [
+          '/sys/fs/cgroup/system.slice/runner.service',
+          '/sys/fs/cgroup/system.slice/runner.service/cgroup.subtree_control',
+          '/sys/fs/cgroup',
+          '/sys/fs/cgroup/cgroup.subtree_control',
+          '/sys/fs/cgroup/cgroup.kill',
+        ],
+      ),
+    );
+    expect(d.layout).toMatchObject({
+      version: 'v2',
+      dir: '/sys/fs/cgroup',
+      placement: 'top',
+      gatewayMustMove: false,
+    });
+    expect(d.notes.join()).toMatch(/runner.service holds 1 other process/);
+  });
+
+  it("never moves processes at a container's top that holds them", async () => {
+    const d = await detectCgroups(
+      host(
+        {
+          '/proc/self/mountinfo': V2_MOUNT,
+          '/proc/self/cgroup': '0::/app\n',
+          '/sys/fs/cgroup/app/cgroup.controllers': 'memory pids\n',
+          '/sys/fs/cgroup/app/cgroup.subtree_control': '',
+          '/sys/fs/cgroup/app/cgroup.type': 'domain\n',
+          '/sys/fs/cgroup/app/cgroup.procs': '4242\n977\n',
+          '/sys/fs/cgroup/cgroup.controllers': 'memory pids\n',
+          '/sys/fs/cgroup/cgroup.subtree_control': '',
+          '/sys/fs/cgroup/cgroup.type': 'domain\n',
+          '/sys/fs/cgroup/cgroup.procs': '4242\n',
+        },
+        [
+          '/sys/fs/cgroup/app',
+          '/sys/fs/cgroup/app/cgroup.subtree_control',
+          '/sys/fs/cgroup',
+          '/sys/fs/cgroup/cgroup.subtree_control',
+        ],
+      ),
+    );
+    expect(d.layout).toBeUndefined();
   });
 
   it('says so when the v2 cgroup is not writable, and when no controller is delegated', async () => {

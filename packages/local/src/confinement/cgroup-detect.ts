@@ -10,8 +10,10 @@ export const CGROUP_CONTROLLERS: readonly CgroupController[] = ['pids', 'memory'
 /** The unified hierarchy: one directory, the gateway's own cgroup, sandboxes below it. */
 export interface CgroupV2Layout {
   readonly version: 'v2';
-  /** The gateway's own cgroup directory. */
+  /** Where sandbox groups go below: the gateway's own cgroup, or the top of the hierarchy. */
   readonly dir: string;
+  /** `own`: a delegated subtree (the usual case); `top`: the hierarchy's top as mounted. */
+  readonly placement: 'own' | 'top';
   readonly controllers: readonly CgroupController[];
   /** `cgroup.kill` exists (Linux 5.14+): a group ends in one write. */
   readonly kill: boolean;
@@ -134,6 +136,63 @@ function dirIn(mount: MountEntry, cgroupPath: string): string | undefined {
   return rel === '' ? mount.mountPoint : path.posix.join(mount.mountPoint, rel);
 }
 
+function words(text: string | undefined): string[] {
+  return (text ?? '').trim().split(/\s+/).filter(Boolean);
+}
+
+/**
+ * One v2 directory sandbox groups could go below: its controllers, whether this user can write
+ * it, and whether controllers can be enabled below it (the no-internal-processes rule: the real
+ * root is exempt; elsewhere the directory must hold no process, or only the gateway, which then
+ * moves into a leaf; `mayMove` false refuses that).
+ */
+async function v2Candidate(
+  source: CgroupDetectionSource,
+  dir: string,
+  readOnly: boolean,
+  placement: 'own' | 'top',
+  notes: string[],
+): Promise<CgroupV2Layout | undefined> {
+  const available = words(await source.readFile(path.join(dir, 'cgroup.controllers')));
+  const controllers = CGROUP_CONTROLLERS.filter((c) => available.includes(c));
+  if (controllers.length === 0) {
+    notes.push(`cgroup v2: no pids, memory or cpu controller is available in ${dir}`);
+    return undefined;
+  }
+  if (
+    readOnly ||
+    !(await source.writable(dir)) ||
+    !(await source.writable(path.join(dir, 'cgroup.subtree_control')))
+  ) {
+    notes.push(`cgroup v2: ${dir} is not writable by this user`);
+    return undefined;
+  }
+  const enabled = words(await source.readFile(path.join(dir, 'cgroup.subtree_control')));
+  // The real root cgroup has no cgroup.type and is exempt from the no-internal-processes rule.
+  const isRoot = (await source.readFile(path.join(dir, 'cgroup.type'))) === undefined;
+  let gatewayMustMove = false;
+  if (!isRoot && !controllers.every((c) => enabled.includes(c))) {
+    const procs = words(await source.readFile(path.join(dir, 'cgroup.procs')));
+    const others = procs.filter((p) => Number(p) !== source.pid);
+    if (placement === 'top' || others.length > 0) {
+      notes.push(
+        `cgroup v2: ${dir} holds ${others.length} other process(es), so no controller can be enabled below it; give the gateway a cgroup of its own (systemd: Delegate=yes)`,
+      );
+      return undefined;
+    }
+    gatewayMustMove = procs.length > 0;
+  }
+  // Write-only (reading it fails): looked up by whether it can be written.
+  const kill = await source.writable(path.join(dir, 'cgroup.kill'));
+  return { version: 'v2', dir, placement, controllers, kill, gatewayMustMove };
+}
+
+/**
+ * The gateway's own cgroup when it is a delegated subtree; else the top of the hierarchy as
+ * mounted, where this user may create groups with controllers (root on a host or VM whose service
+ * cgroup is shared, as on CI runners; inside a container with its own cgroup namespace, the
+ * container's cgroup).
+ */
 async function detectV2(
   source: CgroupDetectionSource,
   mounts: readonly MountEntry[],
@@ -148,46 +207,11 @@ async function detectV2(
     notes.push(
       `cgroup v2: this process's cgroup ${entry.path} is not visible under ${mount.mountPoint}`,
     );
-    return undefined;
+  } else {
+    const ownLayout = await v2Candidate(source, dir, mount.readOnly, 'own', notes);
+    if (ownLayout || dir === mount.mountPoint) return ownLayout;
   }
-  const available = ((await source.readFile(path.join(dir, 'cgroup.controllers'))) ?? '')
-    .trim()
-    .split(/\s+/);
-  const controllers = CGROUP_CONTROLLERS.filter((c) => available.includes(c));
-  if (controllers.length === 0) {
-    notes.push(`cgroup v2: no pids, memory or cpu controller is delegated to ${dir}`);
-    return undefined;
-  }
-  if (
-    mount.readOnly ||
-    !(await source.writable(path.join(dir, 'cgroup.subtree_control'))) ||
-    !(await source.writable(path.join(dir, 'cgroup.procs')))
-  ) {
-    notes.push(`cgroup v2: ${dir} is not writable by this user`);
-    return undefined;
-  }
-  const enabled = ((await source.readFile(path.join(dir, 'cgroup.subtree_control'))) ?? '')
-    .trim()
-    .split(/\s+/);
-  // The real root cgroup has no cgroup.type and is exempt from the no-internal-processes rule.
-  const isRoot = (await source.readFile(path.join(dir, 'cgroup.type'))) === undefined;
-  let gatewayMustMove = false;
-  if (!isRoot && !controllers.every((c) => enabled.includes(c))) {
-    const procs = ((await source.readFile(path.join(dir, 'cgroup.procs'))) ?? '')
-      .split('\n')
-      .filter((l) => l.trim() !== '');
-    const others = procs.filter((p) => Number(p) !== source.pid);
-    if (others.length > 0) {
-      notes.push(
-        `cgroup v2: ${dir} also holds ${others.length} other process(es), so no controller can be enabled below it; give the gateway a cgroup of its own (systemd: Delegate=yes)`,
-      );
-      return undefined;
-    }
-    gatewayMustMove = procs.length > 0;
-  }
-  // Write-only (reading it fails): looked up by whether it can be written.
-  const kill = await source.writable(path.join(dir, 'cgroup.kill'));
-  return { version: 'v2', dir, controllers, kill, gatewayMustMove };
+  return v2Candidate(source, mount.mountPoint, mount.readOnly, 'top', notes);
 }
 
 /**

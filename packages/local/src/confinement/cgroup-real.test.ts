@@ -314,6 +314,7 @@ async function unifiedLayout(): Promise<CgroupV2Layout | undefined> {
   return {
     version: 'v2',
     dir: mount.mountPoint,
+    placement: 'top',
     controllers: [],
     kill: true,
     gatewayMustMove: false,

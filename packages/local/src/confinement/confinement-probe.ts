@@ -293,7 +293,7 @@ function cgroupCheck(detection: CgroupDetection, container: Container): Confinem
   }
   const where =
     layout.version === 'v2'
-      ? `v2 delegated at ${layout.dir}`
+      ? `v2 ${layout.placement === 'own' ? 'delegated' : 'top'} at ${layout.dir}`
       : `v1 (${layout.hierarchies.map((h) => h.controller).join(', ')} writable)`;
   const missing = (['pids', 'memory'] as const).filter((c) => !layout.controllers.includes(c));
   if (missing.length > 0) {
