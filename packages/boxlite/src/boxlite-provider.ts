@@ -36,7 +36,7 @@ import type {
   WarmBox,
 } from './boxlite-provider-types.js';
 import { boxSummary, sandboxIdOfBox } from './boxlite-listing.js';
-import { adoptLeftoverBoxes, openBoxliteRuntime } from './boxlite-startup.js';
+import { BoxliteStartup, adoptLeftoverBoxes, openBoxliteRuntime } from './boxlite-startup.js';
 
 export type { BoxIdentity, BoxliteProviderOptions, WarmBox } from './boxlite-provider-types.js';
 
@@ -63,6 +63,11 @@ const UNKNOWN_IDENTITY = 'an adopted box';
  *   reconciliation to adopt; `shutdown()` stops every box and closes the runtime.
  * - `listSandboxes()` (`sbx ls`) shows the runtime's boxes of this prefix; there is no
  *   `reapOrphans()`: without an ownership store a box of another live process looks like an orphan.
+ *
+ * One concept, the lifecycle of this provider's boxes (acquire, release, eviction, teardown),
+ * whose paths share the registry, the locks, the stops in flight and the shutdown re-checks; the
+ * runtime's opening and start-up reconciliation (`boxlite-startup.ts`), the listing's summaries
+ * and the types live in the files named for them.
  */
 export class BoxliteProvider
   extends RegistrySandboxProvider<ActiveBox, WarmBox>
@@ -72,10 +77,8 @@ export class BoxliteProvider
   readonly #options: BoxliteProviderOptions;
   /** Stops in flight per id: a box is never created under a name whose previous box is stopping. */
   readonly #stops = new Map<string, Promise<void>>();
-  /** The runtime, opened (on the first acquire or listing). */
-  #runtime: Promise<BoxliteRuntime> | undefined;
-  /** The runtime once the start-up reconciliation ran over it (on the first acquire only). */
-  #reconciled: Promise<BoxliteRuntime> | undefined;
+  /** The runtime (opened on the first acquire or listing) and its start-up reconciliation. */
+  readonly #startup: BoxliteStartup;
 
   constructor(options: BoxliteProviderOptions) {
     const settings = resolveBoxliteSettings(options.config);
@@ -89,6 +92,17 @@ export class BoxliteProvider
     });
     this.#options = options;
     this.settings = settings;
+    this.#startup = new BoxliteStartup(
+      () => openBoxliteRuntime(options, settings, this.logger),
+      (runtime) =>
+        adoptLeftoverBoxes(runtime, {
+          registry: this.registry,
+          prefix: settings.namePrefix,
+          adapter: (id, box) => this.#adapter(id, box),
+          onAdopt: (id) => this.events.emit({ type: 'adopt', sandboxId: id }),
+          logger: this.logger,
+        }),
+    );
   }
 
   protected sandboxOf(active: ActiveBox): BoxliteSandbox {
@@ -148,7 +162,7 @@ export class BoxliteProvider
     this.admit(options);
     this.assertOpen();
     throwIfAborted(options.signal);
-    const runtime = await this.#ensureReconciled();
+    const runtime = await this.#startup.reconciled();
     if (options.threadId === undefined) return this.#acquireAnonymous(runtime, options.signal);
     const spec = checkSandboxSpec(options.spec, this.specSupport, this.specPolicy, PROVIDER_NAME);
     const identity: BoxIdentity = {
@@ -199,9 +213,9 @@ export class BoxliteProvider
     const { signal } = options;
     this.assertOpen();
     throwIfAborted(signal);
-    const runtime = await this.#ensureRuntime();
+    const runtime = await this.#startup.runtime();
     // After a reconciliation in flight, so a box it is adopting is not caught half-way.
-    await this.#reconciled?.catch(() => undefined);
+    await this.#startup.reconciling?.catch(() => undefined);
     throwIfAborted(signal);
     const boxes = await runtime.list();
     throwIfAborted(signal);
@@ -427,7 +441,7 @@ export class BoxliteProvider
     if (left.length > 0) {
       this.logger.error('BoxLite boxes could not be stopped at shutdown', { sandboxIds: left });
     }
-    const runtime = this.#runtime;
+    const runtime = this.#startup.opened;
     if (runtime === undefined) return;
     try {
       await (await runtime).close();
@@ -435,43 +449,6 @@ export class BoxliteProvider
       // A runtime that never opened (missing SDK, no KVM) has nothing to close.
       this.logger.debug('BoxLite runtime did not close cleanly', { error });
     }
-  }
-
-  // -------------------------------------------------------------------------------------------
-  // runtime
-
-  #ensureRuntime(): Promise<BoxliteRuntime> {
-    if (this.#runtime === undefined) {
-      const opening = openBoxliteRuntime(this.#options, this.settings, this.logger);
-      this.#runtime = opening;
-      // A failed open is retried by the next acquire (e.g. after installing the SDK).
-      opening.catch(() => {
-        if (this.#runtime === opening) this.#runtime = undefined;
-      });
-    }
-    return this.#runtime;
-  }
-
-  /** The runtime after the start-up reconciliation, which runs once, before the first acquire. */
-  #ensureReconciled(): Promise<BoxliteRuntime> {
-    if (this.#reconciled === undefined) {
-      const pass = this.#ensureRuntime().then(async (runtime) => {
-        await adoptLeftoverBoxes(runtime, {
-          registry: this.registry,
-          prefix: this.settings.namePrefix,
-          adapter: (id, box) => this.#adapter(id, box),
-          onAdopt: (id) => this.events.emit({ type: 'adopt', sandboxId: id }),
-          logger: this.logger,
-        });
-        return runtime;
-      });
-      this.#reconciled = pass;
-      // Only opening can fail (reconciliation logs its errors); the next acquire opens again.
-      pass.catch(() => {
-        if (this.#reconciled === pass) this.#reconciled = undefined;
-      });
-    }
-    return this.#reconciled;
   }
 
   #adapter(id: string, box: BoxliteSandbox['box']): BoxliteSandbox {

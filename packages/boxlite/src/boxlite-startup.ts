@@ -69,3 +69,65 @@ export async function adoptLeftoverBoxes(
     }
   }
 }
+
+/**
+ * The provider's runtime, opened once on first use, and the start-up reconciliation over it, run
+ * once before the first acquire. A failed open is forgotten, so the next call opens again (e.g.
+ * after installing the SDK); the reconciliation only logs its errors, so it never fails a call.
+ */
+export class BoxliteStartup {
+  readonly #open: () => Promise<BoxliteRuntime>;
+  readonly #reconcile: (runtime: BoxliteRuntime) => Promise<void>;
+  #runtime: Promise<BoxliteRuntime> | undefined;
+  #reconciled: Promise<BoxliteRuntime> | undefined;
+
+  constructor(
+    open: () => Promise<BoxliteRuntime>,
+    reconcile: (runtime: BoxliteRuntime) => Promise<void>,
+  ) {
+    this.#open = open;
+    this.#reconcile = reconcile;
+  }
+
+  /**
+   * The runtime, opened, without the reconciliation: a listing must not adopt boxes, which would
+   * hand them to the shutdown of an inspecting process (`sbx ls`).
+   */
+  runtime(): Promise<BoxliteRuntime> {
+    if (this.#runtime === undefined) {
+      const opening = this.#open();
+      this.#runtime = opening;
+      // A failed open is retried by the next call (e.g. after installing the SDK).
+      opening.catch(() => {
+        if (this.#runtime === opening) this.#runtime = undefined;
+      });
+    }
+    return this.#runtime;
+  }
+
+  /** The runtime after the start-up reconciliation, which runs once, before the first acquire. */
+  reconciled(): Promise<BoxliteRuntime> {
+    if (this.#reconciled === undefined) {
+      const pass = this.runtime().then(async (runtime) => {
+        await this.#reconcile(runtime);
+        return runtime;
+      });
+      this.#reconciled = pass;
+      // Only opening can fail (reconciliation logs its errors); the next acquire opens again.
+      pass.catch(() => {
+        if (this.#reconciled === pass) this.#reconciled = undefined;
+      });
+    }
+    return this.#reconciled;
+  }
+
+  /** The reconciliation, in flight or done, once an acquire began it. */
+  get reconciling(): Promise<BoxliteRuntime> | undefined {
+    return this.#reconciled;
+  }
+
+  /** The runtime once opening began (to close at shutdown); `undefined` if it never did. */
+  get opened(): Promise<BoxliteRuntime> | undefined {
+    return this.#runtime;
+  }
+}
