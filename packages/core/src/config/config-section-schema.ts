@@ -35,6 +35,11 @@ import {
  * This schema sees the section after `parseSandboxConfig` normalised it (unwrapped from `sandbox:`,
  * nulls removed, `$NAME` values resolved); use `parseSandboxConfig` for user input. It is built on
  * first use (`zod()`), not when `@sbx/core` is imported.
+ *
+ * Kept whole as one concept: the section's keys. Each key is declared once below, with the bounds
+ * and the description the generated config reference prints, and mapped once in `toConfig`; a key
+ * and its camelCase twin are read and changed together. The shared rules the keys use (names,
+ * paths, URLs) are in `config-schema.ts`, the types they produce in `config.ts`.
  */
 function buildSectionInputSchema(z: Zod) {
   const timerSeconds = () => z.number().lte(MAX_TIMER_SECONDS);
