@@ -60,8 +60,13 @@ describe.runIf(confinable)('confined commands cannot escape their thread', () =>
       logger: silentLogger,
     });
 
+  /**
+   * Runs a probe and checks that it ran at all (its last line): a probe that fails to start
+   * would make every "did not escape" assertion hold for nothing.
+   */
   const run = async (sandbox: LocalSandbox, script: string) => {
-    const r = await sandbox.exec(hidden(script), { timeoutMs: 60_000 });
+    const r = await sandbox.exec(hidden(`${script}\necho PROBE_RAN`), { timeoutMs: 60_000 });
+    expect(r.stdout).toContain('PROBE_RAN');
     return { ...r, out: `${r.stdout}${r.stderr}` };
   };
 
@@ -195,11 +200,10 @@ describe.runIf(confinable)('confined commands cannot escape their thread', () =>
 
   describe('network', () => {
     it("a listener on the gateway's 127.0.0.1: unreachable confined, reached unconfined", async () => {
-      const probe = `echo HELLO_${secret} > /dev/tcp/127.0.0.1/${port}`;
-      const bash = '/bin/bash';
-      await alice.exec(`${bash} -c ${JSON.stringify(probe)}`, { timeoutMs: 30_000 });
+      const probe = `/bin/bash -c 'echo HELLO_${secret} > /dev/tcp/127.0.0.1/${port}' && echo SENT`;
+      expect((await run(alice, probe)).out).not.toContain('SENT');
       expect(received.join('')).not.toContain(secret);
-      await unconfined.exec(`${bash} -c ${JSON.stringify(probe)}`, { timeoutMs: 30_000 });
+      expect((await run(unconfined, probe)).out).toContain('SENT');
       await expect.poll(() => received.join(''), { timeout: 10_000 }).toContain(secret);
     });
 
@@ -207,16 +211,11 @@ describe.runIf(confinable)('confined commands cannot escape their thread', () =>
       'the test Redis: unreachable confined, answers unconfined',
       async () => {
         const url = new URL(redisUrl!);
-        const probe = `exec 3<>/dev/tcp/${url.hostname}/${url.port || 6379} && printf 'PING\\r\\n' >&3 && head -c 5 <&3`;
-        const inside = await alice.exec(`/bin/bash -c ${JSON.stringify(probe)}`, {
-          timeoutMs: 30_000,
-        });
-        expect(inside.stdout).not.toContain('PONG');
-        const outside = await unconfined.exec(`/bin/bash -c ${JSON.stringify(probe)}`, {
-          timeoutMs: 30_000,
-        });
+        const target = `/dev/tcp/${url.hostname}/${url.port || 6379}`;
+        const probe = `/bin/bash -c 'exec 3<>${target} && printf "PING\\r\\n" >&3 && head -c 5 <&3'`;
+        expect((await run(alice, probe)).out).not.toMatch(/PONG|NOAUTH|-ERR/);
         // An authenticated Redis answers NOAUTH: reached all the same.
-        expect(outside.stdout).toMatch(/PONG|NOAUTH|-ERR/);
+        expect((await run(unconfined, probe)).out).toMatch(/PONG|NOAUTH|-ERR/);
       },
     );
 
