@@ -37,6 +37,12 @@ export interface ProcessStartOptions {
   /** Output as it is produced, in addition to what the output buffer keeps for `output()`. */
   onStdout?: OutputListener;
   onStderr?: OutputListener;
+  /**
+   * The listeners get output until this signal is aborted; from then on nothing is decoded,
+   * rewritten or delivered for them (a call that returned while its process runs on). The
+   * process itself is not affected.
+   */
+  listenUntil?: AbortSignal;
 }
 
 export type ProcessStatus = 'running' | 'exited';

@@ -111,4 +111,32 @@ describe('ProcessTable: a launcher that rewrites its output', () => {
     expect(all.text).toBe('at /mnt/w\nnow /mnt/w');
     expect(streamed.join('')).toBe('at /mnt/w\nnow /mnt/w');
   });
+
+  it('stops decoding and rewriting for listeners once listenUntil is aborted', async () => {
+    let rewritten = 0;
+    const { launcher, started } = printer((text) => {
+      rewritten += text.length;
+      return mask(text);
+    });
+    const table = tableOf(launcher);
+    const streamed: string[] = [];
+    const done = new AbortController();
+    const handle = await table.start('server', {
+      onStdout: (t) => streamed.push(t),
+      listenUntil: done.signal,
+    });
+    const sink = started[0]!.sink;
+    sink.stdout(Buffer.from('ready at /host/dir\n'));
+    expect(streamed.join('')).toBe('ready at /mnt/w\n');
+    const before = rewritten;
+    // The call that listened has returned; the process runs on and floods.
+    done.abort();
+    for (let i = 0; i < 100; i++) sink.stdout(Buffer.from('tick /host/dir\n'));
+    expect(rewritten).toBe(before);
+    expect(streamed.join('')).toBe('ready at /mnt/w\n');
+    // What it printed is still kept, and rewritten when read.
+    expect((await handle.output()).text).toContain('tick /mnt/w');
+    started[0]!.exit.resolve({ exitCode: 0 });
+    await handle.wait();
+  });
 });

@@ -134,8 +134,14 @@ export class ProcessTable implements SandboxProcesses {
       // How the launcher shows output (masked, redacted): applied to what is kept, when read.
       const rewrite = await this.#options.launcher.outputRewrite?.(launchOptions);
       ring = this.#ring(rewrite);
-      out = this.#paced(new Utf8Listener(options.onStdout, report, rewrite), options.onStdout);
-      err = this.#paced(new Utf8Listener(options.onStderr, report, rewrite), options.onStderr);
+      const outText = new Utf8Listener(options.onStdout, report, rewrite);
+      const errText = new Utf8Listener(options.onStderr, report, rewrite);
+      stopListening(options.listenUntil, () => {
+        outText.detach();
+        errText.detach();
+      });
+      out = this.#paced(outText, options.onStdout);
+      err = this.#paced(errText, options.onStderr);
       launched = await this.#options.launcher.launch(
         command,
         launchOptions,
@@ -502,4 +508,11 @@ export class ProcessTable implements SandboxProcesses {
       },
     };
   }
+}
+
+/** Runs `detach` once `signal` is aborted (at once if it already is). */
+function stopListening(signal: AbortSignal | undefined, detach: () => void): void {
+  if (signal === undefined) return;
+  if (signal.aborted) detach();
+  else signal.addEventListener('abort', detach, { once: true });
 }

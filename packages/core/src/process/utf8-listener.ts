@@ -46,6 +46,14 @@ export class Utf8Listener {
     this.#guard(() => this.#lines?.end());
   }
 
+  /**
+   * Stops listening: nothing more is decoded, rewritten or delivered, and a line held for its end
+   * is dropped (the output stays in the process's buffer for whoever reads it).
+   */
+  detach(): void {
+    this.#listener = undefined;
+  }
+
   #deliver(text: string): void {
     this.#guard(() => (this.#lines ? this.#lines.write(text) : this.#listener?.(text)));
   }

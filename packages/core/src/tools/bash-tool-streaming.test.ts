@@ -122,6 +122,16 @@ describe('bash streams its output while the command runs', () => {
 
   it('in the yield mode, streams while the call waits and nothing once it returned', async () => {
     await hostShell({ processTools: true });
+    // What the call hands the process table: listeners it takes back when it returns.
+    const processes = provider.sandboxes.get(
+      provider.idFor({ userId: 'alice', threadId: 't1' }),
+    )!.processes;
+    const start = processes.start.bind(processes);
+    let listenUntil: AbortSignal | undefined;
+    processes.start = (command, options) => {
+      listenUntil = options?.listenUntil;
+      return start(command, options);
+    };
     const seen = collect();
     const call = track(
       runToolCall(
@@ -138,10 +148,13 @@ describe('bash streams its output while the command runs', () => {
     );
     await seen.first.promise;
     expect(call.settled).toBe(false);
+    expect(listenUntil?.aborted).toBe(false);
     // The yield time passes on the process table's clock: the call returns, the process runs on.
     await clock.advance(1_000);
     const yielded = await call.promise;
     expect(yielded.text).toContain('is still running after 1000 ms');
+    // The process runs on, but its output is no longer decoded for a listener that is gone.
+    expect(listenUntil?.aborted).toBe(true);
     const id = /process_id="([^"]+)"/.exec(yielded.text)?.[1];
     expect(id).toBeDefined();
     expect(seen.text()).toBe('first\n');

@@ -150,8 +150,11 @@ export async function runYielded(
     ...(started.cwd !== undefined ? { cwd: started.cwd } : {}),
     ...(shown !== undefined && shown !== started.command ? { label: shown } : {}),
     // The caller closes the stream when the call returns; a process left running then streams
-    // to no one (its output stays readable with process_output).
-    ...(stream ? { onStdout: stream.onStdout, onStderr: stream.onStderr } : {}),
+    // to no one, and its output is no longer decoded for it (it stays readable with
+    // process_output).
+    ...(stream
+      ? { onStdout: stream.onStdout, onStderr: stream.onStderr, listenUntil: stream.closed }
+      : {}),
   });
   const exit =
     yieldTimeMs > 0

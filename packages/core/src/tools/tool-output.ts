@@ -54,6 +54,7 @@ export class ToolOutputStream {
   readonly #sandboxId: string;
   readonly #stdout: StreamRewriter;
   readonly #stderr: StreamRewriter;
+  readonly #done = new AbortController();
 
   private constructor(
     listener: ToolOutputListener,
@@ -93,6 +94,14 @@ export class ToolOutputStream {
     );
   }
 
+  /**
+   * Aborted once the stream takes no more output (closed, or past its limit): a process table
+   * given it as `listenUntil` stops decoding for this stream.
+   */
+  get closed(): AbortSignal {
+    return this.#done.signal;
+  }
+
   /** For `ExecOptions.onStdout` / `ProcessStartOptions.onStdout`. */
   readonly onStdout = (text: string): void => {
     // Past the limit, or after the call, output is not even rewritten.
@@ -111,7 +120,7 @@ export class ToolOutputStream {
     if (this.#listener === undefined) return;
     this.#stdout.end();
     this.#stderr.end();
-    this.#listener = undefined;
+    this.#stop();
   }
 
   #deliver(stream: ToolOutputChunk['stream'], text: string): void {
@@ -127,7 +136,7 @@ export class ToolOutputStream {
     this.#left = 0;
     if (cut > 0) this.#call({ stream, text: text.slice(0, cut) });
     this.#call({ stream, text: streamLimitNotice(this.#limit) });
-    this.#listener = undefined;
+    this.#stop();
   }
 
   #call(chunk: ToolOutputChunk): void {
@@ -136,11 +145,16 @@ export class ToolOutputStream {
     try {
       listener(chunk);
     } catch (error) {
-      this.#listener = undefined;
+      this.#stop();
       this.#logger.warn('a tool output listener threw; it gets no more output', {
         sandboxId: this.#sandboxId,
         error: error instanceof Error ? error.message : String(error),
       });
     }
+  }
+
+  #stop(): void {
+    this.#listener = undefined;
+    this.#done.abort();
   }
 }
