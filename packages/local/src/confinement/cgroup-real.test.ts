@@ -224,6 +224,26 @@ describe('sandbox cgroups on this machine', () => {
     for (const dir of g.dirs) expect(existsSync(dir)).toBe(false);
   });
 
+  cgroupIt('pids', 'a busy loop is throttled to its CPU quota', async () => {
+    const g = await group('local:u:busy', { cpuMillicores: 100 });
+    expect(g.limitsInForce.cpuMillicores).toBe(100);
+    const statFile = g.dirs.map((d) => `${d}/cpu.stat`).find((f) => existsSync(f));
+    if (!statFile) throw new Error('no cpu.stat in the group: the cpu controller is not in force');
+    const busy = gated('while :; do :; done');
+    started.push(busy.child);
+    await g.addPid(busy.child.pid ?? 0);
+    busy.open();
+    // 0.1 core against a loop that wants a whole one: the kernel throttles it within a period or
+    // two (100 ms each); the bound only keeps a broken limit from looping forever.
+    let throttled = 0;
+    for (let round = 0; round < 3000 && throttled === 0; round++) {
+      throttled = Number(/^nr_throttled (\d+)$/m.exec(await readFile(statFile, 'utf8'))?.[1] ?? 0);
+      if (throttled === 0) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(throttled).toBeGreaterThan(0);
+    await g.destroy();
+  });
+
   cgroupIt('pids', "a gone gateway's groups are swept and their processes ended", async () => {
     const self = await currentGatewayIdentity();
     // A gateway of this pid namespace whose process is gone: a pid that started at tick 1.
