@@ -41,6 +41,9 @@ export { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
 export type { ValidatedExtraMount } from './extra-mount-rules.js';
 export { larkPattern, planSandboxVolumes } from './sandbox-volumes.js';
 export type { SandboxVolumePlan } from './sandbox-volumes.js';
+export { COMPAT, COMPAT_PROFILES, isCompatProfileName } from './compat-profiles.js';
+export type { CompatProfile, CompatProfileName } from './compat-profiles.js';
+export { containerSecurityContext } from './container-security.js';
 export {
   SANDBOX_APP_LABEL,
   SANDBOX_ID_LABEL,
@@ -49,6 +52,7 @@ export {
   podName,
   sandboxLabels,
   sandboxPod,
+  sandboxSelector,
   sandboxService,
   serviceName,
 } from './sandbox-objects.js';

@@ -3,6 +3,8 @@ import { closestKey } from '@sbx/core/internal';
 import { posix } from 'node:path';
 import { QuantityError, compareQuantities, isNegative, parseQuantity } from './kube-quantity.js';
 import { dns1123LabelProblem } from './kube-rules.js';
+import { COMPAT, COMPAT_PROFILES, isCompatProfileName } from './compat-profiles.js';
+import type { CompatProfileName } from './compat-profiles.js';
 
 export const SERVICE_TYPES = ['NodePort', 'ClusterIP'] as const;
 export type SandboxServiceType = (typeof SERVICE_TYPES)[number];
@@ -15,6 +17,12 @@ export interface ResourceQuantities {
 }
 
 export interface ProvisionerSettings {
+  /**
+   * Whose labels, namespace, paths and PVC prefix: `sbx`, or `deer-flow` (the reference
+   * provisioner's, to take over a running reference deployment). It sets the defaults of
+   * `namespace`, `threadsHostPath` and `userDataPvcSubpathPrefix`, which may still be set.
+   */
+  compat: CompatProfileName;
   /** Namespace of the sandbox Pods and Services; created when missing. */
   namespace: string;
   /** Check (and create) the namespace at start-up; needs cluster-scoped namespace access. */
@@ -73,6 +81,7 @@ export interface ProvisionerSettings {
 }
 
 export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Object.freeze({
+  compat: 'sbx',
   namespace: 'sbx',
   ensureNamespace: true,
   sandboxImage: 'ghcr.io/agent-infra/sandbox:latest',
@@ -108,6 +117,7 @@ export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Objec
  * kept, so an existing deployment's environment works unchanged; sbx's additions follow them.
  */
 export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings | string>> = {
+  SANDBOX_COMPAT: 'compat',
   K8S_NAMESPACE: 'namespace',
   K8S_ENSURE_NAMESPACE: 'ensureNamespace',
   SANDBOX_IMAGE: 'sandboxImage',
@@ -149,6 +159,7 @@ const FILE_BLOCK = 'sandbox.provisioner';
 export type ProvisionerFileBlock = Record<string, unknown>;
 
 const FILE_KEYS: Readonly<Record<string, string>> = {
+  compat: 'compat',
   namespace: 'namespace',
   ensure_namespace: 'ensureNamespace',
   sandbox_image: 'sandboxImage',
@@ -246,6 +257,12 @@ function assign(target: ProvisionerSettings, setting: string, raw: string, sourc
       return;
     case 'apiServer':
       target.apiServer = raw === '' ? undefined : raw;
+      return;
+    case 'compat':
+      if (!isCompatProfileName(raw)) {
+        throw settingError(source, `must be one of ${COMPAT_PROFILES.join(', ')}, got '${raw}'`);
+      }
+      target.compat = raw;
       return;
     default:
       (target as unknown as Record<string, string>)[setting] = raw;
@@ -389,6 +406,26 @@ export function resolveProvisionerSettings(sources: SettingsSources = {}): Provi
     requests: { ...DEFAULT_PROVISIONER_SETTINGS.requests },
     limits: { ...DEFAULT_PROVISIONER_SETTINGS.limits },
   };
+  // The profile first: it sets defaults that the file and the environment may then override.
+  const compatRaw =
+    sources.overrides?.compat ??
+    sources.env?.SANDBOX_COMPAT ??
+    (sources.file?.compat === undefined || sources.file.compat === null
+      ? undefined
+      : String(sources.file.compat));
+  if (compatRaw !== undefined) {
+    assign(
+      s,
+      'compat',
+      compatRaw,
+      sources.overrides?.compat !== undefined
+        ? 'compat'
+        : sources.env?.SANDBOX_COMPAT !== undefined
+          ? 'SANDBOX_COMPAT'
+          : `${FILE_BLOCK}.compat`,
+    );
+    Object.assign(s, COMPAT[s.compat].defaults);
+  }
   const origins: SettingSources = new Map();
   for (const [key, value] of flatten(sources.file ?? {})) {
     const setting = FILE_KEYS[key];

@@ -2,27 +2,40 @@ import type { CreateSandboxRequest } from './create-request.js';
 import type { Container, Pod, Probe, Service } from './kube-objects.js';
 import type { ProvisionerSettings } from './provisioner-settings.js';
 import { planSandboxVolumes } from './sandbox-volumes.js';
+import { COMPAT } from './compat-profiles.js';
+import type { CompatProfileName } from './compat-profiles.js';
 import { containerSecurityContext, secureContainers } from './container-security.js';
 
-/** The label every sandbox Pod and Service carries; listing and garbage collection select on it. */
-export const SANDBOX_APP_LABEL = 'sbx-sandbox';
+/**
+ * The label every sandbox Pod and Service carries (sbx's profile); listing and garbage collection
+ * select on it. With `SANDBOX_COMPAT=deer-flow` it is the reference's (`sandboxSelector`).
+ */
+export const SANDBOX_APP_LABEL = COMPAT.sbx.appLabel;
 export const SANDBOX_ID_LABEL = 'sandbox-id';
 export const HTTP_PORT_NAME = 'http';
 
 export const podName = (sandboxId: string): string => `sandbox-${sandboxId}`;
 export const serviceName = (sandboxId: string): string => `sandbox-${sandboxId}-svc`;
 
-export function sandboxLabels(sandboxId: string): Record<string, string> {
+export function sandboxLabels(
+  sandboxId: string,
+  compat: CompatProfileName = 'sbx',
+): Record<string, string> {
   return {
-    app: SANDBOX_APP_LABEL,
+    app: COMPAT[compat].appLabel,
     [SANDBOX_ID_LABEL]: sandboxId,
-    'app.kubernetes.io/name': 'sbx',
+    'app.kubernetes.io/name': COMPAT[compat].appName,
     'app.kubernetes.io/component': 'sandbox',
     'app.kubernetes.io/managed-by': 'sbx-provisioner',
   };
 }
 
 export const SANDBOX_SELECTOR = `app=${SANDBOX_APP_LABEL}`;
+
+/** The label selector of the settings' sandboxes (the compatibility profile's `app` label). */
+export function sandboxSelector(settings: Pick<ProvisionerSettings, 'compat'>): string {
+  return `app=${COMPAT[settings.compat].appLabel}`;
+}
 
 function probe(initialDelaySeconds: number, periodSeconds: number): Probe {
   return {
@@ -76,7 +89,7 @@ export function sandboxPod(settings: ProvisionerSettings, request: CreateSandbox
     metadata: {
       name: podName(request.sandboxId),
       namespace: settings.namespace,
-      labels: sandboxLabels(request.sandboxId),
+      labels: sandboxLabels(request.sandboxId, settings.compat),
     },
     spec: {
       containers,
@@ -99,7 +112,7 @@ export function sandboxService(settings: ProvisionerSettings, sandboxId: string)
     metadata: {
       name: serviceName(sandboxId),
       namespace: settings.namespace,
-      labels: sandboxLabels(sandboxId),
+      labels: sandboxLabels(sandboxId, settings.compat),
     },
     spec: {
       type: settings.serviceType,

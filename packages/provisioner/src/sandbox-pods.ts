@@ -8,7 +8,7 @@ import { KubeApiError, ProvisionerHttpError, isKubeStatus } from './provisioner-
 import type { ProvisionerSettings } from './provisioner-settings.js';
 import {
   SANDBOX_ID_LABEL,
-  SANDBOX_SELECTOR,
+  sandboxSelector,
   accessUrl,
   podName,
   sandboxPod,
@@ -377,8 +377,8 @@ export class SandboxPods {
   /** Every sandbox with a Service and an access URL; the phases come from one Pod list. */
   async list(): Promise<{ sandboxes: SandboxResponse[]; count: number }> {
     const [services, pods] = await Promise.all([
-      this.#kube.listServices(this.namespace, SANDBOX_SELECTOR),
-      this.#kube.listPods(this.namespace, SANDBOX_SELECTOR).catch((err: unknown) => {
+      this.#kube.listServices(this.namespace, sandboxSelector(this.#settings)),
+      this.#kube.listPods(this.namespace, sandboxSelector(this.#settings)).catch((err: unknown) => {
         // The list still answers, with `NotFound` phases: it is what gateways reconcile from.
         this.#logger.warn('pod list failed; answering phases as NotFound', {
           error: errorMessage(err),
@@ -414,8 +414,8 @@ export class SandboxPods {
    */
   async collectGarbage(): Promise<GarbageReport> {
     const [pods, services] = await Promise.all([
-      this.#kube.listPods(this.namespace, SANDBOX_SELECTOR),
-      this.#kube.listServices(this.namespace, SANDBOX_SELECTOR),
+      this.#kube.listPods(this.namespace, sandboxSelector(this.#settings)),
+      this.#kube.listServices(this.namespace, sandboxSelector(this.#settings)),
     ]);
     const idOf = (o: Pod | Service) => o.metadata?.labels?.[SANDBOX_ID_LABEL];
     const podIds = new Set(pods.items.map(idOf));
