@@ -1,6 +1,7 @@
 import type { ConfigIssue } from '@sbx/core';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_CONFINEMENT_LIMITS } from './cgroup-limits.js';
+import { resolveLocalBlock, validateConfigBlock } from '../local-config-block.js';
 import { limitsUnknownKeyIssues, resolveLimitsBlock } from './cgroup-limits-config.js';
 
 function resolve(block: unknown): { limits: unknown; issues: ConfigIssue[] } {
@@ -56,6 +57,21 @@ describe('sandbox.local.limits', () => {
   it('names unknown keys with a suggestion', () => {
     expect(limitsUnknownKeyIssues({ memroy: '1G', pids: 10 })).toEqual([
       { path: 'sandbox.local.limits.memroy', message: 'unknown key (did you mean "memory"?)' },
+    ]);
+  });
+
+  it('is part of sandbox.local: the provider reads it, sbx config validate checks it', () => {
+    expect(resolveLocalBlock({ limits: { pids: 99 } }).limits).toEqual({
+      ...DEFAULT_CONFINEMENT_LIMITS,
+      pids: 99,
+    });
+    expect(resolveLocalBlock(undefined).limits).toEqual(DEFAULT_CONFINEMENT_LIMITS);
+    expect(() => resolveLocalBlock({ limits: { memory: 'lots' } })).toThrow(
+      /sandbox.local.limits.memory/,
+    );
+    expect(validateConfigBlock({ local: { limits: { cpus: 2, pids: 1 } } } as never)).toEqual([
+      { path: 'sandbox.local.limits.cpus', message: 'unknown key (did you mean "cpu"?)' },
+      { path: 'sandbox.local.limits.pids', message: 'must be an integer from 8 to 4194304, got 1' },
     ]);
   });
 });
