@@ -164,7 +164,9 @@ export class ThreadNamespace {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
     }
-    await Promise.race([running.ended, delay(KILL_WAIT_MS)]);
+    // Waited for with the loop held: a gateway shutting down from a script must see it through.
+    running.child.ref();
+    await within(running.ended, KILL_WAIT_MS);
     await this.#options.limits?.release?.();
   }
 
@@ -214,7 +216,10 @@ export class ThreadNamespace {
     });
     const stdin = child.stdin as Writable & { unref?: () => void };
     stdin.on('error', () => {});
-    const ended = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    // `close` (after stderr is drained) for a start's failure message; `exit` for a kill, since
+    // the pipes are unreferenced and would not keep the loop turning until they close.
+    const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    const ended = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const initPid = await new Promise<number>((resolve, reject) => {
       let info = '';
       const infoStream = child.stdio[3] as Readable;
@@ -253,7 +258,7 @@ export class ThreadNamespace {
       child.once('error', (err) => fail(err.message));
       child.once('exit', (code, signal) => {
         // Reported after `close` of stderr at the latest; read what bubblewrap said first.
-        void ended.then(() => fail(`bubblewrap exited (${signal ?? code})`));
+        void closed.then(() => fail(`bubblewrap exited (${signal ?? code})`));
       });
     });
     const running: Running = { child, initPid, ended };
@@ -284,6 +289,15 @@ export class ThreadNamespace {
   }
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+/** `promise`, or nothing after `ms`; the timer is cleared either way. */
+async function within(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      promise,
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
