@@ -2,12 +2,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HumanMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
-import { SandboxAuthorizationError, silentLogger } from '@sbx/core';
+import { InvalidArgumentError, SandboxAuthorizationError, silentLogger } from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
 import { MemorySaver } from '@langchain/langgraph';
 import { createDeepAgent } from 'deepagents';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SbxDeepAgentsBackend } from './deepagents-backend.js';
+import { MAX_TRANSFER_FILES, downloadFiles, uploadFiles } from './deepagents-transfer.js';
 import { ScriptedChatModel, type ScriptedCall } from './scripted-chat-model.test-support.js';
 
 const W = '/mnt/user-data/workspace';
@@ -92,6 +93,157 @@ describe('SbxDeepAgentsBackend under a real deep agent', () => {
     expect(denied[0]?.text).toBe(
       'Error listing files: Sandbox execution is not permitted for your role (role=guest)',
     );
+  });
+});
+
+describe('SbxDeepAgentsBackend: execute’s exit code, uploads, downloads, yield', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-deepagents-exec-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  async function run(script: ScriptedCall[][], backend: SbxDeepAgentsBackend) {
+    const agent = createDeepAgent({ model: new ScriptedChatModel(script), backend });
+    const state = await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+    const messages = state.messages as BaseMessage[];
+    return messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m)).map((m) => m.text);
+  }
+
+  it('a deep agent sees the exit status deepagents’ way: [Command failed with exit code 3]', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 'x1' });
+    const [failed, succeeded] = await run(
+      [
+        [{ tool: 'execute', args: { command: 'echo oops; exit 3' } }],
+        [{ tool: 'execute', args: { command: 'echo fine' } }],
+      ],
+      backend,
+    );
+    expect(failed).toBe('oops\n\n[Command failed with exit code 3]');
+    expect(succeeded).toBe('fine\n\n[Command succeeded with exit code 0]');
+    expect(await backend.execute('exit 7')).toEqual({ output: '', exitCode: 7, truncated: false });
+    // Output that merely looks like sbx's status line is left as it is.
+    expect(await backend.execute('echo "Exit Code: 9"')).toEqual({
+      output: 'Exit Code: 9\n',
+      exitCode: 0,
+      truncated: false,
+    });
+  });
+
+  it('truncated output is flagged, and deepagents says so', async () => {
+    const backend = new SbxDeepAgentsBackend({
+      provider,
+      threadId: 'x2',
+      config: { bashOutputMaxChars: 200 },
+    });
+    const [text] = await run([[{ tool: 'execute', args: { command: 'seq 1 2000' } }]], backend);
+    expect(text).toMatch(/\[Output was truncated due to size limits\]$/);
+    expect((await backend.execute('seq 1 2000')).truncated).toBe(true);
+  });
+
+  it('uploads and downloads bytes as they are, with deepagents’ error codes', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 'x3' });
+    const bytes = Uint8Array.from({ length: 256 }, (_, i) => i);
+    expect(await backend.uploadFiles([[`${W}/all.bin`, bytes]])).toEqual([
+      { path: `${W}/all.bin`, error: null },
+    ]);
+    await backend.execute('mkdir -p sub');
+    const downloaded = await backend.downloadFiles([
+      `${W}/all.bin`,
+      `${W}/missing.bin`,
+      `${W}/sub`,
+      '/etc/passwd',
+    ]);
+    expect(downloaded[0]).toEqual({ path: `${W}/all.bin`, content: bytes, error: null });
+    expect(downloaded.slice(1).map((r) => [r.path, r.content, r.error])).toEqual([
+      [`${W}/missing.bin`, null, 'file_not_found'],
+      [`${W}/sub`, null, 'is_directory'],
+      ['/etc/passwd', null, 'permission_denied'],
+    ]);
+    expect(await backend.uploadFiles([['/etc/sbx-upload-test', bytes]])).toEqual([
+      { path: '/etc/sbx-upload-test', error: 'permission_denied' },
+    ]);
+    const nul = [W, '/a', String.fromCharCode(0), 'b'].join('');
+    expect(await backend.uploadFiles([[nul, bytes]])).toEqual([
+      { path: nul, error: 'invalid_path' },
+    ]);
+  });
+
+  it('a deep agent’s memory (AGENTS.md) is read through downloadFiles', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 'x4' });
+    const memory = `${W}/AGENTS.md`;
+    await backend.uploadFiles([[memory, new TextEncoder().encode('Always answer in haiku.\n')]]);
+    const model = new ScriptedChatModel([]);
+    const agent = createDeepAgent({ model, backend, memory: [memory] });
+    await agent.invoke({ messages: [{ role: 'user', content: 'go' }] });
+    expect(JSON.stringify(model.prompts[0])).toContain('Always answer in haiku.');
+  });
+
+  it('bounds a transfer before moving anything: file count and bytes', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 'x5' });
+    const one = new Uint8Array(1);
+    const tooMany = Array.from(
+      { length: MAX_TRANSFER_FILES + 1 },
+      (_, i) => [`${W}/f${i}`, one] as [string, Uint8Array],
+    );
+    await expect(backend.uploadFiles(tooMany)).rejects.toThrow(InvalidArgumentError);
+    await expect(backend.downloadFiles(tooMany.map(([path]) => path))).rejects.toThrow(
+      InvalidArgumentError,
+    );
+    // A hostile array claiming 300 MiB (no such memory is allocated): refused before any write.
+    const claimed = new Uint8Array(4);
+    Object.defineProperty(claimed, 'byteLength', { value: 300 * 1024 * 1024 });
+    await expect(backend.uploadFiles([[`${W}/big.bin`, claimed]])).rejects.toThrow(
+      /bytes in one call/,
+    );
+    expect((await backend.downloadFiles([`${W}/big.bin`, `${W}/f0`]))[0]?.error).toBe(
+      'file_not_found',
+    );
+    // Downloads stop once the bytes read pass the bound, returning nothing.
+    await backend.uploadFiles([
+      [`${W}/a`, new Uint8Array(8)],
+      [`${W}/b`, new Uint8Array(8)],
+    ]);
+    const limits = { files: 10, bytes: 12 };
+    await expect(downloadFiles(backend.context, [`${W}/a`, `${W}/b`], limits)).rejects.toThrow(
+      /more than 12 bytes/,
+    );
+    await expect(
+      uploadFiles(backend.context, [[`${W}/c`, new Uint8Array(13)]], limits),
+    ).rejects.toThrow(/13 bytes/);
+  });
+
+  it('executeYieldMs leaves a long command running and returns its process id, exit code null', async () => {
+    expect(
+      () => new SbxDeepAgentsBackend({ provider, threadId: 'x6', executeYieldMs: 300 }),
+    ).toThrow(/processTools/);
+    expect(
+      () =>
+        new SbxDeepAgentsBackend({
+          provider,
+          threadId: 'x6',
+          executeYieldMs: -1,
+          config: { processTools: true },
+        }),
+    ).toThrow(InvalidArgumentError);
+    const backend = new SbxDeepAgentsBackend({
+      provider,
+      threadId: 'x6',
+      executeYieldMs: 300,
+      config: { processTools: true },
+    });
+    const started = await backend.execute('echo ready; read line; echo "got:$line"');
+    expect(started.exitCode).toBeNull();
+    expect(started.output).toMatch(/ready[\s\S]*process_id="p\d+"/);
+    const done = await backend.execute('echo quick; exit 4');
+    expect(done).toMatchObject({ exitCode: 4 });
+    expect(done.output).toBe('quick\n');
   });
 });
 

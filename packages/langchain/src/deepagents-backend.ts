@@ -1,4 +1,5 @@
 import {
+  InvalidArgumentError,
   ensureSandboxInitialized,
   errorMessage,
   fileOperationLock,
@@ -26,7 +27,9 @@ import {
 import type {
   EditResult,
   ExecuteResponse,
+  FileDownloadResponse,
   FileInfo,
+  FileUploadResponse,
   GlobResult,
   GrepResult,
   LsResult,
@@ -35,6 +38,7 @@ import type {
   SandboxBackendProtocolV2,
   WriteResult,
 } from 'deepagents';
+import { downloadFiles, uploadFiles } from './deepagents-transfer.js';
 import { langChainModules } from './langchain-modules.js';
 import { runIdentityOf } from './run-identity.js';
 import { ThreadRunners } from './thread-runners.js';
@@ -52,6 +56,14 @@ export type SbxDeepAgentsBackendOptions = ToolRunnerOptions & {
   /** The backend's `id`. Default `sbx:<userId>/<threadId>`. */
   id?: string;
   /**
+   * `execute` leaves a command still running after this many milliseconds in the background and
+   * returns its output so far with its process id (bash's yield mode), instead of waiting for it
+   * to end. Needs the process tools on (`config.processTools`); give the model the process tools
+   * too (`createSbxTools({ context: backend.context, tools: [...PROCESS_TOOL_NAMES] })`) so it can
+   * read, feed and stop what it started. Default: every command runs to its end.
+   */
+  executeYieldMs?: number;
+  /**
    * Each operation runs in the thread and for the user of the LangGraph run it belongs to
    * (`configurable.thread_id`, `configurable.user_id`), falling back to `threadId` / `userId`
    * given here, each thread with its own sandbox and read-before-write marks: one deep agent
@@ -65,6 +77,17 @@ function patternProblem(pattern: string | null | undefined, max: number): string
   if (pattern === null || pattern === undefined) return undefined;
   if (typeof pattern !== 'string') return 'pattern must be a string';
   return pattern.length > max ? `pattern must be at most ${max} characters` : undefined;
+}
+
+/**
+ * `text` without the `Exit Code: n` line sbx's bash ends a failed command's text with: deepagents
+ * states the exit code itself. Only that exact last line goes (the output itself is untouched).
+ */
+function withoutExitCodeLine(text: string, exitCode: number | null): string {
+  if (exitCode === null || exitCode === 0) return text;
+  const line = `Exit Code: ${exitCode}`;
+  if (text === line) return '';
+  return text.endsWith(`\n${line}`) ? text.slice(0, -(line.length + 1)) : text;
 }
 
 /** deepagents passes `/` (or nothing) for "everywhere"; in sbx that is the user-data root. */
@@ -98,11 +121,27 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
   readonly id: string;
   readonly #runners: ThreadRunners;
   readonly #threadFromContext: boolean;
+  readonly #executeYieldMs: number | undefined;
 
+  /**
+   * @throws InvalidArgumentError for an `executeYieldMs` that is not a non-negative integer, or
+   *   without the process tools on
+   */
   constructor(options: SbxDeepAgentsBackendOptions) {
-    const { id, threadFromContext = true, ...runnerOptions } = options;
+    const { id, threadFromContext = true, executeYieldMs, ...runnerOptions } = options;
     this.#runners = new ThreadRunners(runnerOptions);
     this.#threadFromContext = threadFromContext;
+    if (executeYieldMs !== undefined) {
+      if (!Number.isSafeInteger(executeYieldMs) || executeYieldMs < 0) {
+        throw new InvalidArgumentError('executeYieldMs must be a non-negative integer');
+      }
+      if (!resolveToolConfig(this.#runners.base.context.config).processTools) {
+        throw new InvalidArgumentError(
+          'executeYieldMs needs the process tools on (config: { processTools: true })',
+        );
+      }
+    }
+    this.#executeYieldMs = executeYieldMs;
     const { userId, threadId } = this.#runners.base.context;
     this.id = id ?? `sbx:${userId ?? 'default'}/${threadId ?? 'default'}`;
   }
@@ -312,10 +351,33 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
     });
   }
 
+  /**
+   * The `bash` tool. `exitCode` is the command's exit status as data (deepagents then adds its
+   * `[Command failed with exit code n]` line, so sbx's own `Exit Code: n` line is left out of the
+   * output); `null` when there is none: still running (yield mode), ended by its time limit or a
+   * signal, or never started (the output says why).
+   */
   async execute(command: string): Promise<ExecuteResponse> {
-    const result = await this.#call('bash', { command });
-    // The exit status is part of sbx's text ("Exit Code: n"); a structured one needs the process
-    // API, so it is reported as unknown rather than guessed from the text.
-    return { output: result.text, exitCode: null, truncated: false };
+    const input =
+      this.#executeYieldMs === undefined
+        ? { command }
+        : { command, yield_time_ms: this.#executeYieldMs };
+    const result = await this.#call('bash', input);
+    const details = result.command;
+    if (details === undefined) return { output: result.text, exitCode: null, truncated: false };
+    const exitCode = details.running || details.timedOut ? null : details.exitCode;
+    return {
+      output: withoutExitCodeLine(result.text, exitCode),
+      exitCode,
+      truncated: details.truncated,
+    };
+  }
+
+  uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    return this.#runner().then((runner) => uploadFiles(runner.context, files));
+  }
+
+  downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
+    return this.#runner().then((runner) => downloadFiles(runner.context, paths));
   }
 }

@@ -4,3 +4,4 @@ export { SbxDeepAgentsBackend } from './deepagents-backend.js';
 export { MAX_RUN_THREADS } from './thread-runners.js';
 export type { RunIdentity } from './thread-runners.js';
 export type { SbxDeepAgentsBackendOptions } from './deepagents-backend.js';
+export { MAX_TRANSFER_BYTES, MAX_TRANSFER_FILES } from './deepagents-transfer.js';
