@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import { parseCreateRequest } from './create-request.js';
 import { KUBE_PERMISSIONS } from './kube-api.js';
 import { resolveProvisionerSettings } from './provisioner-settings.js';
-import { sandboxPod, sandboxService } from './sandbox-objects.js';
+import { SANDBOX_APP_LABEL, sandboxPod, sandboxService } from './sandbox-objects.js';
 
 // Every object the project hands to Kubernetes, checked against @kubernetes/client-node's model
 // types: an object is read into the typed model and written back, and must come back unchanged.
@@ -43,6 +43,7 @@ describe('deploy/kubernetes manifests', () => {
       'ConfigMap',
       'Deployment',
       'Namespace',
+      'NetworkPolicy',
       'Role',
       'RoleBinding',
       'Secret',
@@ -105,12 +106,70 @@ describe('deploy/kubernetes manifests', () => {
   });
 });
 
+describe('the sandbox NetworkPolicy', () => {
+  interface Peer {
+    podSelector?: { matchLabels: Record<string, string> };
+    namespaceSelector?: { matchLabels: Record<string, string> };
+  }
+  interface Rule {
+    from?: Peer[];
+    to?: Peer[];
+    ports: { protocol: string; port: number }[];
+  }
+  async function policy() {
+    return (await manifests()).find((m) => m.object.kind === 'NetworkPolicy')!.object as {
+      metadata: { namespace: string };
+      spec: {
+        podSelector: { matchLabels: Record<string, string> };
+        policyTypes: string[];
+        ingress: Rule[];
+        egress: Rule[];
+      };
+    };
+  }
+
+  it('selects the sandbox Pods and restricts both directions', async () => {
+    const p = await policy();
+    expect(p.spec.podSelector.matchLabels).toEqual({ app: SANDBOX_APP_LABEL });
+    expect(p.spec.policyTypes.sort()).toEqual(['Egress', 'Ingress']);
+    expect(p.metadata.namespace).toBe('sbx');
+  });
+
+  it('only gateways reach a sandbox, on its port', async () => {
+    const p = await policy();
+    expect(p.spec.ingress).toHaveLength(1);
+    expect(p.spec.ingress[0]!.from).toEqual([
+      { podSelector: { matchLabels: { 'app.kubernetes.io/component': 'gateway' } } },
+    ]);
+    expect(p.spec.ingress[0]!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
+  });
+
+  it('a sandbox reaches DNS and the egress proxy, nothing else (no ipBlock, no empty peer)', async () => {
+    const p = await policy();
+    expect(p.spec.egress).toHaveLength(2);
+    for (const rule of p.spec.egress) {
+      expect(rule.to!.length).toBeGreaterThan(0);
+      for (const peer of rule.to!) {
+        expect(Object.keys(peer).sort()).not.toContain('ipBlock');
+        expect(peer.podSelector?.matchLabels ?? {}).not.toEqual({});
+      }
+    }
+    const targets = p.spec.egress.map((r) => r.to!.map((t) => t.podSelector!.matchLabels));
+    expect(targets).toEqual([
+      [{ 'k8s-app': 'kube-dns' }],
+      [{ 'app.kubernetes.io/name': 'sbx', 'app.kubernetes.io/component': 'egress-proxy' }],
+    ]);
+  });
+});
+
 describe('the objects the provisioner creates', () => {
   const settings = resolveProvisionerSettings({
     env: {
       LARK_CLI_BROKER_IMAGE: 'broker:1',
       USERDATA_PVC_NAME: 'data',
       SANDBOX_RUN_AS_USER: '1000',
+      SANDBOX_RUNTIME_CLASS_NAME: 'gvisor',
+      SANDBOX_ACTIVE_DEADLINE_SECONDS: '86400',
     },
   });
   const request = parseCreateRequest({
@@ -129,6 +188,7 @@ describe('the objects the provisioner creates', () => {
 
   it('the sandbox Pod (with every optional part) is a valid V1Pod', () => {
     const pod = sandboxPod(settings, request);
+    expect(pod.spec).toMatchObject({ runtimeClassName: 'gvisor', activeDeadlineSeconds: 86400 });
     expect(roundTrip(pod)).toEqual(pod);
   });
 

@@ -73,6 +73,8 @@ export interface Pod {
     enableServiceLinks?: boolean;
     securityContext?: { seccompProfile?: { type: string }; runAsNonRoot?: boolean };
     terminationGracePeriodSeconds?: number;
+    runtimeClassName?: string;
+    activeDeadlineSeconds?: number;
   };
   status?: { phase?: string; podIP?: string };
 }

@@ -220,3 +220,34 @@ describe('settings a real API server would refuse stop the start-up, naming the 
     ).toContain('K8S_NAMESPACE');
   });
 });
+
+describe('runtime class and lifetime bound', () => {
+  it('SANDBOX_RUNTIME_CLASS_NAME must be a RuntimeClass name (DNS-1123 subdomain)', () => {
+    expect(
+      resolveProvisionerSettings({ env: { SANDBOX_RUNTIME_CLASS_NAME: 'kata-qemu' } })
+        .runtimeClassName,
+    ).toBe('kata-qemu');
+    for (const bad of ['gVisor', 'run_sc', '-x', 'a'.repeat(254)]) {
+      expect(
+        configError(() => resolveProvisionerSettings({ env: { SANDBOX_RUNTIME_CLASS_NAME: bad } })),
+      ).toContain('SANDBOX_RUNTIME_CLASS_NAME');
+    }
+  });
+
+  it('SANDBOX_ACTIVE_DEADLINE_SECONDS is 0 (none) or 1..2147483647', () => {
+    expect(
+      resolveProvisionerSettings({ env: { SANDBOX_ACTIVE_DEADLINE_SECONDS: '3600' } })
+        .activeDeadlineSeconds,
+    ).toBe(3600);
+    for (const bad of ['-1', '2147483648', '1.5', 'day']) {
+      expect(
+        configError(() =>
+          resolveProvisionerSettings({ env: { SANDBOX_ACTIVE_DEADLINE_SECONDS: bad } }),
+        ),
+      ).toContain('SANDBOX_ACTIVE_DEADLINE_SECONDS');
+    }
+    expect(
+      configError(() => resolveProvisionerSettings({ overrides: { activeDeadlineSeconds: -5 } })),
+    ).toContain('SANDBOX_ACTIVE_DEADLINE_SECONDS');
+  });
+});

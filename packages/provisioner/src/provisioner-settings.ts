@@ -2,7 +2,7 @@ import { ConfigError, errorMessage } from '@sbx/core';
 import { closestKey } from '@sbx/core/internal';
 import { posix } from 'node:path';
 import { QuantityError, compareQuantities, isNegative, parseQuantity } from './kube-quantity.js';
-import { dns1123LabelProblem } from './kube-rules.js';
+import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-rules.js';
 import { COMPAT, COMPAT_PROFILES, isCompatProfileName } from './compat-profiles.js';
 import type { CompatProfileName } from './compat-profiles.js';
 
@@ -62,6 +62,13 @@ export interface ProvisionerSettings {
   larkBrokerDenySubcommands: string;
   requests: ResourceQuantities;
   limits: ResourceQuantities;
+  /** The Pods' RuntimeClass (`gvisor`, `kata`: a sandboxing runtime); empty: the node's default. */
+  runtimeClassName: string;
+  /**
+   * A hard bound on each Pod's life: after this many seconds the kubelet stops it (phase
+   * `Failed`, reason `DeadlineExceeded`) whatever the gateways do. 0: no bound.
+   */
+  activeDeadlineSeconds: number;
   /** Run the sandbox container as this uid (and `runAsNonRoot`); undefined: the image's user. */
   runAsUser: number | undefined;
   runAsGroup: number | undefined;
@@ -102,6 +109,8 @@ export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Objec
   larkBrokerDenySubcommands: '',
   requests: Object.freeze({ cpu: '100m', memory: '256Mi', ephemeralStorage: '500Mi' }),
   limits: Object.freeze({ cpu: '1000m', memory: '1Gi', ephemeralStorage: '500Mi' }),
+  runtimeClassName: '',
+  activeDeadlineSeconds: 0,
   runAsUser: undefined,
   runAsGroup: undefined,
   listenHost: '127.0.0.1',
@@ -143,6 +152,8 @@ export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings 
   SANDBOX_CPU_LIMIT: 'limits.cpu',
   SANDBOX_MEMORY_LIMIT: 'limits.memory',
   SANDBOX_EPHEMERAL_STORAGE_LIMIT: 'limits.ephemeralStorage',
+  SANDBOX_RUNTIME_CLASS_NAME: 'runtimeClassName',
+  SANDBOX_ACTIVE_DEADLINE_SECONDS: 'activeDeadlineSeconds',
   SANDBOX_RUN_AS_USER: 'runAsUser',
   SANDBOX_RUN_AS_GROUP: 'runAsGroup',
   PROVISIONER_HOST: 'listenHost',
@@ -184,6 +195,8 @@ const FILE_KEYS: Readonly<Record<string, string>> = {
   'limits.cpu': 'limits.cpu',
   'limits.memory': 'limits.memory',
   'limits.ephemeral_storage': 'limits.ephemeralStorage',
+  runtime_class_name: 'runtimeClassName',
+  active_deadline_seconds: 'activeDeadlineSeconds',
   run_as_user: 'runAsUser',
   run_as_group: 'runAsGroup',
   listen_host: 'listenHost',
@@ -239,6 +252,10 @@ function assign(target: ProvisionerSettings, setting: string, raw: string, sourc
     case 'runAsGroup':
       target[setting] = integerIn(source, raw, 0, 2_147_483_647);
       return;
+    case 'activeDeadlineSeconds':
+      // The server takes 1..2^31-1; 0 here means no bound (the field is left out).
+      target.activeDeadlineSeconds = integerIn(source, raw, 0, 2_147_483_647);
+      return;
     case 'deleteTimeoutMs':
     case 'terminatingWaitMs':
     case 'gcIntervalMs':
@@ -287,6 +304,25 @@ function checkSettings(s: ProvisionerSettings, sources: SettingSources): void {
     );
   }
   checkRequestsWithinLimits(s, sources);
+  if (s.runtimeClassName !== '') {
+    const problem = dns1123SubdomainProblem(s.runtimeClassName);
+    if (problem) {
+      throw settingError(
+        sources.get('runtimeClassName') ?? 'SANDBOX_RUNTIME_CLASS_NAME',
+        `must be a RuntimeClass name, a DNS-1123 subdomain (${problem}), got '${s.runtimeClassName}'`,
+      );
+    }
+  }
+  if (
+    !Number.isSafeInteger(s.activeDeadlineSeconds) ||
+    s.activeDeadlineSeconds < 0 ||
+    s.activeDeadlineSeconds > 2_147_483_647
+  ) {
+    throw settingError(
+      sources.get('activeDeadlineSeconds') ?? 'SANDBOX_ACTIVE_DEADLINE_SECONDS',
+      `must be an integer in 0..2147483647 (0: no bound), got ${s.activeDeadlineSeconds}`,
+    );
+  }
   for (const [name, value] of [
     ['THREADS_HOST_PATH', s.threadsHostPath],
     ['the host base dir', s.hostBaseDir],

@@ -100,6 +100,11 @@ export function sandboxPod(settings: ProvisionerSettings, request: CreateSandbox
       terminationGracePeriodSeconds: 5,
       automountServiceAccountToken: false,
       enableServiceLinks: false,
+      ...(settings.runtimeClassName !== '' ? { runtimeClassName: settings.runtimeClassName } : {}),
+      // The backstop that holds when every gateway is gone: the kubelet ends the Pod.
+      ...(settings.activeDeadlineSeconds > 0
+        ? { activeDeadlineSeconds: settings.activeDeadlineSeconds }
+        : {}),
       securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
     },
   };
