@@ -160,11 +160,12 @@ export async function openCgroupHost(options: CgroupHostOptions): Promise<Cgroup
   if (!layout) {
     log.info('no usable cgroup here: sandbox limits are rlimits only', { why: detection.notes });
   }
-  const identity = layout ? (options.identity ?? (await currentGatewayIdentity())) : undefined;
-  const segment = identity ? gatewaySegment(identity) : '';
+  let segment = '';
   const parentOf = (top: string): string => path.join(top, CGROUP_PARENT, segment);
-  if (layout && identity) {
+  if (layout) {
     try {
+      const identity = options.identity ?? (await currentGatewayIdentity());
+      segment = gatewaySegment(identity);
       await sweepStaleGateways(layout, identity, log);
       if (layout.version === 'v2') await prepareV2(layout, parentOf(layout.dir));
       else {

@@ -4,6 +4,7 @@
 // writable cgroup hierarchy the tests skip with the reason, unless SBX_REQUIRE_CGROUPS=1.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { recordingLogger } from '@sbx/core/testing';
 import { readFile } from 'node:fs/promises';
@@ -211,9 +212,10 @@ describe('sandbox cgroups on this machine', () => {
       'local:u:no-freezer',
       resolveConfinementLimits({ pids: 20 }),
     );
-    // Forks while it is being killed: a new child replaces each one that dies, up to the limit.
+    // Forks while it is being killed: a new child replaces each one that dies, up to the limit
+    // (perl, unlike sh, goes on after a failed fork); 200 forks at most.
     const tree = gated(
-      'i=0; while [ $i -lt 200 ]; do sleep 60 & i=$((i+1)); [ $i = 5 ] && echo forked; done 2>/dev/null; exec sleep 60',
+      `exec perl -e '$| = 1; for my $n (1 .. 200) { my $p = fork(); if (defined $p && $p == 0) { sleep 60; exit 0 } print "forked\\n" if $n == 5; select(undef, undef, undef, 0.01) unless defined $p } sleep 60'`,
     );
     started.push(tree.child);
     await g.addPid(tree.child.pid ?? 0);
@@ -303,6 +305,30 @@ describe('sandbox cgroups on this machine', () => {
     expect(
       await gatewayIsGone({ ...self, pidNamespace: '1', pid: 999_999, start: '1' }, self),
     ).toBe(false);
+  });
+
+  it('falls back to rlimits only, saying why, when the groups cannot be set up', async () => {
+    const failing = recordingLogger();
+    const missing = `${tmpdir()}/no-such-cgroup-${process.pid}`;
+    const h = await openCgroupHost({
+      log: failing,
+      detection: {
+        layout: {
+          version: 'v1',
+          hierarchies: [{ controller: 'pids', dir: missing }],
+          controllers: ['pids'],
+          freezer: false,
+        },
+        notes: [],
+      },
+    });
+    expect(h.layout).toBeUndefined();
+    expect(failing.text('error')).toContain('cannot set up sandbox cgroups');
+    await expect(
+      h.createSandboxCgroup('local:u:t', resolveConfinementLimits()),
+    ).rejects.toMatchObject({
+      code: 'CONFINEMENT_CGROUP',
+    });
   });
 
   it('refuses to create a group for a name that is no bounded string', async () => {
