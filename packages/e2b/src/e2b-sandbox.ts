@@ -5,6 +5,7 @@ import {
   assertExecSupported,
   execResultText,
   guardedListener,
+  pacedTextListener,
 } from '@sbx/core/provider-kit';
 import { posix } from 'node:path';
 import {
@@ -209,8 +210,12 @@ export class E2BSandbox extends RemoteShellSandbox {
         timeoutMs: limit,
       },
     });
-    const toStdout = guardedListener(options.onStdout, this.#logger, this.id);
-    const toStderr = guardedListener(options.onStderr, this.#logger, this.id);
+    // The SDK's callbacks cannot be paused: listeners get the output at the shared pacer's pace
+    // (decoding and masking bounded per turn of the loop), all of it before the call returns.
+    const pacedOut = pacedTextListener(guardedListener(options.onStdout, this.#logger, this.id));
+    const pacedErr = pacedTextListener(guardedListener(options.onStderr, this.#logger, this.id));
+    const toStdout = pacedOut.listener;
+    const toStderr = pacedErr.listener;
     runOptions.onStdout = (d) => {
       stdout += d;
       toStdout?.(d);
@@ -220,36 +225,40 @@ export class E2BSandbox extends RemoteShellSandbox {
       toStderr?.(d);
     };
     try {
-      const result =
-        options.stdin === undefined
-          ? await client.commands.run(command, runOptions)
-          : await runWithStdin(client, command, runOptions, options.stdin);
-      return done(result);
-    } catch (error) {
-      if (options.signal?.aborted) throw new AbortedError(undefined, { cause: error });
-      const exited = commandExitResult(error);
-      if (exited) return done(exited);
-      if (isCommandTimeoutError(error)) {
-        return {
-          result: {
-            stdout,
-            stderr,
-            exitCode: null,
-            durationMs: performance.now() - started,
-            truncated: false,
-            timedOut: true,
-            timeoutMs: limit,
-          },
-        };
+      try {
+        const result =
+          options.stdin === undefined
+            ? await client.commands.run(command, runOptions)
+            : await runWithStdin(client, command, runOptions, options.stdin);
+        return done(result);
+      } catch (error) {
+        if (options.signal?.aborted) throw new AbortedError(undefined, { cause: error });
+        const exited = commandExitResult(error);
+        if (exited) return done(exited);
+        if (isCommandTimeoutError(error)) {
+          return {
+            result: {
+              stdout,
+              stderr,
+              exitCode: null,
+              durationMs: performance.now() - started,
+              truncated: false,
+              timedOut: true,
+              timeoutMs: limit,
+            },
+          };
+        }
+        if (isSandboxGoneError(error)) {
+          this.#dead = true;
+          this.#logger.warn('e2b sandbox is gone; marking it dead', {
+            sandboxId: this.id,
+            error: errorMessage(error),
+          });
+        }
+        return { text: `Error: ${errorMessage(error)}` };
       }
-      if (isSandboxGoneError(error)) {
-        this.#dead = true;
-        this.#logger.warn('e2b sandbox is gone; marking it dead', {
-          sandboxId: this.id,
-          error: errorMessage(error),
-        });
-      }
-      return { text: `Error: ${errorMessage(error)}` };
+    } finally {
+      await Promise.all([pacedOut.finish(), pacedErr.finish()]);
     }
   }
 
