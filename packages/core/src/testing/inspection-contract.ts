@@ -1,8 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ClockTimeoutOptions, ClockTimer } from '../async/clock.js';
-import { AbortedError, isSbxError, OwnershipBackendError } from '../errors/errors.js';
+import { AbortedError, isSbxError } from '../errors/errors.js';
 import { MemoryLeaseTable, MemoryOwnershipStore } from '../ownership/memory-ownership-store.js';
-import type { ClaimOptions, OwnershipStore } from '../ownership/ownership-store.js';
+import type { OwnershipStore } from '../ownership/ownership-store.js';
 import { canListSandboxes, canReapOrphans } from '../contract/sandbox-inspection.js';
 import type {
   OrphanCollectingProvider,
@@ -13,8 +12,10 @@ import type {
 } from '../contract/sandbox-inspection.js';
 import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import { settle, track } from './deferred.js';
-import { ManualClock } from './manual-clock.js';
+import type { ManualClock } from './manual-clock.js';
+import { RecordingOwnershipStore } from './recording-ownership-store.js';
 import { rejectionOf } from './rejection.js';
+import { WatchedClock } from './watched-clock.js';
 
 /**
  * Which inspection capabilities the provider under test declares:
@@ -112,79 +113,6 @@ const PEER = 'inspection-peer';
  */
 const LEASE_TTL_SECONDS = 30 * 24 * 3600;
 
-/** A manual clock that wakes the suite when something starts waiting on it. */
-class WatchedClock extends ManualClock {
-  #wakers: (() => void)[] = [];
-
-  override setTimeout(
-    callback: () => void | Promise<void>,
-    ms: number,
-    options?: ClockTimeoutOptions,
-  ): ClockTimer {
-    const timer = super.setTimeout(callback, ms, options);
-    for (const wake of this.#wakers.splice(0)) wake();
-    return timer;
-  }
-
-  /** Resolves once `call` has settled or a timer is pending on the clock. */
-  waitingOrSettled(call: Promise<unknown>): Promise<void> {
-    if (this.pendingTimers > 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.#wakers.push(resolve);
-      call.then(
-        () => resolve(),
-        () => resolve(),
-      );
-    });
-  }
-}
-
-type StoreWrite = 'take' | 'claim' | 'claim(forDestroy)' | 'renew' | 'release';
-
-/**
- * The provider's store: a memory store on the shared table that records every write and, while
- * `broken`, answers nothing (every call rejects with `OwnershipBackendError`).
- */
-class SuiteOwnershipStore implements OwnershipStore {
-  readonly supportsCrossProcess = true;
-  readonly writes: StoreWrite[] = [];
-  broken = false;
-
-  constructor(private readonly inner: OwnershipStore) {}
-
-  get ownerId(): string {
-    return this.inner.ownerId;
-  }
-
-  #gate<T>(write: StoreWrite | undefined, run: () => Promise<T>): Promise<T> {
-    if (write !== undefined) this.writes.push(write);
-    if (this.broken) {
-      return Promise.reject(new OwnershipBackendError('the ownership store cannot answer'));
-    }
-    return run();
-  }
-
-  take(id: string) {
-    return this.#gate('take', () => this.inner.take(id));
-  }
-  claim(id: string, options?: ClaimOptions) {
-    const write = options?.forDestroy ? 'claim(forDestroy)' : 'claim';
-    return this.#gate(write, () => this.inner.claim(id, options));
-  }
-  renew(id: string) {
-    return this.#gate('renew', () => this.inner.renew(id));
-  }
-  release(id: string) {
-    return this.#gate('release', () => this.inner.release(id));
-  }
-  owner(id: string) {
-    return this.#gate(undefined, () => this.inner.owner(id));
-  }
-  close() {
-    return this.inner.close();
-  }
-}
-
 const sorted = (ids: readonly string[]) => [...ids].sort();
 const keptIds = (report: OrphanReapReport) => sorted(report.kept.map((k) => k.id));
 const reasonOf = (report: OrphanReapReport, id: string) =>
@@ -229,7 +157,7 @@ export function describeInspectionContract(
 
   describe(`${name}: inspection contract`, () => {
     let clock: WatchedClock;
-    let store: SuiteOwnershipStore;
+    let store: RecordingOwnershipStore;
     let peer: MemoryOwnershipStore;
     let h: ListingHarness;
     let made: ListingHarness | undefined;
@@ -238,7 +166,7 @@ export function describeInspectionContract(
       made = undefined;
       clock = new WatchedClock(START_MS);
       const table = new MemoryLeaseTable({ clock });
-      store = new SuiteOwnershipStore(
+      store = new RecordingOwnershipStore(
         new MemoryOwnershipStore({ table, ownerId: SELF, ttlSeconds: LEASE_TTL_SECONDS }),
       );
       peer = new MemoryOwnershipStore({ table, ownerId: PEER, ttlSeconds: LEASE_TTL_SECONDS });
