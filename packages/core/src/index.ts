@@ -152,11 +152,11 @@ export type {
 } from './serializer/acquire-serializer.js';
 
 // @section lease-manager
+export { SandboxLeaseManager } from './execution-leases/lease-manager.js';
 export {
-  SandboxLeaseManager,
   getSandboxLeaseManager,
   discardSandboxLeaseManager,
-} from './execution-leases/lease-manager.js';
+} from './execution-leases/lease-manager-registry.js';
 export type {
   LeaseProvider,
   LeaseIdentity,

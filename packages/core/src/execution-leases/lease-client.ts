@@ -1,7 +1,7 @@
 import { AbortedError, SandboxNotFoundError } from '../errors/errors.js';
 import { createLeaseOwnerId } from './lease-context.js';
 import type { LeaseProvider } from './lease-types.js';
-import { getSandboxLeaseManager } from './lease-manager.js';
+import { getSandboxLeaseManager } from './lease-manager-registry.js';
 import type { Logger } from '../logging/logger.js';
 import { silentLogger } from '../logging/logger.js';
 import type { Sandbox } from '../contract/sandbox.js';

@@ -19,11 +19,8 @@ import {
   scrubServerOwnedContext,
 } from './lease-context.js';
 import type { LeaseProvider } from './lease-types.js';
-import {
-  SandboxLeaseManager,
-  discardSandboxLeaseManager,
-  getSandboxLeaseManager,
-} from './lease-manager.js';
+import { SandboxLeaseManager } from './lease-manager.js';
+import { discardSandboxLeaseManager, getSandboxLeaseManager } from './lease-manager-registry.js';
 import type { Logger } from '../logging/logger.js';
 import { settle, track } from '../testing/deferred.js';
 import { FakeSandboxProvider } from '../testing/fake-provider.js';
@@ -526,42 +523,6 @@ describe('SandboxLeaseManager', () => {
     expect(await runLifecycleOperation(() => 42)).toBe(42);
   });
 
-  it('L19 managers are registered by provider identity, not equality', async () => {
-    class EqualProvider extends FakeSandboxProvider {
-      equals(): boolean {
-        return true;
-      }
-      override toString(): string {
-        return 'same';
-      }
-    }
-    const a = new EqualProvider();
-    const b = new EqualProvider();
-    const ma = getSandboxLeaseManager(a);
-    expect(getSandboxLeaseManager(a)).toBe(ma);
-    const mb = getSandboxLeaseManager(b);
-    expect(mb).not.toBe(ma);
-    const sa = await ma.acquire('owner', T1);
-    expect(mb.bindingFor('owner')).toBeUndefined();
-
-    // A duck-typed provider that is not a SandboxProvider (and has no admit) works too.
-    const duck: LeaseProvider = {
-      acquire: (o) => a.acquire(o),
-      get: (id) => a.get(id),
-      release: (id) => a.release(id),
-    };
-    expect(getSandboxLeaseManager(duck)).not.toBe(ma);
-
-    expect(discardSandboxLeaseManager(b)).toBe(true);
-    expect(discardSandboxLeaseManager(b)).toBe(false);
-    expect(getSandboxLeaseManager(a)).toBe(ma);
-    expect(ma.bindingFor('owner')).toBe(sa);
-    expect(getSandboxLeaseManager(b)).not.toBe(mb); // a fresh one after discard
-    discardSandboxLeaseManager(a);
-    discardSandboxLeaseManager(b);
-    discardSandboxLeaseManager(duck);
-  });
-
   it('L20 after close or discard, new transitions fail with "AcquireSerializer is closed"', async () => {
     const { provider } = setup();
     const manager = getSandboxLeaseManager(provider);
@@ -692,16 +653,6 @@ describe('SandboxLeaseManager', () => {
     await reuse.promise;
     expect(reuse.value).toBe('fake:u1:t2');
     again?.release();
-  });
-
-  it('S13 discarding a provider’s manager closes its serializer so nothing is retained', async () => {
-    const { provider } = setup();
-    const manager = getSandboxLeaseManager(provider);
-    await manager.acquire('owner', T1);
-    expect(discardSandboxLeaseManager(provider)).toBe(true);
-    expect(manager.closed).toBe(true);
-    expect(getSandboxLeaseManager(provider)).not.toBe(manager);
-    discardSandboxLeaseManager(provider);
   });
 
   it('calls provider.admit before every provider acquire; a refused admit acquires nothing', async () => {

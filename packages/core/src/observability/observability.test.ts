@@ -6,7 +6,7 @@ import {
   OwnershipBackendError,
   SandboxFileNotFoundError,
 } from '../errors/errors.js';
-import { getSandboxLeaseManager } from '../execution-leases/lease-manager.js';
+import { getSandboxLeaseManager } from '../execution-leases/lease-manager-registry.js';
 import type { Logger } from '../logging/logger.js';
 import { instrumentProvider, METRIC_NAMES, SPAN_NAMES } from './observability.js';
 import type {
