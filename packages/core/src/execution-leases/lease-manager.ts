@@ -59,6 +59,10 @@ function threadKeyOf(identity: LeaseIdentity): string {
  * provider calls included, so a lookup-then-bind can never interleave with a last-holder
  * release of the same thread. The maps themselves are only touched in synchronous stretches;
  * nothing is locked across provider I/O except the one key whose transition is running.
+ *
+ * Kept whole: every transition reads and writes the same three maps under the same locks, so the
+ * invariants (L1: `holders` is exactly the inverse of `bindings`) are checked in one place. The
+ * types are in `lease-types.ts`, the one manager per provider in `lease-manager-registry.ts`.
  */
 export class SandboxLeaseManager {
   readonly provider: LeaseProvider;
