@@ -4,6 +4,7 @@ import {
   assertDownloadablePath,
   assertExecSupported,
   guardedListener,
+  pacedTextListener,
   decodeFileText,
   collectBoundedBytes,
 } from '@sbx/core/provider-kit';
@@ -204,15 +205,25 @@ export class OpenSandboxSandbox extends RemoteShellSandbox {
     const envs = { ...this.#environment, ...(options.env ?? {}) };
     const toLine = (message: { text: string }) =>
       message.text.endsWith('\n') ? message.text : `${message.text}\n`;
-    const out = guardedListener(options.onStdout, this.#logger, this.id);
-    const err = guardedListener(options.onStderr, this.#logger, this.id);
-    const { execution, timedOut } = await this.#run(command, timeoutSeconds, envs, options.signal, {
-      cwd: options.cwd,
-      handlers: {
-        ...(out ? { onStdout: (m: { text: string }) => out(toLine(m)) } : {}),
-        ...(err ? { onStderr: (m: { text: string }) => err(toLine(m)) } : {}),
-      },
-    });
+    // The SDK's callbacks cannot be paused: listeners get the output at the shared pacer's pace
+    // (decoding and masking bounded per turn of the loop), all of it before the call returns.
+    const out = pacedTextListener(guardedListener(options.onStdout, this.#logger, this.id));
+    const err = pacedTextListener(guardedListener(options.onStderr, this.#logger, this.id));
+    const toStdout = out.listener;
+    const toStderr = err.listener;
+    let run: RunOutcome;
+    try {
+      run = await this.#run(command, timeoutSeconds, envs, options.signal, {
+        cwd: options.cwd,
+        handlers: {
+          ...(toStdout ? { onStdout: (m: { text: string }) => toStdout(toLine(m)) } : {}),
+          ...(toStderr ? { onStderr: (m: { text: string }) => toStderr(toLine(m)) } : {}),
+        },
+      });
+    } finally {
+      await Promise.all([out.finish(), err.finish()]);
+    }
+    const { execution, timedOut } = run;
     const stdout = stdoutOf(execution);
     const stderr = joinOutputLines(execution.logs.stderr);
     const base = {
