@@ -256,13 +256,10 @@ export type { FindGrepOptions } from './search/grep-find.js';
 export { listDirTree } from './search/list-dir.js';
 export type { ListDirTreeOptions } from './search/list-dir.js';
 export { shellQuote } from './command/shell-quote.js';
-export type {
-  RemoteGlobOptions,
-  RemoteGrepOptions,
-  RemoteListDirOptions,
-  RemoteParseOptions,
-  RemoteSearchPlan,
-} from './search/search-remote.js';
+export type { RemoteParseOptions, RemoteSearchPlan } from './search/search-remote.js';
+export type { RemoteGlobOptions } from './search/search-remote-glob.js';
+export type { RemoteGrepOptions } from './search/search-remote-grep.js';
+export type { RemoteListDirOptions } from './search/search-remote-list-dir.js';
 
 // @section virtual-paths
 export { DEFAULT_SKILLS_CONTAINER_PATH } from './paths/virtual-paths.js';

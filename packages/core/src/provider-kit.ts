@@ -55,18 +55,14 @@ export { TEARDOWN_JOIN_TIMEOUT_MS, withHeldTeardownLease } from './ownership/tea
 export { requiredLiteral } from './search/grep-literal.js';
 export { translatePythonRegex } from './search/grep-pattern.js';
 export { regexToPosixEre } from './search/grep-ere.js';
+export { remoteOutputLimit } from './search/search-remote.js';
+export { buildFindCommand, parseFindOutput, planRemoteGlob } from './search/search-remote-glob.js';
+export { buildGrepCommand, parseGrepOutput, planRemoteGrep } from './search/search-remote-grep.js';
 export {
-  buildFindCommand,
-  buildGrepCommand,
   buildListDirCommand,
-  parseFindOutput,
-  parseGrepOutput,
   parseListDirOutput,
-  planRemoteGlob,
-  planRemoteGrep,
   planRemoteListDir,
-  remoteOutputLimit,
-} from './search/search-remote.js';
+} from './search/search-remote-list-dir.js';
 export { boundedHealthCheck } from './contract/bounded-health-check.js';
 export {
   assertDownloadablePath,

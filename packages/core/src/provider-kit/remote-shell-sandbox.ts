@@ -10,7 +10,9 @@ import type {
 import { assertSandboxFilePath } from '../contract/sandbox-file-checks.js';
 import { InvalidArgumentError } from '../errors/errors.js';
 import { shellQuote } from '../command/shell-quote.js';
-import { planRemoteGlob, planRemoteGrep, planRemoteListDir } from '../search/search-remote.js';
+import { planRemoteGlob } from '../search/search-remote-glob.js';
+import { planRemoteGrep } from '../search/search-remote-grep.js';
+import { planRemoteListDir } from '../search/search-remote-list-dir.js';
 
 /**
  * The base of a sandbox reached through a remote shell (E2B, BoxLite, Tenki, OpenSandbox):

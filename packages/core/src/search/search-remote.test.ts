@@ -12,16 +12,10 @@ import {
 import { findGlobMatches } from './glob-find.js';
 import { findGrepMatches } from './grep-find.js';
 import { listDirTree } from './list-dir.js';
-import {
-  buildGrepCommand,
-  parseFindOutput,
-  parseGrepOutput,
-  parseListDirOutput,
-  planRemoteGlob,
-  planRemoteGrep,
-  planRemoteListDir,
-  remoteOutputLimit,
-} from './search-remote.js';
+import { remoteOutputLimit } from './search-remote.js';
+import { parseFindOutput, planRemoteGlob } from './search-remote-glob.js';
+import { buildGrepCommand, parseGrepOutput, planRemoteGrep } from './search-remote-grep.js';
+import { parseListDirOutput, planRemoteListDir } from './search-remote-list-dir.js';
 
 let tmp: string;
 let n = 0;
