@@ -314,8 +314,8 @@ describe('runDoctorChecks', () => {
     await fakeInstall(project.dir, { '@sbx/local': '0.1.0' });
     const report = await runDoctorChecks({
       ...options(),
-      confinementProbe: async (limits) => ({
-        ...(await confinedHost(limits)),
+      confinementProbe: async (request) => ({
+        ...(await confinedHost(request)),
         checks: [
           {
             id: 'confinement.userns',
@@ -342,9 +342,9 @@ describe('runDoctorChecks', () => {
     const report = await runDoctorChecks({
       ...options(),
       config: { provider: '@sbx/e2b' },
-      confinementProbe: async (limits) => {
+      confinementProbe: async (request) => {
         probed = true;
-        return confinedHost(limits);
+        return confinedHost(request);
       },
     });
     expect(probed).toBe(false);

@@ -36,7 +36,7 @@ function context(
 
 /** A host without bubblewrap, recording the limits it was asked about. */
 function noBwrap(asked: ConfinementLimits[]): ConfinementProber {
-  return async (limits): Promise<ConfinementReport> => {
+  return async ({ limits }): Promise<ConfinementReport> => {
     asked.push(limits);
     return {
       checks: [
@@ -115,5 +115,15 @@ describe('confinementChecks', () => {
       required: true,
       check: { status: 'fail', fix: expect.stringContaining('isolation') },
     });
+  });
+
+  it('asks as the configured sandbox user', async () => {
+    const owners: unknown[] = [];
+    const prober: ConfinementProber = async (request) => {
+      owners.push(request.owner);
+      return noBwrap([])(request);
+    };
+    await confinementChecks(context({ sandbox_uid: 1234, sandbox_gid: 'x' }), prober);
+    expect(owners).toEqual([{ uid: 1234 }]);
   });
 });

@@ -11,11 +11,21 @@ import type { Check, ProbeContext } from './doctor-probe.js';
 /** The group of the confinement rows in `sbx doctor`. */
 export const CONFINEMENT_GROUP = 'confinement';
 
-/** How the host's confinement is probed (tests describe a host instead). */
-export type ConfinementProber = (limits: ConfinementLimits) => Promise<ConfinementReport>;
+/** What the doctor asks the probes about: the configured limits and sandbox user. */
+export interface ConfinementProbeRequest {
+  readonly limits: ConfinementLimits;
+  readonly owner: { readonly uid?: number; readonly gid?: number };
+}
 
-export const defaultConfinementProber: ConfinementProber = (limits) =>
-  probeConfinementHost({ limits });
+/** How the host's confinement is probed (tests describe a host instead). */
+export type ConfinementProber = (request: ConfinementProbeRequest) => Promise<ConfinementReport>;
+
+export const defaultConfinementProber: ConfinementProber = ({ limits, owner }) =>
+  probeConfinementHost({ limits, owner });
+
+function configuredId(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
 
 /** Rows that decide whether commands can run confined at all (the rest are about limits). */
 const CONFINING = new Set(['confinement.bwrap', 'confinement.userns', 'confinement.seccomp']);
@@ -53,7 +63,12 @@ export async function confinementChecks(
   ctx.onProgress('probing confinement (bubblewrap, user namespaces, seccomp, cgroups)');
   let report: ConfinementReport;
   try {
-    report = await prober(limits);
+    const uid = configuredId(block?.sandbox_uid);
+    const gid = configuredId(block?.sandbox_gid);
+    report = await prober({
+      limits,
+      owner: { ...(uid === undefined ? {} : { uid }), ...(gid === undefined ? {} : { gid }) },
+    });
   } catch (err) {
     return [
       {

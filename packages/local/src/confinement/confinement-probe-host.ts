@@ -23,8 +23,15 @@ export interface ProbeHost {
   /** The whole (small) file, or undefined when it cannot be read. */
   readFile(file: string): Promise<string | undefined>;
   executable(file: string): Promise<boolean>;
-  /** Runs `file` with `args`, a fixed `PATH` and nothing else in the environment. */
-  run(file: string, args: readonly string[]): Promise<ProbeRun>;
+  /**
+   * Runs `file` with `args`, a fixed `PATH` and nothing else in the environment; as `as` (a host
+   * uid and gid) when given, which needs root.
+   */
+  run(
+    file: string,
+    args: readonly string[],
+    as?: { readonly uid: number; readonly gid: number },
+  ): Promise<ProbeRun>;
 }
 
 /** Each probe command's time limit. */
@@ -50,12 +57,13 @@ export const realProbeHost: ProbeHost = {
       return false;
     }
   },
-  run(file, args) {
+  run(file, args, as) {
     return new Promise((resolve) => {
       execFile(
         file,
         [...args],
         {
+          ...(as ? { uid: as.uid, gid: as.gid } : {}),
           timeout: PROBE_RUN_TIMEOUT_MS,
           killSignal: 'SIGKILL',
           maxBuffer: PROBE_OUTPUT_BYTES,

@@ -105,26 +105,48 @@ describe('probeConfinementHost on described hosts', () => {
     expect(userns.fix).toMatch(/sysctl -w kernel.apparmor_restrict_unprivileged_userns=0/);
   });
 
-  it('does not blame AppArmor or the userns sysctl for root, which they do not restrict', async () => {
-    const r = await probe({
+  it("tries a root gateway's namespaces as its sandbox user, whom AppArmor does restrict", async () => {
+    const asked: unknown[] = [];
+    const described = host({
       uid: 0,
-      files: {
-        '/proc/sys/kernel/apparmor_restrict_unprivileged_userns': '1\n',
-        '/proc/sys/kernel/unprivileged_userns_clone': '0\n',
-      },
+      files: { '/proc/sys/kernel/apparmor_restrict_unprivileged_userns': '1\n' },
       runs: {
         [USERNS]: {
           status: 1,
           stdout: '',
-          stderr: 'bwrap: Creating new namespace failed: Invalid argument\n',
+          stderr: 'bwrap: setting up uid map: Permission denied\n',
         },
       },
     });
+    const r = await probeConfinementHost({
+      host: {
+        ...described,
+        run: async (file, args, as) => {
+          asked.push(as);
+          return described.run(file, args, as);
+        },
+      },
+      cgroupSource: noCgroups,
+      owner: { uid: 1234 },
+    });
+    expect(asked).toContainEqual({ uid: 1234, gid: 65534 });
     expect(row(r, 'confinement.userns')).toMatchObject({
       status: 'fail',
-      detail:
-        'bwrap could not create a user namespace: bwrap: Creating new namespace failed: Invalid argument',
+      detail: expect.stringMatching(
+        /AppArmor restricts .* as uid 1234 \(the sandbox user of a root gateway\)$/,
+      ),
     });
+  });
+
+  it("tries a non-root gateway's namespaces as itself", async () => {
+    const asked: unknown[] = [];
+    const described = host({ runs: { [USERNS]: RAN } });
+    await probeConfinementHost({
+      host: { ...described, run: async (f, a, as) => (asked.push(as), described.run(f, a, as)) },
+      cgroupSource: noCgroups,
+      owner: { uid: 1234 },
+    });
+    expect(asked).toEqual([undefined, undefined]);
   });
 
   it('names kernel.unprivileged_userns_clone = 0', async () => {

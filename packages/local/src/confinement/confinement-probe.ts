@@ -7,6 +7,7 @@ import {
 import { DEFAULT_CONFINEMENT_LIMITS, type ConfinementLimits } from './cgroup-limits.js';
 import { realProbeHost, type ProbeHost } from './confinement-probe-host.js';
 import { PRLIMIT_CANDIDATES } from './rlimit-wrapper.js';
+import { DEFAULT_SANDBOX_GID, DEFAULT_SANDBOX_UID, type SandboxOwner } from './sandbox-owner.js';
 
 export type ConfinementCheckStatus = 'ok' | 'fail' | 'skip';
 
@@ -44,6 +45,11 @@ export interface ConfinementProbeOptions {
   readonly cgroupSource?: CgroupDetectionSource;
   /** The configured limits, for the "in force" line. Default: the defaults. */
   readonly limits?: ConfinementLimits;
+  /**
+   * The unprivileged host user a root gateway starts namespaces as (`sandbox.local.sandbox_uid`,
+   * `sandbox_gid`). Default 65534. Ignored when not root: commands run as the gateway's user.
+   */
+  readonly owner?: Partial<SandboxOwner>;
 }
 
 /** Fixed system locations (as the launcher looks): never the caller's `PATH`. */
@@ -97,6 +103,7 @@ function sysctlValue(text: string | undefined): string | undefined {
 async function diagnoseUserNamespaces(
   host: ProbeHost,
   stderr: string,
+  unprivileged: boolean,
 ): Promise<{ detail: string; fix: string }> {
   const words = said(stderr);
   const max = sysctlValue(await host.readFile('/proc/sys/user/max_user_namespaces'));
@@ -106,7 +113,6 @@ async function diagnoseUserNamespaces(
       fix: 'sudo sysctl -w user.max_user_namespaces=15000, and persist it in /etc/sysctl.d/',
     };
   }
-  const unprivileged = host.uid !== 0;
   if (
     unprivileged &&
     sysctlValue(await host.readFile('/proc/sys/kernel/unprivileged_userns_clone')) === '0'
@@ -191,7 +197,16 @@ async function bwrapCheck(
   };
 }
 
-async function usernsCheck(host: ProbeHost, bwrap: string | undefined): Promise<ConfinementCheck> {
+/**
+ * Tries what the provider will do: a root gateway creates its namespaces as an unprivileged host
+ * user (so AppArmor's and the sysctl's restrictions on unprivileged user namespaces apply to it),
+ * any other gateway as itself.
+ */
+async function usernsCheck(
+  host: ProbeHost,
+  bwrap: string | undefined,
+  owner: SandboxOwner | undefined,
+): Promise<ConfinementCheck> {
   const title = 'user namespaces usable';
   if (!bwrap) {
     return {
@@ -201,13 +216,14 @@ async function usernsCheck(host: ProbeHost, bwrap: string | undefined): Promise<
       detail: 'bubblewrap is not installed',
     };
   }
-  const run = await host.run(bwrap, ['--unshare-user', '--ro-bind', '/', '/', 'true']);
+  const run = await host.run(bwrap, ['--unshare-user', '--ro-bind', '/', '/', 'true'], owner);
+  const who = owner ? ` as uid ${owner.uid} (the sandbox user of a root gateway)` : '';
   if (run.status === 0) {
     return {
       id: 'confinement.userns',
       title,
       status: 'ok',
-      detail: `bwrap --unshare-user ran${host.uid === 0 ? ' (as root)' : ''}`,
+      detail: `bwrap --unshare-user ran${who}`,
     };
   }
   if (run.error) {
@@ -215,15 +231,21 @@ async function usernsCheck(host: ProbeHost, bwrap: string | undefined): Promise<
       id: 'confinement.userns',
       title,
       status: 'fail',
-      detail: `bwrap --unshare-user did not finish: ${run.error}`,
+      detail: `bwrap --unshare-user did not finish${who}: ${run.error}`,
       fix: 'run bwrap --unshare-user --ro-bind / / true by hand to see where it hangs',
     };
   }
+  const diagnosis = await diagnoseUserNamespaces(
+    host,
+    run.stderr,
+    owner !== undefined || host.uid !== 0,
+  );
   return {
     id: 'confinement.userns',
     title,
     status: 'fail',
-    ...(await diagnoseUserNamespaces(host, run.stderr)),
+    detail: diagnosis.detail + who,
+    fix: diagnosis.fix,
   };
 }
 
@@ -403,7 +425,16 @@ export async function probeConfinementHost(
   }
   const { check: bwrapRow, bwrap } = await bwrapCheck(host);
   const [userns, seccomp, cgroups, container, prlimit] = await Promise.all([
-    usernsCheck(host, bwrap?.path),
+    usernsCheck(
+      host,
+      bwrap?.path,
+      host.uid === 0
+        ? {
+            uid: options.owner?.uid ?? DEFAULT_SANDBOX_UID,
+            gid: options.owner?.gid ?? DEFAULT_SANDBOX_GID,
+          }
+        : undefined,
+    ),
     seccompCheck(host),
     detectCgroups(options.cgroupSource ?? hostCgroupSource),
     containerKind(host),
