@@ -51,6 +51,14 @@ export function findRlimitWrapper(candidates: readonly string[]): RlimitWrapper 
  * namespace, ignored for root outside one), `data` = `memoryBytes` (private writable memory of one process, which
  * unlike `as` leaves large reservations such as V8's alone), `fsize` = `fileSizeBytes`.
  *
+ *
+ * Where it goes matters for `nproc`: since Linux 5.14 it is counted per user per user namespace,
+ * up the chain, and a namespace's ceiling for its creator's user is the creator's limit when the
+ * namespace was made. Wrap the commands that run in (or enter) the sandbox's namespace, not the
+ * bubblewrap that creates it: wrapped around the creation, the limit would become the ceiling of
+ * the host user every sandbox of a root gateway shares, and one tenant's processes would count
+ * against another's.
+ *
  * @throws InvalidArgumentError for an empty argv, a non-string element, or limits outside bounds
  */
 export function rlimitArgv(
