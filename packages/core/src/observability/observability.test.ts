@@ -453,6 +453,20 @@ describe('instrumentProvider with an explicit tracer and meter', () => {
     expect(provider.events.size).toBe(0);
   });
 
+  it('a collection that took its callbacks before shutdown observes nothing after it', async () => {
+    const provider = new ReportingProvider();
+    const wrapped = instrumentProvider(provider, { tracer, meter });
+    await wrapped.acquire({ threadId: 't' });
+    // A metric reader mid-collection holds the callbacks it read before the shutdown removed them.
+    const held = [...meter.observables.values()].flatMap((o) => [...o.callbacks]);
+    expect(held).toHaveLength(2);
+    await wrapped.shutdown();
+    const seen: number[] = [];
+    for (const callback of held)
+      await callback({ observe: (value: number) => void seen.push(value) });
+    expect(seen).toEqual([]);
+  });
+
   it('creates no gauges for a provider without counts', async () => {
     const wrapped = instrumentProvider(new MemorySandboxProvider(), { tracer, meter });
     await wrapped.acquire({ threadId: 't' });

@@ -3,15 +3,10 @@ import { InvalidArgumentError, OwnershipBackendError } from '../errors/errors.js
 import type { Logger } from '../logging/logger.js';
 import { silentLogger } from '../logging/logger.js';
 import type { AcquirePath, SandboxProviderEvent } from '../contract/provider-events.js';
-import { hasProviderEvents, hasSandboxCounts } from '../contract/provider-events.js';
-import type {
-  OtelApi,
-  TelemetryAttributes,
-  TelemetryObservableCallback,
-  TelemetryObservableGauge,
-  TelemetrySpan,
-} from './observability-otel.js';
-import { loadOtelApi, SPAN_STATUS_ERROR, TELEMETRY_SCOPE } from './observability-otel.js';
+import { hasProviderEvents } from '../contract/provider-events.js';
+import type { TelemetryAttributes, TelemetrySpan } from './observability-otel.js';
+import { SPAN_STATUS_ERROR } from './observability-otel.js';
+import { createTelemetry } from './telemetry-instruments.js';
 import type {
   ExecuteCommandOptions,
   Sandbox,
@@ -21,11 +16,8 @@ import type {
 import type { AcquireOptions, SandboxProvider } from '../contract/sandbox-provider.js';
 import { errorMessage } from '../errors/error-inspection.js';
 
-export { METRIC_NAMES, SPAN_NAMES, UNKNOWN_ACQUIRE_PATH } from './instrumentation-support.js';
-export type { InstrumentProviderOptions } from './instrumentation-support.js';
 import {
   MAX_UNCLAIMED_PATHS,
-  METRIC_NAMES,
   NO_TELEMETRY,
   SPAN_NAMES,
   UNKNOWN_ACQUIRE_PATH,
@@ -43,6 +35,14 @@ import type {
   Telemetry,
 } from './instrumentation-support.js';
 
+export { METRIC_NAMES, SPAN_NAMES, UNKNOWN_ACQUIRE_PATH } from './instrumentation-support.js';
+export type { InstrumentProviderOptions } from './instrumentation-support.js';
+
+/**
+ * The instrumentation of one provider: its wrapped lifecycle methods and the sandboxes it hands
+ * out, recording into the telemetry `createTelemetry` made. Kept whole: the acquire scope, the
+ * paths the provider reports, the spans and the teardown all share this state.
+ */
 class ProviderInstrumentation<P extends SandboxProvider> {
   readonly #target: P;
   readonly #logger: Logger;
@@ -68,7 +68,11 @@ class ProviderInstrumentation<P extends SandboxProvider> {
     if (hasProviderEvents(target)) {
       this.#unsubscribe = target.onEvent((event) => this.#onProviderEvent(event));
     }
-    this.#ready = this.#resolve(options).catch((err: unknown) => {
+    this.#ready = createTelemetry(options, {
+      target,
+      logger: this.#logger,
+      detached: () => this.#detached,
+    }).catch((err: unknown) => {
       // A tracer or meter that throws while creating instruments must not fail sandbox calls.
       this.#logger.warn('telemetry setup failed; sbx calls run uninstrumented', { error: err });
       return NO_TELEMETRY;
@@ -114,67 +118,6 @@ class ProviderInstrumentation<P extends SandboxProvider> {
       default:
         return original;
     }
-  }
-
-  async #resolve(options: InstrumentProviderOptions): Promise<Telemetry> {
-    let api: OtelApi | undefined;
-    try {
-      api = await loadOtelApi(options.importer);
-    } catch (err) {
-      // A broken install must not fail sandbox calls; the explicit tracer/meter still work.
-      this.#logger.warn(
-        '@opentelemetry/api could not be loaded; using only the given tracer/meter',
-        {
-          error: err,
-        },
-      );
-    }
-    if (!api) this.#logger.debug('@opentelemetry/api is not installed; global telemetry is off');
-    const tracer = options.tracer ?? api?.trace.getTracer(TELEMETRY_SCOPE);
-    const meter = options.meter ?? api?.metrics.getMeter(TELEMETRY_SCOPE);
-    const gauges: [TelemetryObservableGauge, TelemetryObservableCallback][] = [];
-    const target = this.#target;
-    if (meter && hasSandboxCounts(target)) {
-      const observe = (key: 'active' | 'warm') => (result: { observe(value: number): void }) => {
-        if (this.#detached) return;
-        try {
-          result.observe(target.sandboxCounts()[key]);
-        } catch (err) {
-          this.#logger.warn('sandboxCounts() failed; gauge skipped', { gauge: key, error: err });
-        }
-      };
-      for (const [name, key, description] of [
-        [METRIC_NAMES.activeSandboxes, 'active', 'Sandboxes acquired and not released'],
-        [METRIC_NAMES.warmSandboxes, 'warm', 'Released sandboxes parked for reuse'],
-      ] as const) {
-        const gauge = meter.createObservableGauge(name, { description, unit: '{sandbox}' });
-        const callback = observe(key);
-        gauge.addCallback(callback);
-        gauges.push([gauge, callback]);
-      }
-    }
-    return {
-      api,
-      tracer,
-      acquireDuration: meter?.createHistogram(METRIC_NAMES.acquireDuration, {
-        description: 'Time to acquire a sandbox, by acquire path',
-        unit: 's',
-      }),
-      operationDuration: meter?.createHistogram(METRIC_NAMES.operationDuration, {
-        description: 'Time of one sandbox operation (command, file or search call)',
-        unit: 's',
-      }),
-      ownershipErrors: meter?.createCounter(METRIC_NAMES.ownershipErrors, {
-        description: 'Ownership store calls that could not be answered',
-      }),
-      adoptions: meter?.createCounter(METRIC_NAMES.adoptions, {
-        description: 'Orphaned sandboxes adopted by reconciliation',
-      }),
-      reaps: meter?.createCounter(METRIC_NAMES.reaps, {
-        description: 'Orphaned or duplicate sandboxes destroyed by reconciliation',
-      }),
-      gauges,
-    };
   }
 
   /**
