@@ -93,6 +93,9 @@ export const SECCOMP_REFUSED_SYSCALLS: readonly RefusedSyscall[] = [
   {
     syscall: 'clone',
     errno: 'EPERM',
+    // The flags are the first argument on both architectures: kernel/fork.c declares clone with
+    // clone_flags first unless CONFIG_CLONE_BACKWARDS2 (s390), and arm64 selects
+    // CONFIG_CLONE_BACKWARDS, which only swaps tls and child_tidptr.
     when: [{ arg: 0, anyBitOf: CLONE_NAMESPACE_FLAGS }],
     condition: 'with a CLONE_NEW* namespace flag',
     reason: 'creates namespaces like unshare; plain fork and threads stay allowed',
