@@ -8,8 +8,8 @@ import {
   silentLogger,
 } from '@sbx/core';
 import { LocalSandboxProvider } from '@sbx/local';
-import { generateText, stepCountIs, type ModelMessage } from 'ai';
-import { MockLanguageModelV4 } from 'ai/test';
+import { generateText, stepCountIs, streamText, type ModelMessage } from 'ai';
+import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { createSbxTools } from './create-sbx-tools.js';
 import { sbxToolsContext } from './sbx-run-context.js';
@@ -64,6 +64,16 @@ function scriptedModel(steps: ScriptedStep[]) {
 }
 
 const FILE = '/mnt/user-data/workspace/hello.py';
+
+/** A tool's result when called directly: the last value of an async iterable (bash streams). */
+async function settle<T>(result: AsyncIterable<T> | PromiseLike<T> | T): Promise<T> {
+  if (typeof result === 'object' && result !== null && Symbol.asyncIterator in result) {
+    let last: T | undefined;
+    for await (const value of result) last = value;
+    return last as T;
+  }
+  return await result;
+}
 
 describe('@sbx/ai-sdk with the real AI SDK and a scripted model', () => {
   let baseDir: string;
@@ -287,12 +297,14 @@ describe('@sbx/ai-sdk threads from the call context', () => {
     const read = tools.read_file!;
     const call = { toolCallId: 'c', messages: [] };
     const ctx = (threadId: string) => ({ ...call, context: { threadId } });
-    await bash.execute!({ command: 'printf one > same.txt' }, ctx('t-x'));
-    await bash.execute!({ command: 'printf two > same.txt' }, ctx('t-y'));
-    await read.execute!({ path: '/mnt/user-data/workspace/same.txt' }, ctx('t-x'));
+    await settle(bash.execute!({ command: 'printf one > same.txt' }, ctx('t-x')));
+    await settle(bash.execute!({ command: 'printf two > same.txt' }, ctx('t-y')));
+    await settle(read.execute!({ path: '/mnt/user-data/workspace/same.txt' }, ctx('t-x')));
     // t-y never read its file: its write is refused although t-x read a file of that name.
     await expect(
-      write.execute!({ path: '/mnt/user-data/workspace/same.txt', content: 'x' }, ctx('t-y')),
+      settle(
+        write.execute!({ path: '/mnt/user-data/workspace/same.txt', content: 'x' }, ctx('t-y')),
+      ),
     ).rejects.toMatchObject({ code: 'READ_BEFORE_WRITE' });
   });
 
@@ -338,7 +350,7 @@ describe('@sbx/ai-sdk threads from the call context', () => {
   it('without threadFromContext every call runs in the thread given at creation', async () => {
     const tools = createSbxTools({ provider, threadId: 'bound' });
     const ctx = { toolCallId: 'c', messages: [], context: { threadId: 'elsewhere' } };
-    await tools.bash.execute!({ command: 'printf here > where.txt' }, ctx as never);
+    await settle(tools.bash.execute!({ command: 'printf here > where.txt' }, ctx as never));
     const bound = provider.get(await provider.acquire({ threadId: 'bound' }));
     expect(await bound?.readFile(`/mnt/user-data/workspace/where.txt`)).toBe('here');
     const typed = createSbxTools({ provider, threadId: 'bound', threadFromContext: true });
@@ -376,6 +388,137 @@ describe('@sbx/ai-sdk threads from the call context', () => {
     const runners = new ThreadRunners({ provider, threadId: 'base', leaseOwnerId: 'run-1' });
     expect(() => runners.for({ threadId: 'other' })).toThrow(/leaseOwnerId/);
     expect(runners.for({ threadId: 'base' })).toBe(runners.base);
+  });
+});
+
+describe('@sbx/ai-sdk streams bash output as preliminary tool results', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-ai-sdk-stream-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  type StreamPart =
+    Awaited<ReturnType<MockLanguageModelV4['doStream']>>['stream'] extends ReadableStream<infer P>
+      ? P
+      : never;
+
+  /** A streaming model: one bash call, then "done". */
+  function streamingModel(command: string) {
+    let step = 0;
+    return new MockLanguageModelV4({
+      doStream: async () => {
+        step += 1;
+        const parts: StreamPart[] =
+          step === 1
+            ? [
+                { type: 'stream-start' as const, warnings: [] },
+                {
+                  type: 'tool-call' as const,
+                  toolCallId: 'call-1',
+                  toolName: 'bash',
+                  input: JSON.stringify({ command }),
+                },
+                {
+                  type: 'finish' as const,
+                  finishReason: { unified: 'tool-calls' as const, raw: 'tool_calls' },
+                  usage,
+                },
+              ]
+            : [
+                { type: 'stream-start' as const, warnings: [] },
+                { type: 'text-start' as const, id: 't' },
+                { type: 'text-delta' as const, id: 't', delta: 'done' },
+                { type: 'text-end' as const, id: 't' },
+                {
+                  type: 'finish' as const,
+                  finishReason: { unified: 'stop' as const, raw: 'stop' },
+                  usage,
+                },
+              ];
+        return { stream: convertArrayToReadableStream(parts) };
+      },
+    });
+  }
+
+  it('streamText shows the first line before the command ends, then the final result', async () => {
+    const tools = createSbxTools({ provider, threadId: 't1' });
+    // The command waits (bounded) for a file the test writes only once it saw the first line.
+    const command =
+      'echo first; for i in $(seq 400); do [ -f go ] && break; sleep 0.05; done; echo second';
+    const result = streamText({
+      model: streamingModel(command),
+      tools,
+      stopWhen: stepCountIs(3),
+      prompt: 'go',
+    });
+    const seen: { preliminary: boolean; output: unknown }[] = [];
+    for await (const part of result.fullStream) {
+      if (part.type !== 'tool-result') continue;
+      seen.push({ preliminary: part.preliminary === true, output: part.output });
+      if (part.preliminary && String(part.output).includes('first') && seen.length === 1) {
+        const sandbox = await sandboxOf('t1');
+        await sandbox.writeFile('/mnt/user-data/workspace/go', '');
+      }
+    }
+    expect(seen[0]).toEqual({ preliminary: true, output: 'first\n' });
+    expect(seen.at(-1)).toEqual({ preliminary: false, output: 'first\nsecond\n' });
+    expect(await result.text).toBe('done');
+  });
+
+  async function sandboxOf(threadId: string) {
+    const sandbox = provider.get(await provider.acquire({ threadId }));
+    if (!sandbox) throw new Error('no sandbox');
+    return sandbox;
+  }
+
+  it('a flood of lines gives few preliminary results, each bounded by the stream limit', async () => {
+    const tools = createSbxTools({
+      provider,
+      threadId: 't2',
+      config: { bashOutputMaxChars: 4000 },
+    });
+    const ctx = { toolCallId: 'c', messages: [] };
+    const outputs: string[] = [];
+    const iterable = tools.bash.execute!({ command: 'seq 1 20000' }, ctx as never);
+    for await (const output of iterable as AsyncIterable<string>) outputs.push(output);
+    const preliminary = outputs.slice(0, -1);
+    expect(preliminary.length).toBeGreaterThan(0);
+    // The stream stops at the limit (plus its notice); the final result is bash's own text.
+    expect(Math.max(...preliminary.map((o) => o.length))).toBeLessThanOrEqual(4000 + 200);
+    expect(outputs.at(-1)).toMatch(/^1\n2\n[\s\S]*\n20000\n$/);
+  });
+
+  it('lines arriving one by one are not each re-sent whole: all preliminary results stay linear', async () => {
+    const tools = createSbxTools({ provider, threadId: 't4' });
+    const ctx = { toolCallId: 'c', messages: [] };
+    const outputs: string[] = [];
+    const command = 'for i in $(seq 300); do echo line-$i; sleep 0.005; done';
+    const iterable = tools.bash.execute!({ command }, ctx as never);
+    for await (const output of iterable as AsyncIterable<string>) outputs.push(output);
+    const final = outputs.at(-1)!;
+    expect(final.split('\n')).toHaveLength(301);
+    const streamedTotal = outputs.slice(0, -1).reduce((n, o) => n + o.length, 0);
+    expect(streamedTotal).toBeLessThanOrEqual(17 * final.length);
+  });
+
+  it('a failing command’s preliminary results come before its tool-error', async () => {
+    const tools = createSbxTools({ provider, threadId: 't3' });
+    const ctx = { toolCallId: 'c', messages: [] };
+    const outputs: string[] = [];
+    const iterable = tools.bash.execute!({ command: 'echo partial; exit 5' }, ctx as never);
+    await expect(
+      (async () => {
+        for await (const output of iterable as AsyncIterable<string>) outputs.push(output);
+      })(),
+    ).rejects.toMatchObject({ name: 'SbxToolError', message: 'partial\n\nExit Code: 5' });
+    expect(outputs).toEqual(['partial\n']);
   });
 });
 

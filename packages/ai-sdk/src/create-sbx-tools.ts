@@ -3,6 +3,7 @@ import { describingToolSchema } from '@sbx/core/internal';
 import type { FlexibleSchema, Tool } from 'ai';
 import { runIdentityOf, sbxRunContextSchema, type SbxRunContext } from './sbx-run-context.js';
 import { SbxToolError } from './sbx-tool-error.js';
+import { streamedCall } from './streamed-call.js';
 import { ThreadRunners } from './thread-runners.js';
 
 /**
@@ -69,11 +70,15 @@ function aiSdkTool<K extends ToolName>(
     // default.
     ...(strict !== undefined ? { strict } : {}),
     contextSchema: sbxRunContextSchema,
-    execute: async (input, options) => {
+    execute: (input, options) => {
       const runner = threadFromContext ? runners.for(runIdentityOf(options)) : runners.base;
-      const result = await runner.call(name, input, { signal: options.abortSignal });
-      if (result.isError) throw new SbxToolError(result);
-      return result.text;
+      // bash's output is shown while it runs, as preliminary results; the other tools answer at
+      // once.
+      if (name === 'bash') return streamedCall(runner, name, input, options.abortSignal);
+      return runner.call(name, input, { signal: options.abortSignal }).then((result) => {
+        if (result.isError) throw new SbxToolError(result);
+        return result.text;
+      });
     },
     // Tool results are plain text for the model, as the tools write them.
     toModelOutput: ({ output }) => ({ type: 'text', value: output }),
