@@ -235,7 +235,15 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
         { path: 'maxCachedThreads', message: `must be a positive integer, got ${max}` },
       ]);
     }
-    this.threads = new (lruCache().LRUCache)<string, ThreadEntry>({ max });
+    this.threads = new (lruCache().LRUCache)<string, ThreadEntry>({
+      max,
+      // A confined thread evicted from the cache ends with its namespace: the cache's bound is
+      // also the bound on live namespaces (and their processes and cgroups), so a tenant cannot
+      // grow them by naming thread after thread.
+      dispose: (_entry, id, reason) => {
+        if (reason === 'evict') this.endNamespace(id, 'evicted from the cache');
+      },
+    });
     this.staticMappings = this.buildStaticMappings(options.mounts ?? config.mounts ?? []);
   }
 
@@ -521,6 +529,19 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       shell: this.shell,
       logger: this.logger,
     };
+  }
+
+  /** Ends a sandbox's namespace in the background (eviction), with a log line if that fails. */
+  private endNamespace(sandboxId: string, why: string): void {
+    const namespace = this.namespaces.get(sandboxId);
+    if (!namespace) return;
+    this.namespaces.delete(sandboxId);
+    namespace.kill().catch((error: unknown) => {
+      this.logger.error(`A sandbox namespace ${why} could not be ended`, {
+        sandboxId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    });
   }
 
   /** The namespace of a sandbox id (one per id, shared by every sandbox object of it). */

@@ -326,6 +326,25 @@ describe.runIf(confinable)('confined commands cannot escape their thread', () =>
       expect(await namespaceEmptiedWithin(ns, GONE_DEADLINE_MS)).toEqual([]);
     });
 
+    it('a thread evicted from the cache ends with its namespace (live namespaces are bounded)', async () => {
+      const small = new LocalSandboxProvider({
+        baseDir: base,
+        isolation: 'bwrap',
+        maxCachedThreads: 1,
+        logger: silentLogger,
+      });
+      try {
+        const firstId = await small.acquire({ userId: 'alice', threadId: 'evicted' });
+        await small.get(firstId)!.exec('setsid env -i sleep 600 >/dev/null 2>&1 &');
+        const ns = (await pidNamespaceOf(small.confinedInitPid(firstId)!))!;
+        await small.acquire({ userId: 'alice', threadId: 'evicting' });
+        expect(small.confinedInitPid(firstId)).toBeUndefined();
+        expect(await namespaceEmptiedWithin(ns, GONE_DEADLINE_MS)).toEqual([]);
+      } finally {
+        await small.shutdown();
+      }
+    });
+
     it('unconfined, `setsid env -i` survives release (what the namespace closes)', async () => {
       const pidFile = path.join(base, `survivor-${randomBytes(4).toString('hex')}`);
       const id = await host.acquire({ userId: 'alice', threadId: 'survivor' });
