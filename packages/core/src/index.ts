@@ -4,6 +4,14 @@
 export * from './errors/errors.js';
 export * from './errors/process-errors.js';
 export { SkillPolicyViewError } from './errors/skill-policy-errors.js';
+export { CapabilityNotSupportedError, SnapshotNotFoundError } from './errors/capability-errors.js';
+export type { SandboxCapability } from './errors/capability-errors.js';
+export {
+  CheckpointEntryRefusedError,
+  CheckpointIntegrityError,
+  CheckpointLimitError,
+} from './errors/checkpoint-errors.js';
+export type { CheckpointLimitName } from './errors/checkpoint-errors.js';
 
 // --- optional dependencies
 export { loadOptionalDependency } from './modules/optional-dependency.js';
@@ -51,6 +59,8 @@ export type {
   SkillsView,
   SyncAgentSkillsOptions,
 } from './contract/sandbox-provider.js';
+export { NO_LIFECYCLE_SUPPORT } from './contract/sandbox-lifecycle.js';
+export type { SandboxLifecycleSupport, SnapshotRef } from './contract/sandbox-lifecycle.js';
 
 // @section config
 

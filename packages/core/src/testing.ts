@@ -50,6 +50,7 @@ export type { SandboxUnderTest, SandboxContractOptions } from './testing/sandbox
 // @section provider-contract
 export { describeProviderContract } from './testing/provider-contract.js';
 export type { ProviderUnderTest, ProviderContractOptions } from './testing/provider-contract.js';
+export { describeLifecycleContract } from './testing/lifecycle-contract.js';
 export { describeInspectionContract } from './testing/inspection-contract.js';
 export type {
   InspectionCapabilities,

@@ -1,6 +1,12 @@
-import { SandboxRuntimeError } from '../errors/errors.js';
+import { CapabilityNotSupportedError } from '../errors/capability-errors.js';
+import { InvalidArgumentError, SandboxRuntimeError } from '../errors/errors.js';
 import { assertValidThreadIdentity } from '../identity/thread-id-rules.js';
 import type { Sandbox } from './sandbox.js';
+import {
+  NO_LIFECYCLE_SUPPORT,
+  type SandboxLifecycleSupport,
+  type SnapshotRef,
+} from './sandbox-lifecycle.js';
 import {
   DEFAULT_SPEC_POLICY,
   NO_SPEC_SUPPORT,
@@ -33,6 +39,12 @@ export interface AcquireOptions {
    * `SandboxSpecError`, never dropped.
    */
   spec?: SandboxSpec;
+  /**
+   * Start the thread's sandbox from this snapshot (see `snapshot`): its thread data is restored
+   * before first use. Needs a thread that has no data yet; refused with
+   * `CapabilityNotSupportedError` by a provider without `lifecycleSupport.snapshot`.
+   */
+  fromSnapshot?: SnapshotRef;
   signal?: AbortSignal;
 }
 
@@ -74,6 +86,29 @@ export abstract class SandboxProvider {
 
   /** Full teardown. Default: nothing. */
   async shutdown(): Promise<void> {}
+
+  /** Which of pause/resume and snapshot/fromSnapshot this provider offers; default none. */
+  get lifecycleSupport(): SandboxLifecycleSupport {
+    return NO_LIFECYCLE_SUPPORT;
+  }
+
+  /** Suspends `sandboxId` with its processes kept. Default: refused (`lifecycleSupport.pause`). */
+  async pause(_sandboxId: string): Promise<void> {
+    throw new CapabilityNotSupportedError(this.constructor.name, 'pause');
+  }
+
+  /** Continues a paused `sandboxId`. Default: refused (`lifecycleSupport.pause`). */
+  async resume(_sandboxId: string): Promise<void> {
+    throw new CapabilityNotSupportedError(this.constructor.name, 'resume');
+  }
+
+  /**
+   * Records `sandboxId`'s thread data so `acquire({ fromSnapshot })` can start another thread
+   * from it (a fork) or this one again. Default: refused (`lifecycleSupport.snapshot`).
+   */
+  async snapshot(_sandboxId: string): Promise<SnapshotRef> {
+    throw new CapabilityNotSupportedError(this.constructor.name, 'snapshot');
+  }
 
   /** Thread user-data directories are already visible inside the sandbox (no upload sync needed). */
   get usesThreadDataMounts(): boolean {
@@ -136,6 +171,14 @@ export abstract class SandboxProvider {
       throw new SandboxRuntimeError(
         `Sandbox provider ${this.constructor.name} cannot enforce per-Agent skill filesystem isolation`,
       );
+    }
+    if (options.fromSnapshot !== undefined && options.fromSnapshot !== null) {
+      if (!this.lifecycleSupport.snapshot) {
+        throw new CapabilityNotSupportedError(this.constructor.name, 'fromSnapshot');
+      }
+      if (options.threadId === undefined || options.threadId === null) {
+        throw new InvalidArgumentError('fromSnapshot needs a thread to restore into');
+      }
     }
     // A spec the provider cannot honour, or outside the operator's bounds, is refused before
     // anything is created or reused; never silently dropped.

@@ -1,3 +1,4 @@
+import { CapabilityNotSupportedError } from '../errors/capability-errors.js';
 import { ProviderClosedError, SandboxFileNotFoundError } from '../errors/errors.js';
 import { SandboxProviderEventEmitter } from '../contract/provider-events.js';
 import type {
@@ -287,6 +288,10 @@ export class FakeSandboxProvider extends SandboxProvider implements SandboxProvi
       if (this.#retired) throw new ProviderClosedError('FakeSandboxProvider has been reset');
       // The fake honours no spec: refused as every provider refuses what it cannot honour.
       checkSandboxSpec(options.spec, this.specSupport, DEFAULT_SPEC_POLICY, 'FakeSandboxProvider');
+      // Nor does it restore snapshots: refused as `admit` refuses them, never started empty.
+      if (options.fromSnapshot !== undefined && !this.lifecycleSupport.snapshot) {
+        throw new CapabilityNotSupportedError('FakeSandboxProvider', 'fromSnapshot');
+      }
       // As every provider's acquire (through `admit`), whoever calls it: ids outside the id rule.
       if (options.threadId !== undefined) {
         assertValidThreadIdentity({ userId: options.userId, threadId: options.threadId });
