@@ -25,7 +25,7 @@ function unavailableReason(): string | undefined {
   if (process.arch !== 'x64' && process.arch !== 'arm64') return `no filter for ${process.arch}`;
   const probe = spawnSync(
     'bwrap',
-    ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', '--', 'true'],
+    ['--unshare-all', '--die-with-parent', '--ro-bind', '/', '/', '--cap-add', 'ALL', '--', 'true'],
     { encoding: 'utf8', timeout: RUN_TIMEOUT_MS },
   );
   if (probe.error) return `bwrap cannot be run (${probe.error.message}); install bubblewrap`;
