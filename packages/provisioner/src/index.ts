@@ -7,12 +7,15 @@ export type { ServeProvisionerOptions } from './provisioner-main.js';
 export { validateConfigBlock } from './provisioner-config-block.js';
 export type { RunningProvisioner, StartProvisionerOptions } from './provisioner-server.js';
 export {
+  AGENT_SANDBOX_VERSIONS,
+  BACKENDS,
   DEFAULT_PROVISIONER_SETTINGS,
   PROVISIONER_ENV,
   SERVICE_TYPES,
   resolveProvisionerSettings,
 } from './provisioner-settings.js';
 export type {
+  ProvisionerBackendName,
   ProvisionerFileBlock,
   ProvisionerSettings,
   ResourceQuantities,
@@ -29,6 +32,10 @@ export type {
   ProvisionerHandlerOptions,
 } from './provisioner-http.js';
 export { SandboxPods } from './sandbox-pods.js';
+export { AgentSandboxes, sandboxPhase } from './agent-sandboxes.js';
+export type { AgentSandboxesOptions } from './agent-sandboxes.js';
+export type { ProvisionerBackend } from './provisioner-backend.js';
+export { TERMINATING_RETRY_AFTER_SECONDS } from './create-or-await.js';
 export type {
   DeleteResponse,
   GarbageReport,
@@ -56,7 +63,15 @@ export {
   sandboxService,
   serviceName,
 } from './sandbox-objects.js';
-export { KUBE_PERMISSIONS, connectKubeApi, toKubeApiError, waitForKubeconfig } from './kube-api.js';
+export {
+  AGENT_SANDBOX_GROUP,
+  AGENT_SANDBOX_PERMISSIONS,
+  AGENT_SANDBOX_PLURAL,
+  KUBE_PERMISSIONS,
+  connectKubeApi,
+  toKubeApiError,
+  waitForKubeconfig,
+} from './kube-api.js';
 export type { ConnectKubeOptions, KubeApi } from './kube-api.js';
 export { KubeApiError, ProvisionerHttpError } from './provisioner-errors.js';
 export {

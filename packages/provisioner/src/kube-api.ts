@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import { errorMessage, silentLogger, sleep, systemClock, loadOptionalDependency } from '@sbx/core';
 import type { Clock, Logger } from '@sbx/core';
-import type { Namespace, ObjectList, Pod, Service } from './kube-objects.js';
+import type { AgentSandbox, Namespace, ObjectList, Pod, Service } from './kube-objects.js';
 import { KubeApiError } from './provisioner-errors.js';
 
 /**
@@ -20,7 +20,20 @@ export interface KubeApi {
   readService(namespace: string, name: string): Promise<Service>;
   deleteService(namespace: string, name: string): Promise<void>;
   listServices(namespace: string, labelSelector: string): Promise<ObjectList<Service>>;
+  /** kubernetes-sigs/agent-sandbox `Sandbox` objects (`agents.x-k8s.io/<version>`). */
+  createSandbox(namespace: string, version: string, body: AgentSandbox): Promise<AgentSandbox>;
+  readSandbox(namespace: string, version: string, name: string): Promise<AgentSandbox>;
+  deleteSandbox(namespace: string, version: string, name: string): Promise<void>;
+  listSandboxes(
+    namespace: string,
+    version: string,
+    labelSelector: string,
+  ): Promise<ObjectList<AgentSandbox>>;
 }
+
+/** The API group of kubernetes-sigs/agent-sandbox's `Sandbox` resource, and its plural. */
+export const AGENT_SANDBOX_GROUP = 'agents.x-k8s.io';
+export const AGENT_SANDBOX_PLURAL = 'sandboxes';
 
 const REQUIRED_BY = '@sbx/provisioner';
 
@@ -39,10 +52,20 @@ export const KUBE_PERMISSIONS: Readonly<Record<'pods' | 'services', readonly str
   services: ['create', 'get', 'list', 'delete'],
 };
 
+/**
+ * What the `agent-sandbox` backend needs on top, in the same namespace: its `Sandbox` objects
+ * (`deploy/kubernetes/agent-sandbox/role.yaml` is checked against this). It still creates and
+ * collects NodePort Services, which the base Role grants.
+ */
+export const AGENT_SANDBOX_PERMISSIONS: Readonly<Record<'sandboxes', readonly string[]>> = {
+  sandboxes: ['create', 'get', 'list', 'delete'],
+};
+
 /** The parts of `@kubernetes/client-node` used here (its own types stay out of ours). */
 interface ClientModule {
   KubeConfig: new () => KubeConfigLike;
   CoreV1Api: unknown;
+  CustomObjectsApi: unknown;
 }
 interface KubeConfigLike {
   clusters: { name: string; server: string }[];
@@ -53,7 +76,7 @@ interface KubeConfigLike {
   loadFromCluster(): void;
   loadFromOptions(options: unknown): void;
   getCurrentCluster(): { name: string; server: string } | null;
-  makeApiClient(api: unknown): CoreApiLike;
+  makeApiClient(api: unknown): CoreApiLike & CustomApiLike;
 }
 type Call = (params: Record<string, unknown>) => Promise<unknown>;
 interface CoreApiLike {
@@ -67,6 +90,12 @@ interface CoreApiLike {
   readNamespacedService: Call;
   deleteNamespacedService: Call;
   listNamespacedService: Call;
+}
+interface CustomApiLike {
+  createNamespacedCustomObject: Call;
+  getNamespacedCustomObject: Call;
+  deleteNamespacedCustomObject: Call;
+  listNamespacedCustomObject: Call;
 }
 
 /** The client's `ApiException` (status `code`, JSON `body` text) or a transport error, as ours. */
@@ -99,7 +128,11 @@ export function toKubeApiError(err: unknown, what: string): KubeApiError {
   return new KubeApiError(0, undefined, `${what}: ${errorMessage(err)}`, { cause: err });
 }
 
-function wrap(api: CoreApiLike): KubeApi {
+function crd(namespace: string, version: string) {
+  return { group: AGENT_SANDBOX_GROUP, version, namespace, plural: AGENT_SANDBOX_PLURAL };
+}
+
+function wrap(api: CoreApiLike, custom: CustomApiLike): KubeApi {
   const call = async <T>(what: string, fn: () => Promise<unknown>): Promise<T> => {
     try {
       return (await fn()) as T;
@@ -130,6 +163,23 @@ function wrap(api: CoreApiLike): KubeApi {
     },
     listServices: (namespace, labelSelector) =>
       call('list services', () => api.listNamespacedService({ namespace, labelSelector })),
+    createSandbox: (namespace, version, body) =>
+      call(`create sandbox ${body.metadata?.name}`, () =>
+        custom.createNamespacedCustomObject({ ...crd(namespace, version), body }),
+      ),
+    readSandbox: (namespace, version, name) =>
+      call(`read sandbox ${name}`, () =>
+        custom.getNamespacedCustomObject({ ...crd(namespace, version), name }),
+      ),
+    deleteSandbox: async (namespace, version, name) => {
+      await call(`delete sandbox ${name}`, () =>
+        custom.deleteNamespacedCustomObject({ ...crd(namespace, version), name }),
+      );
+    },
+    listSandboxes: (namespace, version, labelSelector) =>
+      call('list sandboxes', () =>
+        custom.listNamespacedCustomObject({ ...crd(namespace, version), labelSelector }),
+      ),
   };
 }
 
@@ -243,5 +293,5 @@ export async function connectKubeApi(options: ConnectKubeOptions): Promise<KubeA
       currentContext: kc.currentContext,
     });
   }
-  return wrap(kc.makeApiClient(k8s.CoreV1Api));
+  return wrap(kc.makeApiClient(k8s.CoreV1Api), kc.makeApiClient(k8s.CustomObjectsApi));
 }

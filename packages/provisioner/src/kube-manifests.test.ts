@@ -5,7 +5,7 @@ import { dumpYaml, loadYaml } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseCreateRequest } from './create-request.js';
-import { KUBE_PERMISSIONS } from './kube-api.js';
+import { AGENT_SANDBOX_GROUP, AGENT_SANDBOX_PERMISSIONS, KUBE_PERMISSIONS } from './kube-api.js';
 import { resolveProvisionerSettings } from './provisioner-settings.js';
 import { SANDBOX_APP_LABEL, sandboxPod, sandboxService } from './sandbox-objects.js';
 
@@ -103,6 +103,56 @@ describe('deploy/kubernetes manifests', () => {
     // The ConfigMap's settings are ones the provisioner accepts.
     expect(() => resolveProvisionerSettings({ env: config.data })).not.toThrow();
     expect(config.data.K8S_ENSURE_NAMESPACE).toBe('false');
+  });
+});
+
+describe('deploy/kubernetes/agent-sandbox (the agent-sandbox backend’s manifest set)', () => {
+  const dir = path.join(deployDir, 'agent-sandbox');
+  const read = async (file: string) =>
+    parse(await readFile(path.join(dir, file), 'utf8')) as Record<string, unknown>;
+
+  it('builds on the base, adds the Sandbox RBAC and switches the backend', async () => {
+    const kustomization = (await read('kustomization.yaml')) as {
+      resources: string[];
+      patches: { path: string }[];
+    };
+    expect(kustomization.resources).toEqual(['../', 'role.yaml', 'rolebinding.yaml']);
+    expect(kustomization.patches).toEqual([{ path: 'configmap-patch.yaml' }]);
+    for (const file of ['role.yaml', 'rolebinding.yaml']) {
+      const object = await read(file);
+      expect(roundTrip(object), file).toEqual(object);
+    }
+    const base = (await manifests()).find((m) => m.object.kind === 'ConfigMap')!.object as {
+      data: Record<string, string>;
+    };
+    const patch = (await read('configmap-patch.yaml')) as { data: Record<string, string> };
+    const merged = resolveProvisionerSettings({ env: { ...base.data, ...patch.data } });
+    expect(merged.backend).toBe('agent-sandbox');
+  });
+
+  it('the Role grants exactly the Sandbox calls the backend makes, in the namespace only', async () => {
+    const role = (await read('role.yaml')) as {
+      kind: string;
+      metadata: { namespace: string };
+      rules: { apiGroups: string[]; resources: string[]; verbs: string[] }[];
+    };
+    expect(role.kind).toBe('Role');
+    expect(role.metadata.namespace).toBe('sbx');
+    expect(role.rules.every((r) => r.apiGroups.join() === AGENT_SANDBOX_GROUP)).toBe(true);
+    const granted = Object.fromEntries(
+      role.rules.map((r) => [r.resources.join(','), [...r.verbs].sort()]),
+    );
+    expect(granted).toEqual(
+      Object.fromEntries(
+        Object.entries(AGENT_SANDBOX_PERMISSIONS).map(([k, v]) => [k, [...v].sort()]),
+      ),
+    );
+    const binding = (await read('rolebinding.yaml')) as {
+      roleRef: { name: string };
+      subjects: { name: string }[];
+    };
+    expect(binding.roleRef.name).toBe('sbx-provisioner-agent-sandbox');
+    expect(binding.subjects[0]!.name).toBe('sbx-provisioner');
   });
 });
 

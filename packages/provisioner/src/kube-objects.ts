@@ -2,7 +2,17 @@
 // the package's public types never name the optional client library. Field names are the API's
 // (camelCase JSON), so these objects go to the client as they are.
 
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
 export interface ObjectMeta {
+  ownerReferences?: OwnerReference[];
   name?: string;
   namespace?: string;
   labels?: Record<string, string>;
@@ -96,6 +106,48 @@ export interface Service {
     selector?: Record<string, string>;
     ports?: ServicePort[];
     clusterIP?: string;
+  };
+}
+
+/** A `metav1.Condition`. */
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+/**
+ * kubernetes-sigs/agent-sandbox's `Sandbox` (`agents.x-k8s.io`, v1alpha1 and v1beta1): the fields
+ * both versions share, which are all this package writes or reads.
+ */
+export interface AgentSandbox {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec: {
+    podTemplate: {
+      metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> };
+      spec: NonNullable<Pod['spec']>;
+    };
+    /** Whether the controller keeps a headless Service named after the Sandbox. */
+    service?: boolean;
+    /** RFC 3339: the controller tears the Sandbox down then, whatever the gateways do. */
+    shutdownTime?: string;
+    shutdownPolicy?: 'Delete' | 'Retain';
+    /** v1alpha1 only: 0 or 1. */
+    replicas?: number;
+    /** v1beta1 only. */
+    operatingMode?: 'Running' | 'Suspended';
+  };
+  status?: {
+    service?: string;
+    serviceFQDN?: string;
+    conditions?: Condition[];
+    selector?: string;
+    podIPs?: string[];
   };
 }
 

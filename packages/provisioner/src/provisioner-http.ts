@@ -4,7 +4,7 @@ import { errorMessage, silentLogger } from '@sbx/core';
 import type { Logger } from '@sbx/core';
 import { parseCreateRequest } from './create-request.js';
 import { ProvisionerHttpError } from './provisioner-errors.js';
-import type { SandboxPods } from './sandbox-pods.js';
+import type { ProvisionerBackend } from './provisioner-backend.js';
 
 /** A create body larger than this is refused with 413 before it is parsed. */
 export const MAX_REQUEST_BODY_BYTES = 64 * 1024;
@@ -15,7 +15,7 @@ export interface ProvisionerCapabilitiesResponse {
 }
 
 export interface ProvisionerHandlerOptions {
-  pods: SandboxPods;
+  pods: ProvisionerBackend;
   /** Empty: every `/api/*` request is refused. */
   apiKey: string;
   capabilities: ProvisionerCapabilitiesResponse;

@@ -8,6 +8,8 @@ import { createProvisionerHandler } from './provisioner-http.js';
 import type { ProvisionerSettings } from './provisioner-settings.js';
 import { resolveProvisionerSettings } from './provisioner-settings.js';
 import { SandboxPods } from './sandbox-pods.js';
+import { AgentSandboxes } from './agent-sandboxes.js';
+import type { ProvisionerBackend } from './provisioner-backend.js';
 
 export interface StartProvisionerOptions {
   /** Default: from the environment (`resolveProvisionerSettings({ env: process.env })`). */
@@ -27,7 +29,8 @@ export interface RunningProvisioner {
   /** `http://<host>:<port>` the server listens on. */
   readonly url: string;
   readonly port: number;
-  readonly pods: SandboxPods;
+  /** The backend of the settings (`SandboxPods` or `AgentSandboxes`). */
+  readonly pods: ProvisionerBackend;
   readonly settings: ProvisionerSettings;
   /** Stops accepting requests, cuts open connections and stops the garbage collector. */
   close(): Promise<void>;
@@ -55,14 +58,18 @@ export async function startProvisioner(
       clock,
       ...(options.importer ? { importer: options.importer } : {}),
     }));
-  const pods = new SandboxPods({
+  const backendOptions = {
     settings,
     kube,
     clock,
     logger,
     ...(options.urlPolls !== undefined ? { urlPolls: options.urlPolls } : {}),
     ...(options.pollIntervalMs !== undefined ? { pollIntervalMs: options.pollIntervalMs } : {}),
-  });
+  };
+  const pods: ProvisionerBackend =
+    settings.backend === 'agent-sandbox'
+      ? new AgentSandboxes(backendOptions)
+      : new SandboxPods(backendOptions);
   if (settings.ensureNamespace) await pods.ensureNamespace();
   const server = http.createServer(
     createProvisionerHandler({
@@ -101,6 +108,7 @@ export async function startProvisioner(
   logger.info('provisioner listening', {
     url: `http://${host}:${port}`,
     namespace: settings.namespace,
+    backend: settings.backend,
   });
   return {
     url: `http://${host}:${port}`,

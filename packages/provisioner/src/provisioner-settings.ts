@@ -7,6 +7,11 @@ import { COMPAT, COMPAT_PROFILES, isCompatProfileName } from './compat-profiles.
 import type { CompatProfileName } from './compat-profiles.js';
 
 export const SERVICE_TYPES = ['NodePort', 'ClusterIP'] as const;
+/** How sandboxes are made: Pods and Services directly, or agent-sandbox `Sandbox` objects. */
+export const BACKENDS = ['pods', 'agent-sandbox'] as const;
+export type ProvisionerBackendName = (typeof BACKENDS)[number];
+/** The `agents.x-k8s.io` versions whose `Sandbox` schema this package writes (their shared fields). */
+export const AGENT_SANDBOX_VERSIONS = ['v1alpha1', 'v1beta1'] as const;
 export type SandboxServiceType = (typeof SERVICE_TYPES)[number];
 
 /** Kubernetes quantities (`100m`, `256Mi`), as they go into the Pod spec. */
@@ -23,6 +28,19 @@ export interface ProvisionerSettings {
    * `namespace`, `threadsHostPath` and `userDataPvcSubpathPrefix`, which may still be set.
    */
   compat: CompatProfileName;
+  /**
+   * `pods` (default): one Pod and one Service per sandbox. `agent-sandbox`: one
+   * kubernetes-sigs/agent-sandbox `Sandbox` per sandbox (its controller makes the Pod and a
+   * headless Service); the HTTP API is the same.
+   */
+  backend: ProvisionerBackendName;
+  /** The `agents.x-k8s.io` version the `agent-sandbox` backend speaks. */
+  agentSandboxVersion: (typeof AGENT_SANDBOX_VERSIONS)[number];
+  /**
+   * `agent-sandbox` backend: each `Sandbox` gets `shutdownTime` this long after its create, so the
+   * controller removes it even when every gateway has crashed. 0: no shutdown time.
+   */
+  shutdownAfterSeconds: number;
   /** Namespace of the sandbox Pods and Services; created when missing. */
   namespace: string;
   /** Check (and create) the namespace at start-up; needs cluster-scoped namespace access. */
@@ -89,6 +107,9 @@ export interface ProvisionerSettings {
 
 export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Object.freeze({
   compat: 'sbx',
+  backend: 'pods',
+  agentSandboxVersion: 'v1alpha1',
+  shutdownAfterSeconds: 86_400,
   namespace: 'sbx',
   ensureNamespace: true,
   sandboxImage: 'ghcr.io/agent-infra/sandbox:latest',
@@ -127,6 +148,9 @@ export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Objec
  */
 export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings | string>> = {
   SANDBOX_COMPAT: 'compat',
+  SANDBOX_BACKEND: 'backend',
+  AGENT_SANDBOX_API_VERSION: 'agentSandboxVersion',
+  SANDBOX_SHUTDOWN_AFTER_SECONDS: 'shutdownAfterSeconds',
   K8S_NAMESPACE: 'namespace',
   K8S_ENSURE_NAMESPACE: 'ensureNamespace',
   SANDBOX_IMAGE: 'sandboxImage',
@@ -171,6 +195,9 @@ export type ProvisionerFileBlock = Record<string, unknown>;
 
 const FILE_KEYS: Readonly<Record<string, string>> = {
   compat: 'compat',
+  backend: 'backend',
+  agent_sandbox_api_version: 'agentSandboxVersion',
+  shutdown_after_seconds: 'shutdownAfterSeconds',
   namespace: 'namespace',
   ensure_namespace: 'ensureNamespace',
   sandbox_image: 'sandboxImage',
@@ -274,6 +301,24 @@ function assign(target: ProvisionerSettings, setting: string, raw: string, sourc
       return;
     case 'apiServer':
       target.apiServer = raw === '' ? undefined : raw;
+      return;
+    case 'backend':
+      if (!(BACKENDS as readonly string[]).includes(raw)) {
+        throw settingError(source, `must be one of ${BACKENDS.join(', ')}, got '${raw}'`);
+      }
+      target.backend = raw as ProvisionerBackendName;
+      return;
+    case 'agentSandboxVersion':
+      if (!(AGENT_SANDBOX_VERSIONS as readonly string[]).includes(raw)) {
+        throw settingError(
+          source,
+          `must be one of ${AGENT_SANDBOX_VERSIONS.join(', ')}, got '${raw}'`,
+        );
+      }
+      target.agentSandboxVersion = raw as (typeof AGENT_SANDBOX_VERSIONS)[number];
+      return;
+    case 'shutdownAfterSeconds':
+      target.shutdownAfterSeconds = integerIn(source, raw, 0, 31_536_000);
       return;
     case 'compat':
       if (!isCompatProfileName(raw)) {

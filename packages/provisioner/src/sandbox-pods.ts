@@ -1,8 +1,10 @@
 import { errorMessage, silentLogger, sleep, systemClock } from '@sbx/core';
 import type { Clock, Logger } from '@sbx/core';
 import type { CreateSandboxRequest } from './create-request.js';
+import { createOrAwait, isTerminating } from './create-or-await.js';
 import { isValidSandboxIdForPods } from './create-request.js';
 import type { KubeApi } from './kube-api.js';
+import type { ProvisionerBackend } from './provisioner-backend.js';
 import type { Pod, Service } from './kube-objects.js';
 import { KubeApiError, ProvisionerHttpError, isKubeStatus } from './provisioner-errors.js';
 import type { ProvisionerSettings } from './provisioner-settings.js';
@@ -61,12 +63,7 @@ function kubeReason(err: unknown): string {
     : errorMessage(err);
 }
 
-/** What a client is told to wait before repeating a create that met an object being deleted. */
-export const TERMINATING_RETRY_AFTER_SECONDS = 5;
-
-function terminating(o: Pod | Service | undefined): boolean {
-  return o?.metadata?.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null;
-}
+const terminating = isTerminating;
 
 function createdAt(meta: { creationTimestamp?: string | Date } | undefined): number {
   const t = meta?.creationTimestamp;
@@ -79,7 +76,7 @@ function createdAt(meta: { creationTimestamp?: string | Date } | undefined): num
  * replica, a create that crashed half-way) is used as it is. Concurrent creates of one id in this
  * process share one attempt.
  */
-export class SandboxPods {
+export class SandboxPods implements ProvisionerBackend {
   readonly #settings: ProvisionerSettings;
   readonly #kube: KubeApi;
   readonly #clock: Clock;
@@ -205,59 +202,25 @@ export class SandboxPods {
     throw new ProvisionerHttpError(500, 'Service access URL was not available in time');
   }
 
-  /**
-   * Creates the object; a 409 means it exists. One that is not being deleted is used as it is (a
-   * retry, a second replica, a create cut short). One that is being deleted (a `deletionTimestamp`:
-   * a delete in progress, a Pod on a node that is down) must never be handed out: wait, bounded by
-   * the settings, for it to go and create it afresh, else answer 503 with `Retry-After`.
-   */
-  async #createOrAwait(
+  #createOrAwait(
     kind: 'Pod' | 'Service',
     name: string,
-    create: () => Promise<Pod | Service>,
+    create: () => Promise<unknown>,
     read: () => Promise<Pod | Service>,
   ): Promise<void> {
-    const deadline = this.#clock.now() + this.#settings.terminatingWaitMs;
-    const busy = () =>
-      new ProvisionerHttpError(
-        503,
-        `${kind} ${name} is still being deleted; retry after ${TERMINATING_RETRY_AFTER_SECONDS} s`,
-        { retryAfterSeconds: TERMINATING_RETRY_AFTER_SECONDS },
-      );
-    for (;;) {
-      try {
-        await this.#transient(create);
-        this.#logger.info(`created ${kind.toLowerCase()}`, { name });
-        return;
-      } catch (err) {
-        if (!isKubeStatus(err, 409)) throw err;
-      }
-      let found: Pod | Service;
-      try {
-        found = await this.#transient(read);
-      } catch (err) {
-        // Gone between the 409 and the read: create again, within the same bound.
-        if (!isKubeStatus(err, 404)) throw err;
-        if (this.#clock.now() >= deadline) throw busy();
-        continue;
-      }
-      if (!terminating(found)) return;
-      this.#logger.info(`${kind.toLowerCase()} is being deleted; waiting for it to go`, { name });
-      if (!(await this.#goneBy(read, deadline))) throw busy();
-    }
-  }
-
-  /** Reads until the object is gone (404) or the deadline passes; read failures are waited out. */
-  async #goneBy(read: () => Promise<unknown>, deadline: number): Promise<boolean> {
-    for (;;) {
-      try {
-        await read();
-      } catch (err) {
-        if (isKubeStatus(err, 404)) return true;
-      }
-      if (this.#clock.now() >= deadline) return false;
-      await sleep(this.#pollIntervalMs, { clock: this.#clock });
-    }
+    return createOrAwait(
+      {
+        clock: this.#clock,
+        logger: this.#logger,
+        waitMs: this.#settings.terminatingWaitMs,
+        pollIntervalMs: this.#pollIntervalMs,
+        transient: (call) => this.#transient(call),
+      },
+      kind,
+      name,
+      create,
+      read,
+    );
   }
 
   /**

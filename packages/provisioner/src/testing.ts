@@ -11,6 +11,11 @@ export type {
   PodServerFactory,
 } from './testing/kube-standin.js';
 export {
+  AGENT_SANDBOX_VERSIONS_SERVED,
+  agentSandboxCauses,
+  sandboxNameHash,
+} from './testing/agent-sandbox-validation.js';
+export {
   kubeObjectProblems,
   podCauses,
   podSpecCauses,

@@ -8,6 +8,12 @@ import type { Pod, Service } from '../kube-objects.js';
 import { invalidMessage } from '../kube-rules.js';
 import type { KubeCause } from '../kube-rules.js';
 import { podCauses, serviceCauses } from './kube-validation.js';
+import {
+  AGENT_SANDBOX_VERSIONS_SERVED,
+  agentSandboxCauses,
+  sandboxNameHash,
+} from './agent-sandbox-validation.js';
+import type { AgentSandbox, Condition } from '../kube-objects.js';
 
 /**
  * A local stand-in for the Kubernetes API server (core/v1 Namespaces, Pods and Services: create,
@@ -34,7 +40,7 @@ export interface PodServer {
 export type PodServerFactory = (pod: Pod) => Promise<PodServer>;
 
 export type KubeVerb = 'create' | 'read' | 'list' | 'delete';
-export type KubeResource = 'namespaces' | 'pods' | 'services';
+export type KubeResource = 'namespaces' | 'pods' | 'services' | 'sandboxes';
 
 export interface KubeFault {
   verb: KubeVerb;
@@ -69,6 +75,14 @@ export interface KubeRequestRecord {
 interface NodePortProxy {
   port: number;
   close(): Promise<void>;
+}
+
+interface StoredSandbox {
+  object: AgentSandbox;
+  /** The shutdownTime timer. */
+  expiry: ReturnType<typeof setTimeout> | undefined;
+  /** Past its shutdownTime with `shutdownPolicy: Retain`: kept, its Pod and Service gone. */
+  expired: boolean;
 }
 
 interface StoredPod {
@@ -165,6 +179,7 @@ export class KubeStandin {
   readonly #faults: (KubeFault & { left: number })[] = [];
   readonly #held = new Map<string, () => void>();
   readonly #proxies = new Map<string, NodePortProxy>();
+  readonly #sandboxes = new Map<string, StoredSandbox>();
   readonly #waiters = new Set<{ match: (r: KubeRequestRecord) => boolean; done: () => void }>();
   #version = 1;
   #kubeletPaused = false;
@@ -295,6 +310,7 @@ export class KubeStandin {
 
   /** Stops the server, every Pod server and every node-port proxy. */
   async close(): Promise<void> {
+    for (const s of this.#sandboxes.values()) if (s.expiry !== undefined) clearTimeout(s.expiry);
     await Promise.all([...this.#proxies.values()].map((p) => p.close()));
     this.#proxies.clear();
     await Promise.all(
@@ -412,17 +428,26 @@ export class KubeStandin {
       }
     }
 
-    // /api/v1/namespaces[/{ns}[/{resource}[/{name}]]]
-    if (parts[0] !== 'api' || parts[1] !== 'v1' || parts[2] !== 'namespaces') {
+    // /api/v1/namespaces[/{ns}[/{resource}[/{name}]]], or the Sandbox custom resource at
+    // /apis/agents.x-k8s.io/{version}/namespaces/{ns}/sandboxes[/{name}]
+    const custom =
+      parts[0] === 'apis' &&
+      parts[1] === 'agents.x-k8s.io' &&
+      AGENT_SANDBOX_VERSIONS_SERVED.includes(parts[2] ?? '') &&
+      parts[3] === 'namespaces' &&
+      parts[5] === 'sandboxes' &&
+      parts.length <= 7;
+    if (!custom && (parts[0] !== 'api' || parts[1] !== 'v1' || parts[2] !== 'namespaces')) {
       return this.#send(
         res,
         404,
         status(404, 'NotFound', `the server could not find ${url.pathname}`),
       );
     }
-    const ns = parts[3];
-    const resource = (parts[4] ?? 'namespaces') as KubeResource;
-    const name = parts[4] === undefined ? (method === 'POST' ? undefined : ns) : parts[5];
+    const at = custom ? parts.slice(1) : parts;
+    const ns = at[3];
+    const resource = (at[4] ?? 'namespaces') as KubeResource;
+    const name = at[4] === undefined ? (method === 'POST' ? undefined : ns) : at[5];
     const verb: KubeVerb =
       method === 'POST'
         ? 'create'
@@ -482,6 +507,11 @@ export class KubeStandin {
       const found = ns ? this.#namespaces.get(ns) : undefined;
       if (!found) return reply(404, status(404, 'NotFound', `namespaces "${ns}" not found`));
       return reply(200, found);
+    }
+    if (resource === 'sandboxes' && custom) {
+      if (!ns || !this.#namespaces.has(ns))
+        return reply(404, status(404, 'NotFound', `namespaces "${ns}" not found`));
+      return this.#serveSandboxes(verb, parts[2]!, ns, name, body, url, reply);
     }
     if (resource !== 'pods' && resource !== 'services') {
       return reply(404, status(404, 'NotFound', `unknown resource ${resource}`));
@@ -582,6 +612,249 @@ export class KubeStandin {
       else setTimeout(finish, this.#options.terminationDelayMs ?? 0);
     }
     return reply(200, stored.pod);
+  }
+
+  /** The `Sandbox` custom resource, served as the API server serves a CRD's objects. */
+  async #serveSandboxes(
+    verb: KubeVerb,
+    version: string,
+    ns: string,
+    name: string | undefined,
+    body: Record<string, unknown>,
+    url: URL,
+    reply: (code: number, payload: unknown) => void,
+  ): Promise<void> {
+    const group = 'agents.x-k8s.io';
+    if (verb === 'list') {
+      const selector = url.searchParams.get('labelSelector');
+      const items = [...this.#sandboxes.values()]
+        .filter((s) => s.object.metadata?.namespace === ns)
+        .map((s) => this.#presentSandbox(s, version))
+        .filter((o) => matchesSelector(o.metadata?.labels, selector));
+      return reply(200, {
+        apiVersion: `${group}/${version}`,
+        kind: 'SandboxList',
+        metadata: { resourceVersion: String(this.#version) },
+        items,
+      });
+    }
+    if (verb === 'create') {
+      const causes = agentSandboxCauses(version, body);
+      const objName = (body.metadata as { name?: string } | undefined)?.name ?? '';
+      if (causes.length > 0) return reply(422, invalidStatus('Sandbox', group, objName, causes));
+      const key = `${ns}/${objName}`;
+      if (this.#sandboxes.has(key)) {
+        return reply(
+          409,
+          status(409, 'AlreadyExists', `sandboxes.${group} "${objName}" already exists`, {
+            name: objName,
+            group,
+            kind: 'sandboxes',
+          }),
+        );
+      }
+      const object = {
+        ...(body as unknown as AgentSandbox),
+        metadata: {
+          ...(body.metadata as object),
+          namespace: ns,
+          uid: randomUUID(),
+          resourceVersion: String(this.#version++),
+          creationTimestamp: new Date().toISOString(),
+        },
+      };
+      // The status is a subresource: a create's status is dropped, as the server drops it.
+      delete object.status;
+      const stored: StoredSandbox = { object, expiry: undefined, expired: false };
+      this.#sandboxes.set(key, stored);
+      this.#reconcileSandbox(key, stored);
+      return reply(201, this.#presentSandbox(stored, version));
+    }
+    const key = `${ns}/${name}`;
+    const found = this.#sandboxes.get(key);
+    if (!found)
+      return reply(404, status(404, 'NotFound', `sandboxes.${group} "${name}" not found`));
+    if (verb === 'read') return reply(200, this.#presentSandbox(found, version));
+    // delete: the object goes; what it owns is collected (background propagation).
+    this.#deleteSandbox(key, found);
+    return reply(200, this.#presentSandbox(found, version));
+  }
+
+  #deleteSandbox(key: string, stored: StoredSandbox): void {
+    if (stored.expiry !== undefined) clearTimeout(stored.expiry);
+    if (this.#sandboxes.get(key) === stored) this.#sandboxes.delete(key);
+    this.#collectOwnedBy(stored.object.metadata!.uid!);
+  }
+
+  /** The garbage collector: objects whose owner reference names a deleted owner are deleted. */
+  #collectOwnedBy(uid: string): void {
+    const owned = (o: Pod | Service) => o.metadata?.ownerReferences?.some((r) => r.uid === uid);
+    for (const [key, stored] of this.#pods) {
+      if (!owned(stored.pod) || stored.pod.metadata!.deletionTimestamp) continue;
+      stored.pod.metadata!.deletionTimestamp = new Date().toISOString();
+      const finish = () => {
+        this.#held.delete(`pods/${key}`);
+        if (this.#pods.get(key) === stored) this.#pods.delete(key);
+        void (async () => {
+          await stored.starting;
+          await stored.server?.close();
+        })();
+      };
+      if (this.#holdTermination) this.#held.set(`pods/${key}`, finish);
+      else setTimeout(finish, this.#options.terminationDelayMs ?? 0);
+    }
+    for (const [key, service] of this.#services) {
+      if (!owned(service)) continue;
+      this.#services.delete(key);
+      this.#closeNodePort(key);
+    }
+  }
+
+  /**
+   * The controller (kubernetes-sigs/agent-sandbox's, in small): a Pod named after the Sandbox
+   * from its template (the template's labels plus the name-hash tracking label), a headless
+   * Service of that name selecting it when `spec.service`, both owned by the Sandbox; at
+   * `shutdownTime` both go, and the Sandbox too (`shutdownPolicy: Delete`) or it stays expired.
+   */
+  #reconcileSandbox(key: string, stored: StoredSandbox): void {
+    const sandbox = stored.object;
+    const meta = sandbox.metadata!;
+    const ns = meta.namespace!;
+    const hash = sandboxNameHash(meta.name!);
+    const owner = {
+      apiVersion: sandbox.apiVersion!,
+      kind: 'Sandbox',
+      name: meta.name!,
+      uid: meta.uid!,
+      controller: true,
+      blockOwnerDeletion: true,
+    };
+    const shutdown = sandbox.spec.shutdownTime ? Date.parse(sandbox.spec.shutdownTime) : undefined;
+    if (shutdown !== undefined && shutdown <= Date.now()) {
+      this.#expire(key, stored);
+      return;
+    }
+    const podKey = `${ns}/${meta.name}`;
+    if (!this.#pods.has(podKey)) {
+      const template = sandbox.spec.podTemplate;
+      const pod: Pod = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: {
+          name: meta.name!,
+          namespace: ns,
+          labels: {
+            ...(template.metadata?.labels ?? {}),
+            'agents.x-k8s.io/sandbox-name-hash': hash,
+          },
+          ownerReferences: [owner],
+          uid: randomUUID(),
+          resourceVersion: String(this.#version++),
+          creationTimestamp: new Date().toISOString(),
+        },
+        spec: structuredClone(template.spec),
+        status: { phase: 'Pending' },
+      };
+      const entry: StoredPod = { pod, server: undefined, starting: undefined };
+      this.#pods.set(podKey, entry);
+      void this.#startPod(entry);
+    }
+    if (sandbox.spec.service === true && !this.#services.has(podKey)) {
+      const ports = sandbox.spec.podTemplate.spec.containers.flatMap((c) =>
+        (c.ports ?? []).map((p) => ({
+          name: p.name,
+          port: p.containerPort,
+          targetPort: p.containerPort,
+          protocol: p.protocol ?? 'TCP',
+        })),
+      );
+      this.#services.set(podKey, {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: {
+          name: meta.name!,
+          namespace: ns,
+          labels: { 'agents.x-k8s.io/sandbox-name-hash': hash },
+          ownerReferences: [owner],
+          uid: randomUUID(),
+          resourceVersion: String(this.#version++),
+          creationTimestamp: new Date().toISOString(),
+        },
+        spec: {
+          clusterIP: 'None',
+          selector: { 'agents.x-k8s.io/sandbox-name-hash': hash },
+          ports,
+        },
+      });
+    }
+    if (shutdown !== undefined) {
+      // Timers cap at about 24.8 days; a later shutdown is re-armed when this one fires.
+      const delay = Math.min(shutdown - Date.now(), 2_000_000_000);
+      stored.expiry = setTimeout(() => this.#reconcileSandbox(key, stored), delay);
+      stored.expiry.unref();
+    }
+  }
+
+  #expire(key: string, stored: StoredSandbox): void {
+    stored.expired = true;
+    this.#collectOwnedBy(stored.object.metadata!.uid!);
+    if (stored.object.spec.shutdownPolicy === 'Delete') this.#deleteSandbox(key, stored);
+  }
+
+  /** A Sandbox as read: its status computed from what it owns, as the controller writes it. */
+  #presentSandbox(stored: StoredSandbox, version: string): AgentSandbox {
+    const sandbox = stored.object;
+    const meta = sandbox.metadata!;
+    const key = `${meta.namespace}/${meta.name}`;
+    const pod = this.#pods.get(key);
+    const owned = pod?.pod.metadata?.ownerReferences?.some((r) => r.uid === meta.uid);
+    const service = this.#services.get(key);
+    const ready: Condition = {
+      type: 'Ready',
+      status: 'False',
+      reason: 'DependenciesNotReady',
+      message: 'Pod does not exist',
+      lastTransitionTime: new Date().toISOString(),
+      observedGeneration: 1,
+    };
+    if (stored.expired) {
+      ready.reason = 'SandboxExpired';
+      ready.message = 'Sandbox has expired';
+    } else if (pod && owned) {
+      const phase = pod.pod.status?.phase;
+      if (phase === 'Failed') ready.reason = 'PodFailed';
+      else if (phase === 'Succeeded') ready.reason = 'PodSucceeded';
+      else if (phase === 'Running' && !pod.pod.metadata?.deletionTimestamp) {
+        ready.message = 'Pod is Ready';
+        if (sandbox.spec.service === true && !service) ready.message += '; Service does not exist';
+        else {
+          ready.status = 'True';
+          ready.reason = 'DependenciesReady';
+        }
+      } else ready.message = `Pod exists with phase: ${phase}`;
+    }
+    return {
+      ...sandbox,
+      apiVersion: `agents.x-k8s.io/${version}`,
+      status: {
+        ...(service && !stored.expired
+          ? {
+              service: meta.name!,
+              serviceFQDN: `${meta.name}.${meta.namespace}.svc.cluster.local`,
+            }
+          : {}),
+        conditions: [ready],
+        selector: `agents.x-k8s.io/sandbox-name-hash=${sandboxNameHash(meta.name!)}`,
+        ...(ready.status === 'True' ? { podIPs: ['127.0.0.1'] } : {}),
+      },
+    };
+  }
+
+  /** Sandbox objects, optionally of one namespace (as stored, without status). */
+  sandboxes(namespace?: string): AgentSandbox[] {
+    return [...this.#sandboxes.values()]
+      .map((s) => s.object)
+      .filter((o) => !namespace || o.metadata?.namespace === namespace);
   }
 
   #send(res: http.ServerResponse, code: number, payload: unknown): void {
