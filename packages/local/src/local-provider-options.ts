@@ -1,6 +1,8 @@
 import type { EnvPolicyMode, Logger } from '@sbx/core';
 import type { IsolationMode } from './confinement/isolation-mode.js';
 import type { ConfinementLimits } from './confinement/cgroup-limits.js';
+import type { ConfinementProbe } from './confinement/bwrap-probe.js';
+import type { SandboxOwner } from './confinement/sandbox-owner.js';
 
 export interface LocalMountConfig {
   readonly hostPath: string;
@@ -66,6 +68,11 @@ export interface LocalProviderOptions {
    * the floor, the size of its `/tmp`), over `sandbox.local.limits` and the defaults.
    */
   limits?: Partial<ConfinementLimits>;
+  /**
+   * Whether bubblewrap can confine commands here, as the given host user. Default: the real probe
+   * (`probeConfinement`, run once per process); replaceable to describe another host.
+   */
+  confinementProbe?: (owner: SandboxOwner | undefined) => ConfinementProbe;
   /** Seconds; default 600. */
   bashCommandTimeout?: number;
   /** Wall clock of one grep or glob in seconds. Default: `sandbox.search_timeout_seconds` (10). */

@@ -61,7 +61,11 @@ import {
   type CommandMode,
   type IsolationMode,
 } from './confinement/isolation-mode.js';
-import { probeConfinement, type ConfinementTools } from './confinement/bwrap-probe.js';
+import {
+  probeConfinement,
+  type ConfinementProbe,
+  type ConfinementTools,
+} from './confinement/bwrap-probe.js';
 import { ConfinementUnavailableError } from './confinement/confinement-errors.js';
 import { sandboxOwnerFor, type SandboxOwner } from './confinement/sandbox-owner.js';
 import { ThreadNamespace } from './confinement/thread-namespace.js';
@@ -196,7 +200,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       ? resolveConfinementLimits({ ...localBlock.limits, ...options.limits })
       : localBlock.limits;
     this.tmpBytes = options.tmpBytes ?? this.limits.tmpBytes;
-    const decided = this.decideCommandMode();
+    const decided = this.decideCommandMode(options.confinementProbe ?? probeConfinement);
     this.commandMode = decided.mode;
     this.confinementTools = decided.tools;
     this.seccompProgram =
@@ -286,7 +290,10 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
    *   commands are unconfined); otherwise confined where bubblewrap works, else bash off with a
    *   warning saying why. Never unconfined without `allowHostBash`.
    */
-  private decideCommandMode(): { mode: CommandMode; tools?: ConfinementTools } {
+  private decideCommandMode(probeHost: (owner: SandboxOwner | undefined) => ConfinementProbe): {
+    mode: CommandMode;
+    tools?: ConfinementTools;
+  } {
     if (this.isolation === 'none') {
       return {
         mode: this.allowHostBash
@@ -300,14 +307,17 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       );
       return { mode: { kind: 'host' } };
     }
-    const probe = probeConfinement(this.sandboxOwner);
+    const probe = probeHost(this.sandboxOwner);
     if (probe.ok) {
       if (this.allowHostBash) {
         this.logger.warn(
           'allow_host_bash is ignored: sandbox.local.isolation is bwrap, every command runs confined',
         );
       }
-      return { mode: { kind: 'confined' }, tools: { bwrap: probe.bwrap, nsenter: probe.nsenter } };
+      return {
+        mode: { kind: 'confined' },
+        tools: { bwrap: probe.bwrap, nsenter: probe.nsenter, disableUserns: probe.disableUserns },
+      };
     }
     if (this.isolation === 'bwrap') {
       throw new ConfinementUnavailableError(
@@ -557,6 +567,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       namespace = new ThreadNamespace({
         bwrap: tools.bwrap,
         nsenter: tools.nsenter,
+        disableUserns: tools.disableUserns,
         owner: this.sandboxOwner,
         mountPlan: async () => {
           if (this.sandboxOwner) {

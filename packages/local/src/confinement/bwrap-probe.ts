@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, readFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readFileSync } from 'node:fs';
 import { systemDirectoryArgs } from './mount-plan.js';
 import type { SandboxOwner } from './sandbox-owner.js';
 
@@ -18,6 +18,14 @@ const STDERR_SHOWN = 400;
 export interface ConfinementTools {
   readonly bwrap: string;
   readonly nsenter: string;
+  /** bubblewrap 0.8 or later: `--disable-userns` (older ones rely on the seccomp filter alone). */
+  readonly disableUserns: boolean;
+}
+
+/** `bubblewrap 0.8.0` → [0, 8, 0]; undefined when unreadable. */
+export function parseBwrapVersion(text: string): [number, number, number] | undefined {
+  const m = /(\d+)\.(\d+)(?:\.(\d+))?/.exec(text);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)] : undefined;
 }
 
 export type ConfinementProbe =
@@ -53,6 +61,12 @@ export function diagnoseBwrapFailure(
   sysctl: (file: string) => string | undefined = readSysctl,
 ): { cause: string; fix: string } {
   const said = stderr.trim().slice(0, STDERR_SHOWN) || 'no message';
+  if (/Unknown option|unrecognized option/i.test(stderr)) {
+    return {
+      cause: `this bubblewrap is too old (confinement needs 0.6 or later: --size, --bind-fd); bwrap said: ${said}`,
+      fix: 'install bubblewrap 0.6 or later (Debian 12, Ubuntu 22.04, Fedora 36 and later ship one)',
+    };
+  }
   if (sysctl('/proc/sys/user/max_user_namespaces') === '0') {
     return {
       cause: `user namespaces are disabled (user.max_user_namespaces = 0); bwrap said: ${said}`,
@@ -130,24 +144,42 @@ function runProbe(owner: SandboxOwner | undefined): ConfinementProbe {
       fix: 'install util-linux',
     };
   }
-  const run = spawnSync(
-    bwrap,
-    [
-      '--unshare-all',
-      '--die-with-parent',
-      ...systemDirectoryArgs(),
-      '--proc',
-      '/proc',
-      '--',
-      '/usr/bin/true',
-    ],
-    {
-      stdio: ['ignore', 'ignore', 'pipe'],
-      timeout: PROBE_TIMEOUT_MS,
-      env: {},
-      ...(owner ? { uid: owner.uid, gid: owner.gid } : {}),
-    },
+  const version = parseBwrapVersion(
+    spawnSync(bwrap, ['--version'], { encoding: 'utf8', timeout: PROBE_TIMEOUT_MS }).stdout ?? '',
   );
+  // The features a thread's namespace uses, exercised for real: a sized tmpfs and a bind from a
+  // descriptor (bubblewrap 0.5 and 0.6 added them).
+  const usr = openDirectory('/usr');
+  let run: ReturnType<typeof spawnSync>;
+  try {
+    run = spawnSync(
+      bwrap,
+      [
+        '--unshare-all',
+        '--die-with-parent',
+        ...systemDirectoryArgs(),
+        '--proc',
+        '/proc',
+        '--size',
+        '1048576',
+        '--tmpfs',
+        '/tmp',
+        '--ro-bind-fd',
+        '3',
+        '/mnt',
+        '--',
+        '/usr/bin/true',
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'pipe', usr],
+        timeout: PROBE_TIMEOUT_MS,
+        env: {},
+        ...(owner ? { uid: owner.uid, gid: owner.gid } : {}),
+      },
+    );
+  } finally {
+    if (typeof usr === 'number') closeSync(usr);
+  }
   if (run.error) {
     return {
       ok: false,
@@ -156,7 +188,16 @@ function runProbe(owner: SandboxOwner | undefined): ConfinementProbe {
     };
   }
   if (run.status !== 0) {
-    return { ok: false, ...diagnoseBwrapFailure(run.stderr?.toString('utf8') ?? '') };
+    return { ok: false, ...diagnoseBwrapFailure(run.stderr?.toString() ?? '') };
   }
-  return { ok: true, bwrap, nsenter };
+  const [major = 0, minor = 0] = version ?? [];
+  return { ok: true, bwrap, nsenter, disableUserns: major > 0 || minor >= 8 };
+}
+
+function openDirectory(dir: string): number | 'ignore' {
+  try {
+    return openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  } catch {
+    return 'ignore';
+  }
 }

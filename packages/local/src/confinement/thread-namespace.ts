@@ -30,6 +30,8 @@ export interface NamespaceLimitsHooks {
 export interface ThreadNamespaceOptions {
   readonly bwrap: string;
   readonly nsenter: string;
+  /** bubblewrap has `--disable-userns` (0.8+); older ones rely on the seccomp filter alone. */
+  readonly disableUserns: boolean;
   /**
    * `buildMountPlan`'s arguments, and the descriptors its sources are bound from (handed to
    * bubblewrap from `FIRST_SOURCE_FD` on, closed here once it started).
@@ -107,7 +109,7 @@ export class ThreadNamespace {
       '/',
       '/',
       '--unshare-user',
-      '--disable-userns',
+      ...(o.disableUserns ? ['--disable-userns'] : []),
       '--die-with-parent',
       ...(seccomp ? ['--seccomp', '3'] : []),
       '--chdir',
