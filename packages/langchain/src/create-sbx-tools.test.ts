@@ -285,6 +285,76 @@ describe('@sbx/langchain: one graph, many threads (configurable.thread_id)', () 
   });
 });
 
+describe('@sbx/langchain streams bash output', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-langchain-stream-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  // Waits (bounded) for a file the test writes only once it saw the first line.
+  const GATED =
+    'echo first; for i in $(seq 400); do [ -f go ] && break; sleep 0.05; done; echo second';
+
+  async function openGate(threadId: string) {
+    const sandbox = provider.get(await provider.acquire({ threadId }));
+    await sandbox?.writeFile('/mnt/user-data/workspace/go', '');
+  }
+
+  it('LangGraph streamMode "custom" gets the first line before the tool’s result', async () => {
+    const model = new ScriptedChatModel([[{ tool: 'bash', args: { command: GATED } }]]);
+    const tools = await createSbxTools({ provider, threadId: 's1' });
+    const agent = createAgent({ model, tools });
+    const seen: string[] = [];
+    const stream = await agent.stream(
+      { messages: [{ role: 'user', content: 'go' }] },
+      { streamMode: ['custom', 'updates'] },
+    );
+    for await (const [mode, chunk] of stream as AsyncIterable<[string, unknown]>) {
+      if (mode === 'custom') {
+        const event = chunk as { type: string; tool: string; text: string; toolCallId?: string };
+        expect(event).toMatchObject({ type: 'sbx_tool_output', tool: 'bash', stream: 'stdout' });
+        expect(event.toolCallId).toBe('call-1-0');
+        seen.push(`custom:${event.text}`);
+        if (event.text === 'first\n') await openGate('s1');
+      } else if (
+        JSON.stringify(chunk).includes('"ToolMessage"') ||
+        JSON.stringify(chunk).includes('tool_call_id')
+      ) {
+        seen.push('tool-result');
+      }
+    }
+    expect(seen.slice(0, 3)).toEqual(['custom:first\n', 'custom:second\n', 'tool-result']);
+  });
+
+  it('streamEvents gets on_custom_event sbx_tool_output before on_tool_end', async () => {
+    const model = new ScriptedChatModel([[{ tool: 'bash', args: { command: GATED } }]]);
+    const tools = await createSbxTools({ provider, threadId: 's2' });
+    const agent = createAgent({ model, tools });
+    const seen: string[] = [];
+    const events = agent.streamEvents(
+      { messages: [{ role: 'user', content: 'go' }] },
+      { version: 'v2' },
+    );
+    for await (const event of events) {
+      if (event.event === 'on_custom_event' && event.name === 'sbx_tool_output') {
+        const data = event.data as { text: string };
+        seen.push(`custom:${data.text}`);
+        if (data.text === 'first\n') await openGate('s2');
+      } else if (event.event === 'on_tool_end' && event.name === 'bash') {
+        seen.push('tool-end');
+      }
+    }
+    expect(seen).toEqual(['custom:first\n', 'custom:second\n', 'tool-end']);
+  });
+});
+
 describe('the README examples', () => {
   it.each([
     ['<!-- example: runs in CI -->', [{ tool: 'bash', args: { command: 'echo hello' } }]],

@@ -10,6 +10,7 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import type { DynamicStructuredTool } from '@langchain/core/tools';
 import { langChainModules, type LangChainModules } from './langchain-modules.js';
 import { runIdentityOf } from './run-identity.js';
+import { toolOutputEvents } from './tool-output-events.js';
 import { ThreadRunners } from './thread-runners.js';
 
 /**
@@ -39,7 +40,10 @@ export class SbxToolError extends Error {
   }
 }
 
-type ToolCallConfig = RunnableConfig & { toolCall?: { id?: string } };
+type ToolCallConfig = RunnableConfig & {
+  toolCall?: { id?: string };
+  writer?: ((chunk: unknown) => void) | null;
+};
 
 /** The runner of a call: its run's thread, or the error result a bad thread id gets. */
 function runnerOf(
@@ -71,8 +75,21 @@ function langChainTool(
   return modules.tools.tool(
     async (input: unknown, config: ToolCallConfig) => {
       const runner = runnerOf(runners, threadFromContext, config);
-      const result =
-        'call' in runner ? await runner.call(name, input, { signal: config.signal }) : runner;
+      let result: ToolCallResult;
+      if (!('call' in runner)) {
+        result = runner;
+      } else if (name === 'bash') {
+        // bash's output goes out while it runs (stream writer and custom events), all before
+        // the result.
+        const events = toolOutputEvents(modules, config, name, runner.context.logger);
+        result = await runner.call(name, input, {
+          signal: config.signal,
+          onOutput: events.onOutput,
+        });
+        await events.settled();
+      } else {
+        result = await runner.call(name, input, { signal: config.signal });
+      }
       if (!result.isError) return result.text;
       const toolCallId = config.toolCall?.id;
       if (toolCallId === undefined) throw new SbxToolError(result);

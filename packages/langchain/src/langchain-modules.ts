@@ -1,4 +1,5 @@
 import { loadOptionalDependency } from '@sbx/core';
+import type * as LangChainDispatch from '@langchain/core/callbacks/dispatch';
 import type * as LangChainMessages from '@langchain/core/messages';
 import type * as LangChainSingletons from '@langchain/core/singletons';
 import type * as LangChainTools from '@langchain/core/tools';
@@ -7,6 +8,7 @@ export interface LangChainModules {
   readonly tools: typeof LangChainTools;
   readonly messages: typeof LangChainMessages;
   readonly singletons: typeof LangChainSingletons;
+  readonly dispatch: typeof LangChainDispatch;
 }
 
 let modules: Promise<LangChainModules> | undefined;
@@ -17,7 +19,7 @@ let modules: Promise<LangChainModules> | undefined;
  */
 export function langChainModules(): Promise<LangChainModules> {
   modules ??= (async () => {
-    const [tools, messages, singletons] = await Promise.all([
+    const [tools, messages, singletons, dispatch] = await Promise.all([
       loadOptionalDependency<typeof LangChainTools>('@langchain/core/tools', '@sbx/langchain'),
       loadOptionalDependency<typeof LangChainMessages>(
         '@langchain/core/messages',
@@ -27,8 +29,12 @@ export function langChainModules(): Promise<LangChainModules> {
         '@langchain/core/singletons',
         '@sbx/langchain',
       ),
+      loadOptionalDependency<typeof LangChainDispatch>(
+        '@langchain/core/callbacks/dispatch',
+        '@sbx/langchain',
+      ),
     ]);
-    return { tools, messages, singletons };
+    return { tools, messages, singletons, dispatch };
   })();
   modules.catch(() => {
     // A failed load is retried on the next call (e.g. after the peer was installed).
