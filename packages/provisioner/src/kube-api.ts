@@ -12,6 +12,8 @@ import { KubeApiError } from './provisioner-errors.js';
 export interface KubeApi {
   readNamespace(name: string): Promise<Namespace>;
   createNamespace(body: Namespace): Promise<Namespace>;
+  /** Deletes a namespace and everything in it (test clean-up; the provisioner never calls it). */
+  deleteNamespace(name: string): Promise<void>;
   createPod(namespace: string, body: Pod): Promise<Pod>;
   readPod(namespace: string, name: string): Promise<Pod>;
   deletePod(namespace: string, name: string): Promise<void>;
@@ -82,6 +84,7 @@ type Call = (params: Record<string, unknown>) => Promise<unknown>;
 interface CoreApiLike {
   readNamespace: Call;
   createNamespace: Call;
+  deleteNamespace: Call;
   createNamespacedPod: Call;
   readNamespacedPod: Call;
   deleteNamespacedPod: Call;
@@ -143,6 +146,9 @@ function wrap(api: CoreApiLike, custom: CustomApiLike): KubeApi {
   return {
     readNamespace: (name) => call(`read namespace ${name}`, () => api.readNamespace({ name })),
     createNamespace: (body) => call('create namespace', () => api.createNamespace({ body })),
+    deleteNamespace: async (name) => {
+      await call(`delete namespace ${name}`, () => api.deleteNamespace({ name }));
+    },
     createPod: (namespace, body) =>
       call(`create pod ${body.metadata?.name}`, () => api.createNamespacedPod({ namespace, body })),
     readPod: (namespace, name) =>

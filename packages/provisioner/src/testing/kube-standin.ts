@@ -506,6 +506,25 @@ export class KubeStandin {
       }
       const found = ns ? this.#namespaces.get(ns) : undefined;
       if (!found) return reply(404, status(404, 'NotFound', `namespaces "${ns}" not found`));
+      if (verb === 'delete') {
+        // Everything in it goes with it (at once: the stand-in has no namespace finalizer).
+        this.#namespaces.delete(ns!);
+        for (const [key, s] of this.#sandboxes)
+          if (key.startsWith(`${ns}/`)) this.#deleteSandbox(key, s);
+        for (const [key, s] of this.#pods) {
+          if (!key.startsWith(`${ns}/`)) continue;
+          this.#pods.delete(key);
+          void (async () => {
+            await s.starting;
+            await s.server?.close();
+          })();
+        }
+        for (const key of [...this.#services.keys()]) {
+          if (!key.startsWith(`${ns}/`)) continue;
+          this.#services.delete(key);
+          this.#closeNodePort(key);
+        }
+      }
       return reply(200, found);
     }
     if (resource === 'sandboxes' && custom) {
