@@ -25,7 +25,13 @@ import type { PrivateRedis } from './testing/multi-instance-support.js';
 // ports the gateways here can reach at SBX_E2E_NODE_HOST), the same suite runs against that
 // cluster as well, with SBX_E2E_SANDBOX_IMAGE (default: the AIO image) and extra provisioner
 // settings as JSON in SBX_E2E_PROVISIONER_ENV (the skills views must exist on the nodes, or set
-// SKILLS_PVC_NAME). It never runs in CI here.
+// SKILLS_PVC_NAME), on the backends listed in SBX_E2E_BACKENDS (default `pods`; add
+// `agent-sandbox` where its CRDs and controller are installed). Each test's namespace is deleted
+// after it, and any left (a failed clean-up) after the suite, so a run leaves nothing behind. It
+// never runs in CI here.
+//
+// Every suite runs on both provisioner backends: Pods and Services (SANDBOX_BACKEND=pods), and
+// kubernetes-sigs/agent-sandbox Sandbox objects (SANDBOX_BACKEND=agent-sandbox).
 const redisAvailable = await requireService('redis');
 const redis: PrivateRedis | undefined = redisAvailable ? await startPrivateRedis() : undefined;
 if (redisAvailable && !redis && servicesRequired()) {
@@ -42,7 +48,10 @@ interface ClusterUnderTest {
   nodeHost: string;
   env: Record<string, string>;
   podNames(namespace: string): Promise<string[]>;
+  /** The sandboxes' Services that sbx made (a controller's own headless ones are not counted). */
   serviceCount(namespace: string): Promise<number>;
+  /** Deletes a test's namespace and all in it. */
+  deleteNamespace(namespace: string): Promise<void>;
   /** Pod creates the API served, when the cluster can tell. */
   podCreates?(): number;
   /** Holding Pods in Pending, when the cluster can be told to. */
@@ -51,7 +60,14 @@ interface ClusterUnderTest {
   close(): Promise<void>;
 }
 
-async function standinCluster(dir: string, homes: string[]): Promise<ClusterUnderTest> {
+const SBX_SERVICES = 'app=sbx-sandbox';
+type Backend = 'pods' | 'agent-sandbox';
+
+async function standinCluster(
+  dir: string,
+  homes: string[],
+  backend: Backend,
+): Promise<ClusterUnderTest> {
   const cluster = await KubeStandin.start({
     podServer: async () => {
       const home = await mkdtemp(path.join(dir, 'pod-home-'));
@@ -66,8 +82,11 @@ async function standinCluster(dir: string, homes: string[]): Promise<ClusterUnde
     nodeHost: '127.0.0.1',
     env: {},
     podNames: async (ns) => live(ns).map((p) => p.metadata!.name!),
-    serviceCount: async (ns) => cluster.services(ns).length,
-    podCreates: () => cluster.calls('create', 'pods').length,
+    serviceCount: async (ns) =>
+      cluster.services(ns).filter((s) => s.metadata?.labels?.app === 'sbx-sandbox').length,
+    deleteNamespace: async () => {}, // the stand-in goes with the test
+    // The agent-sandbox controller makes Pods without API calls: count the Sandboxes made.
+    podCreates: () => cluster.calls('create', backend === 'pods' ? 'pods' : 'sandboxes').length,
     pauseKubelet: () => cluster.pauseKubelet(),
     resumeKubelet: () => cluster.resumeKubelet(),
     close: () => cluster.close(),
@@ -76,7 +95,7 @@ async function standinCluster(dir: string, homes: string[]): Promise<ClusterUnde
 
 async function realCluster(kubeconfig: string): Promise<ClusterUnderTest> {
   const kube: KubeApi = await connectKubeApi({ kubeconfigPath: kubeconfig, waitMs: 0 });
-  const selector = 'app=sbx-sandbox';
+  const selector = SBX_SERVICES;
   return {
     kubeconfig,
     nodeHost: process.env.SBX_E2E_NODE_HOST ?? '127.0.0.1',
@@ -89,22 +108,37 @@ async function realCluster(kubeconfig: string): Promise<ClusterUnderTest> {
         .filter((p) => !p.metadata?.deletionTimestamp)
         .map((p) => p.metadata!.name!),
     serviceCount: async (ns) => (await kube.listServices(ns, selector)).items.length,
+    deleteNamespace: async (ns) => {
+      try {
+        await kube.deleteNamespace(ns);
+      } catch (err) {
+        if ((err as { status?: number }).status !== 404) throw err;
+      }
+    },
     close: async () => {},
   };
 }
 
+const REAL_BACKENDS = (process.env.SBX_E2E_BACKENDS ?? 'pods').split(',').map((b) => b.trim());
 const targets: {
   name: string;
+  backend: Backend;
   enabled: boolean;
   make: (dir: string, homes: string[]) => Promise<ClusterUnderTest>;
-}[] = [
-  { name: 'the stand-in cluster', enabled: true, make: standinCluster },
+}[] = (['pods', 'agent-sandbox'] as const).flatMap((backend) => [
   {
-    name: 'a real cluster (KUBECONFIG_E2E)',
-    enabled: REAL_CLUSTER !== undefined,
+    name: `the stand-in cluster, SANDBOX_BACKEND=${backend}`,
+    backend,
+    enabled: true,
+    make: (dir: string, homes: string[]) => standinCluster(dir, homes, backend),
+  },
+  {
+    name: `a real cluster (KUBECONFIG_E2E), SANDBOX_BACKEND=${backend}`,
+    backend,
+    enabled: REAL_CLUSTER !== undefined && REAL_BACKENDS.includes(backend),
     make: () => realCluster(REAL_CLUSTER!),
   },
-];
+]);
 
 const RENEWAL_SECONDS = 1;
 const TTL_MS = 2_000;
@@ -133,7 +167,7 @@ interface ReconcileSummary {
 
 describe.each(targets)(
   'gateways → provisioner → Kubernetes on $name (real Redis)',
-  ({ enabled, make }) => {
+  ({ enabled, make, backend }) => {
     if (!enabled || !redis) {
       it.skip(redis ? 'needs KUBECONFIG_E2E' : 'needs Redis', () => {});
       return;
@@ -146,26 +180,49 @@ describe.each(targets)(
     let namespace: string;
     const homes: string[] = [];
     const live: WorkerInstance[] = [];
+    /** Namespaces made and not yet deleted: the suite's afterAll deletes what a test's could not. */
+    const leftNamespaces = new Map<string, ClusterUnderTest>();
 
     beforeAll(async () => {
       worker = await buildWorker();
     }, 120_000);
     afterAll(async () => {
+      const failures: string[] = [];
+      for (const [ns, owner] of leftNamespaces) {
+        await owner.deleteNamespace(ns).then(
+          () => leftNamespaces.delete(ns),
+          (err: Error) => failures.push(`${ns}: ${err.message}`),
+        );
+      }
       await worker?.dispose();
-    });
+      if (failures.length > 0) throw new Error(`namespaces left behind: ${failures.join('; ')}`);
+    }, 120_000);
 
     beforeEach(async () => {
       dir = await mkdtemp(path.join(tmpdir(), 'sbx-prov-e2e-'));
       cluster = await make(dir, homes);
       provisionerPort = await freePort();
       namespace = `e2e-${randomBytes(3).toString('hex')}`;
+      leftNamespaces.set(namespace, cluster);
       provisioner = await startTheProvisioner();
     });
     afterEach(async () => {
-      await Promise.all(live.splice(0).map((w) => w.stop()));
-      await provisioner?.close();
-      await cluster.close();
-      await rm(dir, { recursive: true, force: true });
+      try {
+        await Promise.all(live.splice(0).map((w) => w.stop()));
+        await provisioner?.close();
+      } finally {
+        // Even when stopping failed: the namespace (and every Pod in it) goes.
+        const owner = leftNamespaces.get(namespace);
+        if (owner) {
+          await owner.deleteNamespace(namespace).then(
+            () => leftNamespaces.delete(namespace),
+            (err: Error) =>
+              console.warn(`[sbx] namespace ${namespace} not deleted: ${err.message}`),
+          );
+        }
+        await cluster.close();
+        await rm(dir, { recursive: true, force: true });
+      }
     }, 90_000);
 
     async function startTheProvisioner(): Promise<RunningProvisioner> {
@@ -179,6 +236,7 @@ describe.each(targets)(
           PROVISIONER_PORT: String(provisionerPort),
           THREADS_HOST_PATH: path.join(dir, 'threads'),
           SANDBOX_GC_INTERVAL_SECONDS: '0',
+          SANDBOX_BACKEND: backend,
         },
       });
       return startProvisioner({ settings, pollIntervalMs: 50 });
