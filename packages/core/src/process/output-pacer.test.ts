@@ -125,6 +125,28 @@ describe('OutputPacer', () => {
     expect(delays.at(-1)).toBeGreaterThan(0);
   });
 
+  it('a waiting source that throws when served is dropped from the line and reported; the others are served', async () => {
+    const errors: unknown[] = [];
+    const queued: (() => void)[] = [];
+    const pacer = new OutputPacer({
+      bytesPerTurn: 10,
+      later: (callback) => queued.push(callback),
+      onServeError: (error) => errors.push(error),
+    });
+    expect(pacer.take(10)).toBe(true);
+    let served = 0;
+    pacer.whenCredit(() => {
+      throw new Error('serve bug');
+    });
+    pacer.whenCredit(() => ((served += 1), true));
+    for (let turns = 0; queued.length > 0 && turns < 10; turns++) {
+      for (const callback of queued.splice(0)) expect(callback).not.toThrow();
+    }
+    expect(served).toBe(1);
+    expect(errors).toHaveLength(1);
+    expect(pacer.waitingStreams).toBe(0);
+  });
+
   it('refuses a budget that is not a positive integer', () => {
     expect(() => new OutputPacer({ bytesPerTurn: 0 })).toThrow(RangeError);
   });

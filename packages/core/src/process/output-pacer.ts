@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { consoleLogger } from '../logging/logger.js';
 
 /** Bytes of output all paced streams together hand on in one turn of the event loop. */
 export const DEFAULT_OUTPUT_BYTES_PER_TURN = 64 * 1024;
@@ -17,6 +18,11 @@ export interface OutputPacerOptions {
    * `setImmediate` for 0, else `setTimeout`.
    */
   readonly later?: (callback: () => void, delayMs: number) => void;
+  /**
+   * Told of a waiting source whose serve threw (a bug in that source): it is dropped from the line
+   * and the others are served. Default: logged with `console.error`.
+   */
+  readonly onServeError?: (error: unknown) => void;
 }
 
 /**
@@ -49,6 +55,7 @@ export class OutputPacer implements OutputCredit {
   readonly #bytesPerMs: number;
   readonly #now: () => number;
   readonly #later: (callback: () => void, delayMs: number) => void;
+  readonly #onServeError: (error: unknown) => void;
   #credit: number;
   #refilledAt: number;
   #refillQueued = false;
@@ -75,6 +82,12 @@ export class OutputPacer implements OutputCredit {
         if (delayMs <= 0) setImmediate(callback);
         else setTimeout(callback, delayMs);
       });
+    this.#onServeError =
+      options.onServeError ??
+      ((error) =>
+        consoleLogger().error('a paced output source threw when served; it is dropped', {
+          error: error instanceof Error ? error.message : String(error),
+        }));
     this.#credit = bytesPerTurn;
     this.#refilledAt = this.#now();
   }
@@ -158,7 +171,16 @@ export class OutputPacer implements OutputCredit {
     this.#credit = Math.min(this.#bytesPerTurn, this.#credit + accrued);
     while (this.#waiting.length > 0) {
       const serve = this.#waiting[0] as () => boolean;
-      if (!serve()) break;
+      // One pacer serves every tenant: a source that throws must not end this turn for the others
+      // (nor, escaping the loop's callback, the gateway), nor stay first in line for ever.
+      let served: boolean;
+      try {
+        served = serve();
+      } catch (error) {
+        served = true;
+        this.#onServeError(error);
+      }
+      if (!served) break;
       this.#waiting.shift();
     }
     if (this.#waiting.length > 0) this.#queueRefill();

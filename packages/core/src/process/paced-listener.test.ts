@@ -175,6 +175,40 @@ describe('output a backend pushes through callbacks', () => {
   });
 });
 
+describe('a paced target that throws', () => {
+  it('is reported, gets nothing more, and stalls neither the shared pacer nor its own drain', async () => {
+    const { pacer, turn, queued } = manualPacer(10);
+    const errors: unknown[] = [];
+    let calls = 0;
+    const throwing = new PacedListener(
+      {
+        write: () => {
+          calls += 1;
+          if (calls === 2) throw new Error('listener bug');
+        },
+        end: () => undefined,
+      },
+      { pacer, onTargetError: (error) => errors.push(error) },
+    );
+    const other = recordingTarget();
+    const neighbour = new PacedListener(other.target, { pacer });
+    throwing.write(bytes(10, 'a')); // spends the turn's credit
+    throwing.write(bytes(10, 'b'));
+    throwing.write(bytes(10, 'c'));
+    neighbour.write(bytes(10, 'n'));
+    throwing.end();
+    let turns = 0;
+    while (queued.length > 0 && turns < 20) {
+      expect(() => turn()).not.toThrow();
+      turns += 1;
+    }
+    expect(errors).toHaveLength(1);
+    expect(calls).toBe(2);
+    expect(other.chunks.join('')).toBe('n'.repeat(10));
+    await throwing.drained();
+  });
+});
+
 describe('pacedTextListener', () => {
   it('paces text callbacks and hands on the rest when finished', async () => {
     const { pacer, turn, queued } = manualPacer(10);

@@ -1,3 +1,4 @@
+import { consoleLogger } from '../logging/logger.js';
 import { sharedOutputPacer, type OutputCredit } from './output-pacer.js';
 
 /** Bytes a paced listener queues for its target before the oldest are dropped. */
@@ -16,7 +17,17 @@ export interface PacedListenerOptions {
   readonly maxQueuedBytes?: number;
   /** The text handed on in place of `bytes` dropped bytes. */
   readonly droppedNotice?: (bytes: number) => string;
+  /**
+   * Told once of a target that threw (a bug in the target); it gets nothing more and the listener
+   * counts as drained. Default: logged with `console.error`.
+   */
+  readonly onTargetError?: (error: unknown) => void;
 }
+
+const reportTargetError = (error: unknown): void =>
+  consoleLogger().error('a paced output target threw; it gets no more output', {
+    error: error instanceof Error ? error.message : String(error),
+  });
 
 const defaultNotice = (bytes: number): string =>
   `\n[${bytes} bytes of output dropped: the gateway paces streamed output]\n`;
@@ -35,6 +46,7 @@ export class PacedListener {
   readonly #pacer: OutputCredit;
   readonly #max: number;
   readonly #notice: (bytes: number) => string;
+  readonly #onTargetError: (error: unknown) => void;
   readonly #queue: (Uint8Array | string)[] = [];
   #queuedBytes = 0;
   #dropped = 0;
@@ -42,6 +54,8 @@ export class PacedListener {
   #pendingNotice = 0;
   #waiting = false;
   #ended = false;
+  /** The target threw: it gets nothing more, its end included. */
+  #broken = false;
   #drained: Promise<void> | undefined;
   #resolveDrained: (() => void) | undefined;
 
@@ -50,6 +64,7 @@ export class PacedListener {
     this.#pacer = options.pacer;
     this.#max = options.maxQueuedBytes ?? DEFAULT_PACED_QUEUE_BYTES;
     this.#notice = options.droppedNotice ?? defaultNotice;
+    this.#onTargetError = options.onTargetError ?? reportTargetError;
   }
 
   /** Bytes dropped so far because the target fell behind. */
@@ -63,7 +78,7 @@ export class PacedListener {
     if (size === 0) return;
     // In order: a chunk may skip the queue only when nothing waits in it.
     if (!this.#waiting && this.#pacer.take(size)) {
-      this.#target.write(chunk);
+      this.#deliver(chunk);
       return;
     }
     this.#queue.push(chunk);
@@ -94,8 +109,9 @@ export class PacedListener {
 
   #serve(): boolean {
     if (this.#pendingNotice > 0) {
-      this.#target.write(this.#notice(this.#pendingNotice));
+      const notice = this.#notice(this.#pendingNotice);
       this.#pendingNotice = 0;
+      this.#deliver(notice);
     }
     while (this.#queue.length > 0) {
       const chunk = this.#queue[0] as Uint8Array | string;
@@ -103,11 +119,29 @@ export class PacedListener {
       if (!this.#pacer.take(size)) return false;
       this.#queue.shift();
       this.#queuedBytes -= size;
-      this.#target.write(chunk);
+      this.#deliver(chunk);
     }
     this.#waiting = false;
     if (this.#ended) this.#finish();
     return true;
+  }
+
+  /**
+   * Hands a chunk to the target. A target that throws is cut off here, where it threw: this runs in
+   * the shared pacer's turn, which must go on for every other listener, and the caller awaiting
+   * `drained()` must not wait for output nobody can take any more.
+   */
+  #deliver(chunk: Uint8Array | string): void {
+    try {
+      this.#target.write(chunk);
+    } catch (error) {
+      this.#queue.length = 0;
+      this.#queuedBytes = 0;
+      this.#pendingNotice = 0;
+      this.#ended = true;
+      this.#broken = true;
+      this.#onTargetError(error);
+    }
   }
 
   /** Drops the oldest queued bytes past the bound; the notice goes out before what is left. */
@@ -132,7 +166,12 @@ export class PacedListener {
   }
 
   #finish(): void {
-    this.#target.end();
+    try {
+      if (!this.#broken) this.#target.end();
+    } catch (error) {
+      this.#broken = true;
+      this.#onTargetError(error);
+    }
     this.#resolveDrained?.();
   }
 }
