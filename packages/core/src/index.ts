@@ -192,6 +192,33 @@ export type {
   LifecycleOperationOptions,
 } from './execution-leases/lease-client.js';
 
+// @section checkpoint
+export { writeCheckpoint } from './checkpoint/checkpoint-export.js';
+export type {
+  CheckpointSources,
+  CheckpointSummary,
+  SkippedEntry,
+  WriteCheckpointOptions,
+} from './checkpoint/checkpoint-export.js';
+export { readCheckpoint } from './checkpoint/checkpoint-import.js';
+export type {
+  CheckpointImportSummary,
+  ReadCheckpointOptions,
+} from './checkpoint/checkpoint-import.js';
+export {
+  CHECKPOINT_FORMAT,
+  CHECKPOINT_MANIFEST_NAME,
+  CHECKPOINT_ROOTS,
+  CHECKPOINT_VERSION,
+  DEFAULT_CHECKPOINT_LIMITS,
+} from './checkpoint/checkpoint-format.js';
+export type {
+  CheckpointLimits,
+  CheckpointManifest,
+  CheckpointManifestEntry,
+  CheckpointRootName,
+} from './checkpoint/checkpoint-format.js';
+
 // @section warm-pool
 export type { WarmPoolRegistryOptions, WarmPoolSettings } from './warm-pool/warm-pool-registry.js';
 export type {
@@ -437,6 +464,30 @@ export type {
   TelemetryTracer,
 } from './observability/observability-otel.js';
 export { SandboxSpecError } from './contract/sandbox-spec.js';
+export {
+  MAX_NETWORK_CREDENTIALS,
+  MAX_NETWORK_RULES,
+  NETWORK_MODES,
+  NetworkPolicyUnenforceableError,
+  NetworkPolicyWideningError,
+  OPEN_NETWORK_POLICY,
+  canonicalNetworkPolicy,
+  hostPatternMatches,
+  hostRuleMatches,
+  narrowNetworkPolicy,
+  networkPolicyRestricts,
+  networkVerdict,
+  parseHostRule,
+  parseNetworkPolicy,
+} from './contract/network-policy.js';
+export type {
+  NetworkCredential,
+  NetworkHostRule,
+  NetworkMode,
+  NetworkPolicy,
+  NetworkPolicyInput,
+  NetworkSecretSource,
+} from './contract/network-policy.js';
 export {
   DEFAULT_SPEC_MAXIMA,
   MIN_SPEC_CPUS,

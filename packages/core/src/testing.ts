@@ -51,6 +51,7 @@ export type { SandboxUnderTest, SandboxContractOptions } from './testing/sandbox
 export { describeProviderContract } from './testing/provider-contract.js';
 export type { ProviderUnderTest, ProviderContractOptions } from './testing/provider-contract.js';
 export { describeLifecycleContract } from './testing/lifecycle-contract.js';
+export { describeNetworkPolicyContract } from './testing/network-policy-contract.js';
 export { describeInspectionContract } from './testing/inspection-contract.js';
 export type {
   InspectionCapabilities,

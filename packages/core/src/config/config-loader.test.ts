@@ -57,6 +57,7 @@ describe('parseSandboxConfig defaults', () => {
           maxPids: undefined,
           maxDiskGb: undefined,
           maxTimeoutSeconds: undefined,
+          network: { mode: 'open', allow: [], deny: [], credentials: [] },
         },
         mounts: [],
         threadDataMounts: undefined,

@@ -20,6 +20,14 @@ import {
   MIN_SPEC_CPUS,
   SPEC_CEILINGS,
 } from '../contract/sandbox-spec-bounds.js';
+import {
+  MAX_NETWORK_CREDENTIALS,
+  MAX_NETWORK_RULES,
+  NETWORK_MODES,
+  domainNameProblem,
+  parseHostRule,
+  parseNetworkPolicy,
+} from '../contract/network-policy.js';
 import { lazily, zod } from './zod-runtime.js';
 import type { Zod } from './zod-runtime.js';
 import {
@@ -54,6 +62,92 @@ function buildSectionInputSchema(z: Zod) {
       if (message) ctx.addIssue({ code: 'custom', message, input: value });
     });
   }
+
+  /** The message of `parseHostRule` for a bad rule (it names the key path itself). */
+  const hostRuleProblem = (v: string): string | undefined => {
+    try {
+      parseHostRule(v, 'rule');
+      return undefined;
+    } catch (error) {
+      return (error as Error).message.replace(/^rule: /, '');
+    }
+  };
+  const hostRules = (description: string) =>
+    z
+      .array(checked(z.string(), hostRuleProblem))
+      .max(MAX_NETWORK_RULES)
+      .default([])
+      .describe(description);
+
+  const networkSchema = z
+    .strictObject({
+      mode: z
+        .enum(NETWORK_MODES)
+        .default('open')
+        .describe(
+          'Egress of every sandbox: "none" (no network), "allowlist" (only the hosts of allow, minus deny) or "open" (every host but deny). A provider that cannot enforce it refuses every acquire rather than ignore it.',
+        ),
+      allow: hostRules(
+        'With mode allowlist: the hosts a sandbox may reach, as "host", "*.domain" (every name below domain) or "host:443,8443" (those ports only).',
+      ),
+      deny: hostRules('Hosts never reached, whatever allow says; same forms as allow.'),
+      credentials: z
+        .array(
+          z.strictObject({
+            host: checked(z.string(), (v) => {
+              const r = domainNameProblem(v, false);
+              return 'problem' in r ? `${JSON.stringify(v)} ${r.problem}` : undefined;
+            }).describe('The host whose requests carry the secret.'),
+            header: z
+              .string()
+              .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/)
+              .describe('The header that carries it, e.g. Authorization.'),
+            secret_env: z
+              .string()
+              .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/)
+              .optional()
+              .describe("The gateway's environment variable holding the secret."),
+            secret: z
+              .string()
+              .regex(/^[A-Za-z_][A-Za-z0-9_.:/-]{0,127}$/)
+              .optional()
+              .describe(
+                'A secret name asked of the secret provider the host application passes in.',
+              ),
+          }),
+        )
+        .max(MAX_NETWORK_CREDENTIALS)
+        .default([])
+        .superRefine((list, ctx) => {
+          list.forEach((c, i) => {
+            if ((c.secret_env === undefined) === (c.secret === undefined)) {
+              ctx.addIssue({
+                code: 'custom',
+                message: 'give exactly one of secret_env and secret',
+                path: [i],
+                input: c,
+              });
+            }
+          });
+        })
+        .describe(
+          'Credentials the agent can use but never sees: for requests to host, the header carrying the secret.',
+        ),
+    })
+    .superRefine((n, ctx) => {
+      if (n.mode !== 'allowlist' && n.allow.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'allow is only meaningful with mode allowlist',
+          path: ['allow'],
+          input: n.allow,
+        });
+      }
+    })
+    .default({ mode: 'open', allow: [], deny: [], credentials: [] })
+    .describe(
+      'What sandboxes may reach over the network; a per-acquire spec.network may only narrow it. See docs/egress.md.',
+    );
 
   const openBlock = (description: string) =>
     z.record(z.string(), z.unknown()).optional().describe(description);
@@ -257,6 +351,7 @@ function buildSectionInputSchema(z: Zod) {
       .describe(
         'Bounds of the per-acquire sandbox spec (image, resources, timeout, labels) a host application may pass; an absent max_* is the hardened default, so a spec may only narrow the default sandbox.',
       ),
+    network: networkSchema,
     mounts: z
       .array(mountSchema)
       .default([])
@@ -442,6 +537,22 @@ function toConfig(s: Section, ctx: SandboxSchemaContext): SandboxConfig {
       maxPids: s.spec.max_pids,
       maxDiskGb: s.spec.max_disk_gb,
       maxTimeoutSeconds: s.spec.max_timeout_seconds,
+      network: parseNetworkPolicy(
+        {
+          mode: s.network.mode,
+          allow: s.network.allow,
+          deny: s.network.deny,
+          credentials: s.network.credentials.map((c) => ({
+            host: c.host,
+            header: c.header,
+            source:
+              c.secret_env !== undefined
+                ? { kind: 'env', name: c.secret_env }
+                : { kind: 'provider', name: c.secret },
+          })),
+        },
+        'sandbox.network',
+      ),
     },
     mounts: s.mounts.map((m) => ({
       hostPath: m.host_path,

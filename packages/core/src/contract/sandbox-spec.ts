@@ -1,5 +1,15 @@
 import { InvalidArgumentError, SbxError } from '../errors/errors.js';
 import type { SandboxScope } from '../identity/identity.js';
+import {
+  NetworkPolicyUnenforceableError,
+  OPEN_NETWORK_POLICY,
+  canonicalNetworkPolicy,
+  narrowNetworkPolicy,
+  networkPolicyRestricts,
+  parseNetworkPolicy,
+  type NetworkPolicy,
+  type NetworkPolicyInput,
+} from './network-policy.js';
 import { MIN_SPEC_CPUS, effectiveSpecMaxima } from './sandbox-spec-bounds.js';
 
 /** Resources one acquire may ask for; each provider says which it can honour. */
@@ -26,6 +36,12 @@ export interface SandboxSpec {
   readonly timeoutSeconds?: number | undefined;
   /** Written to the container / VM metadata, e.g. `{ 'sbx.dev/tenant': 'acme' }`. */
   readonly labels?: Readonly<Record<string, string>> | undefined;
+  /**
+   * What this sandbox may reach, within `sandbox.network`: it may only narrow the configured policy
+   * (`narrowNetworkPolicy`). Part of the identity: a sandbox of one policy is never reused for
+   * another. Normalized by `checkSandboxSpec` to the effective (narrowed) policy.
+   */
+  readonly network?: NetworkPolicyInput | NetworkPolicy | undefined;
 }
 
 /** The capability flags of a provider: which spec fields it honours. Anything else is refused. */
@@ -34,6 +50,12 @@ export interface SandboxSpecSupport {
   readonly resources: readonly SandboxResourceName[];
   readonly timeout: boolean;
   readonly labels: boolean;
+  /**
+   * The provider enforces a network policy (`spec.network`, `sandbox.network`). Absent: it cannot,
+   * and any policy but plain open egress is refused at acquire with
+   * `NetworkPolicyUnenforceableError`.
+   */
+  readonly network?: boolean | undefined;
 }
 
 export const NO_SPEC_SUPPORT: SandboxSpecSupport = {
@@ -56,6 +78,8 @@ export interface SandboxSpecPolicy {
   readonly maxPids?: number | undefined;
   readonly maxDiskGb?: number | undefined;
   readonly maxTimeoutSeconds?: number | undefined;
+  /** The configured network policy (`sandbox.network`); absent: open egress. */
+  readonly network?: NetworkPolicy | undefined;
 }
 
 export const DEFAULT_SPEC_POLICY: SandboxSpecPolicy = { images: [] };
@@ -110,7 +134,10 @@ const isPlainObject = (value: unknown): value is object =>
  *
  * @throws SandboxSpecError for a field the provider cannot honour, an image not in the allowlist
  *   or a value over its bound (the configured `max_*`, else the hardened default); InvalidArgumentError
- *   for a malformed value (not a positive finite number, a fractional count)
+ *   for a malformed value (not a positive finite number, a fractional count);
+ *   NetworkPolicyWideningError for a `network` wider than `sandbox.network`;
+ *   NetworkPolicyUnenforceableError for a restricting network policy (configured or asked for)
+ *   on a provider without `support.network`, also when no spec is given
  */
 export function checkSandboxSpec(
   spec: SandboxSpec | undefined,
@@ -118,8 +145,21 @@ export function checkSandboxSpec(
   policy: SandboxSpecPolicy,
   provider: string,
 ): SandboxSpec | undefined {
-  if (spec === undefined || spec === null) return undefined;
+  const configuredNetwork = policy.network ?? OPEN_NETWORK_POLICY;
+  if (spec === undefined || spec === null) {
+    // The configured policy binds every acquire, with or without a spec.
+    if (networkPolicyRestricts(configuredNetwork) && support.network !== true) {
+      throw new NetworkPolicyUnenforceableError(provider, configuredNetwork.mode);
+    }
+    return undefined;
+  }
   if (typeof spec !== 'object') throw new InvalidArgumentError('spec must be an object');
+  const requestedNetwork =
+    spec.network === undefined ? undefined : parseNetworkPolicy(spec.network, 'spec.network');
+  const network = narrowNetworkPolicy(configuredNetwork, requestedNetwork);
+  if (networkPolicyRestricts(network) && support.network !== true) {
+    throw new NetworkPolicyUnenforceableError(provider, network.mode);
+  }
   const refuse = (what: string) =>
     new SandboxSpecError(`${provider} cannot honour ${what}; leave it out or use another provider`);
   const out: { -readonly [K in keyof SandboxSpec]: SandboxSpec[K] } = {};
@@ -202,22 +242,35 @@ export function checkSandboxSpec(
     }
     if (entries.length > 0) out.labels = Object.fromEntries(entries);
   }
+  if (requestedNetwork !== undefined) out.network = network;
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /**
- * The identity scope of a spec: what changes what the sandbox is (image, resources). Absent when
- * the spec changes nothing, so a spec of labels only names the same sandbox as no spec.
+ * The identity scope of a spec: what changes what the sandbox is (image, resources, network).
+ * Absent when the spec changes nothing, so a spec of labels only names the same sandbox as no spec.
+ * The network policy is read as `checkSandboxSpec` normalized it (the effective policy), so two
+ * spellings of one policy name one sandbox; a spec without network keeps the identity it had
+ * before policies existed.
  */
 export function specIdentityScope(spec: SandboxSpec | undefined): SandboxScope | undefined {
-  if (!spec || (spec.image === undefined && spec.resources === undefined)) return undefined;
+  if (
+    !spec ||
+    (spec.image === undefined && spec.resources === undefined && spec.network === undefined)
+  ) {
+    return undefined;
+  }
   const resources = spec.resources ?? {};
-  const canonical = JSON.stringify([
+  const parts: unknown[] = [
     spec.image ?? null,
     resources.memoryMb ?? null,
     resources.cpus ?? null,
     resources.pids ?? null,
     resources.diskGb ?? null,
-  ]);
+  ];
+  if (spec.network !== undefined) {
+    parts.push(canonicalNetworkPolicy(parseNetworkPolicy(spec.network, 'spec.network')));
+  }
+  const canonical = JSON.stringify(parts);
   return { kind: 'sandbox-spec', value: canonical };
 }

@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isSbxError } from '../errors/errors.js';
+import type { SandboxProvider } from '../contract/sandbox-provider.js';
+import type { NetworkPolicyInput } from '../contract/network-policy.js';
+import type { ProviderUnderTest } from './provider-contract.js';
+
+let unique = 0;
+const thread = (label: string) => `netpolicy-${label}-${process.pid}-${++unique}`;
+
+async function outcome(promise: Promise<unknown>): Promise<{ ok: string } | { error: unknown }> {
+  try {
+    return { ok: String(await promise) };
+  } catch (error) {
+    return { error };
+  }
+}
+
+const codeOf = (error: unknown): string | undefined => (isSbxError(error) ? error.code : undefined);
+
+/** Policies that restrict egress: each must be enforced or refused, never ignored. */
+const RESTRICTING: readonly (readonly [string, NetworkPolicyInput])[] = [
+  ['mode none', { mode: 'none' }],
+  ['mode allowlist', { mode: 'allowlist', allow: ['example.com:443'] }],
+  ['mode open with a deny rule', { mode: 'open', deny: ['*.example.com'] }],
+];
+
+/**
+ * The network policy of an acquire (`spec.network`), as each provider declares it in
+ * `specSupport.network`: a provider that cannot enforce a policy refuses every restricting one
+ * with `NETWORK_POLICY_UNENFORCEABLE` before it makes a sandbox; one that can gives the policy a
+ * sandbox of its own (the policy is part of the identity). Plain open egress is accepted by all.
+ * Whether an enforcing provider really blocks traffic is its own integration test's business: it
+ * needs the provider's network plumbing, which this suite cannot see.
+ */
+export function describeNetworkPolicyContract(
+  name: string,
+  make: () => Promise<ProviderUnderTest>,
+): void {
+  describe(`SandboxProvider network policy contract: ${name}`, () => {
+    let put: ProviderUnderTest;
+    let provider: SandboxProvider;
+
+    beforeAll(async () => {
+      put = await make();
+      provider = put.provider;
+    });
+    afterAll(async () => {
+      await put?.provider.shutdown();
+      await put?.cleanup?.();
+    });
+
+    it('declares whether it enforces network policies (absent: it does not)', () => {
+      expect([undefined, true, false]).toContain(provider.specSupport.network);
+    });
+
+    for (const [label, network] of RESTRICTING) {
+      it(`${label}: enforced with a sandbox of its own, or refused with a typed error`, async () => {
+        const threadId = thread('restrict');
+        const result = await outcome(
+          provider.acquire({ userId: 'u1', threadId, spec: { network } }),
+        );
+        if (provider.specSupport.network !== true) {
+          expect('error' in result && codeOf(result.error)).toBe('NETWORK_POLICY_UNENFORCEABLE');
+          return;
+        }
+        expect('ok' in result).toBe(true);
+        const open = await provider.acquire({ userId: 'u1', threadId });
+        expect(open).not.toBe('ok' in result ? result.ok : undefined);
+      });
+    }
+
+    it('a malformed policy is refused with the key path, whatever the provider supports', async () => {
+      const result = await outcome(
+        provider.acquire({
+          userId: 'u1',
+          threadId: thread('malformed'),
+          spec: { network: { mode: 'allowlist', allow: ['exa mple.com'] } },
+        }),
+      );
+      expect('error' in result && codeOf(result.error)).toBe('INVALID_ARGUMENT');
+      expect('error' in result && String(result.error)).toContain('spec.network.allow[0]');
+    });
+
+    it('plain open egress is accepted by every provider', async () => {
+      const result = await outcome(
+        provider.acquire({
+          userId: 'u1',
+          threadId: thread('open'),
+          spec: { network: { mode: 'open' } },
+        }),
+      );
+      expect(result).toHaveProperty('ok');
+    });
+  });
+}
