@@ -252,7 +252,6 @@ export class LocalSandbox extends Sandbox {
     const prepared = await this.prepareCommand(command, options);
     if (this.confinement) {
       const namespace = this.confinement.namespace;
-      const before = await namespace.oomKills();
       const result = await runHostExec(
         this.runner,
         prepared,
@@ -261,8 +260,7 @@ export class LocalSandbox extends Sandbox {
         this.logger,
         this.id,
       );
-      const after = await namespace.oomKills();
-      return after !== undefined && after > (before ?? 0) ? outOfMemory(result) : result;
+      return (await namespace.newOomKills()) > 0 ? outOfMemory(result) : result;
     }
     return runHostExec(
       this.runner,

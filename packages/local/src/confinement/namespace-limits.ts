@@ -3,7 +3,8 @@ import type { Logger } from '@sbx/core';
 import { createSandboxCgroup } from './cgroup-host.js';
 import type { ConfinementLimits } from './cgroup-limits.js';
 import type { SandboxCgroup } from './cgroup-sandbox-group.js';
-import { rlimitArgv } from './rlimit-wrapper.js';
+import { SH_WRAPPER, rlimitArgv } from './rlimit-wrapper.js';
+import { GATE_SCRIPT_PREFIX } from './spawn-plan.js';
 import type { NamespaceLimitsHooks } from './thread-namespace.js';
 
 /**
@@ -25,6 +26,12 @@ export function namespaceLimits(
       await group?.addPid(initPid);
     },
     wrapEntry: (argv) => rlimitArgv(limits, argv),
+    // With a cgroup in force (its pids limit counts the whole sandbox), the shell form of the
+    // rlimits (no `nproc`) runs behind the gate in the same process.
+    wrapGated(argv) {
+      const [shell, flag, script, ...rest] = rlimitArgv(limits, argv, SH_WRAPPER);
+      return [shell as string, flag as string, `${GATE_SCRIPT_PREFIX}${script as string}`, ...rest];
+    },
     admitter() {
       const current = group;
       return current ? (pid: number) => current.addPid(pid) : undefined;

@@ -25,7 +25,8 @@ export interface SpawnPlan {
  * The gate a plan with `admit` starts with: waits for a line on descriptor 4, closes it, then
  * runs its arguments. A literal: the command arrives as `"$@"`, never inside the script.
  */
-export const GATE_SCRIPT = 'read -r _ <&4; exec 4<&-; exec "$@"';
+export const GATE_SCRIPT_PREFIX = 'read -r _ <&4; exec 4<&-; ';
+export const GATE_SCRIPT = `${GATE_SCRIPT_PREFIX}exec "$@"`;
 
 /** The `stdio` entries past stderr for a plan: descriptor 3 (input) and 4 (gate). */
 export function extraStdio(plan: SpawnPlan | undefined): ('pipe' | 'ignore')[] {

@@ -21,6 +21,11 @@ const STDERR_KEPT = 2_048;
 export interface NamespaceLimitsHooks {
   attach?(initPid: number): Promise<void>;
   wrapEntry?(argv: readonly string[]): string[];
+  /**
+   * The same for a gated entry, as one program: waits at the gate (descriptor 4) and sets the
+   * rlimits before it execs `argv` (one process start fewer than a gate in front of a wrapper).
+   */
+  wrapGated?(argv: readonly string[]): string[];
   admitter?(): ((pid: number) => Promise<void>) | undefined;
   /** Processes the kernel killed for the memory limit so far; undefined without one. */
   oomKills?(): Promise<number | undefined>;
@@ -72,6 +77,7 @@ export class ThreadNamespace {
   readonly #options: ThreadNamespaceOptions;
   #running: Running | undefined;
   #starting: Promise<Running> | undefined;
+  #oomSeen = 0;
 
   constructor(options: ThreadNamespaceOptions) {
     this.#options = options;
@@ -134,8 +140,15 @@ export class ThreadNamespace {
       ...nested,
     ];
     const admit = o.limits?.admitter?.();
-    const gated = admit ? ['/bin/sh', '-c', GATE_SCRIPT, 'sh', ...enter] : enter;
-    const argv = o.limits?.wrapEntry ? o.limits.wrapEntry(gated) : gated;
+    const limits = o.limits;
+    let argv: string[];
+    if (admit) {
+      argv = limits?.wrapGated
+        ? limits.wrapGated(enter)
+        : ['/bin/sh', '-c', GATE_SCRIPT, 'sh', ...enter];
+    } else {
+      argv = limits?.wrapEntry ? limits.wrapEntry(enter) : enter;
+    }
     return {
       file: argv[0] as string,
       args: argv.slice(1),
@@ -145,9 +158,17 @@ export class ThreadNamespace {
     };
   }
 
-  /** Processes killed for the memory limit so far (undefined: no memory limit in force). */
-  async oomKills(): Promise<number | undefined> {
-    return this.#running ? this.#options.limits?.oomKills?.() : undefined;
+  /**
+   * How many processes the kernel killed for the memory limit since the last call (0 without a
+   * memory limit in force). One read per command: the count seen last is kept, so a kill while
+   * two commands of the thread overlap is reported by the first to ask.
+   */
+  async newOomKills(): Promise<number> {
+    if (!this.#running) return 0;
+    const total = (await this.#options.limits?.oomKills?.()) ?? 0;
+    const fresh = Math.max(0, total - this.#oomSeen);
+    this.#oomSeen = total;
+    return fresh;
   }
 
   /**
@@ -281,6 +302,7 @@ export class ThreadNamespace {
       (stream as (Readable & { unref?: () => void }) | null)?.unref?.();
     }
     this.#running = running;
+    this.#oomSeen = 0;
     try {
       await o.limits?.attach?.(initPid);
     } catch (err) {
