@@ -33,8 +33,8 @@ export const CORE_LAYERS = [
     uses: 'config and below, never each other: the concurrency primitives, search, host guards, processes',
   },
   {
-    folders: ['execution-leases', 'stores', 'reconciliation'],
-    uses: 'the primitives and below: execution leases, the store factories, reconciliation verdicts',
+    folders: ['execution-leases', 'stores', 'reconciliation', 'checkpoint'],
+    uses: 'the primitives and below: execution leases, the store factories, reconciliation verdicts, workspace checkpoints',
   },
   {
     folders: ['provider-kit'],
