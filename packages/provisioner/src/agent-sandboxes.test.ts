@@ -232,6 +232,27 @@ describe('SANDBOX_BACKEND=agent-sandbox over the HTTP API', () => {
     expect((await call('GET', '/api/sandboxes/as4')).status).toBe(404);
   });
 
+  it('attack: a Sandbox being deleted is never answered; a create waits for it to go and makes it afresh', async () => {
+    await start({}, { nodePorts: 'immediate' });
+    await call('POST', '/api/sandboxes', { sandbox_id: 'as5' });
+    const oldUid = standin.sandboxes(NS)[0]!.metadata!.uid;
+    standin.holdTerminations();
+    await kube.deleteSandbox(NS, 'v1alpha1', 'sandbox-as5');
+    expect((await call('GET', '/api/sandboxes/as5')).status).toBe(404);
+    expect((await call('GET', '/api/sandboxes')).body.count).toBe(0);
+    const from = standin.requests.length;
+    const again = call('POST', '/api/sandboxes', { sandbox_id: 'as5' });
+    await standin.nextCall(
+      (r) => r.verb === 'create' && r.resource === 'sandboxes' && r.status === 409,
+      from,
+    );
+    standin.releaseTerminations();
+    const answer = await again;
+    expect(answer.status).toBe(200);
+    expect(standin.sandboxes(NS)).toHaveLength(1);
+    expect(standin.sandboxes(NS)[0]!.metadata!.uid).not.toBe(oldUid);
+  }, 30_000);
+
   it('the collector removes a NodePort Service whose Sandbox is gone, after the grace', async () => {
     await start();
     standin.seed(

@@ -694,8 +694,18 @@ export class KubeStandin {
     if (!found)
       return reply(404, status(404, 'NotFound', `sandboxes.${group} "${name}" not found`));
     if (verb === 'read') return reply(200, this.#presentSandbox(found, version));
-    // delete: the object goes; what it owns is collected (background propagation).
-    this.#deleteSandbox(key, found);
+    // delete: the object goes; what it owns is collected (background propagation). While
+    // terminations are held it stays terminating, as with a finalizer.
+    if (this.#holdTermination) {
+      if (!found.object.metadata!.deletionTimestamp) {
+        found.object.metadata!.deletionTimestamp = new Date().toISOString();
+        found.object.metadata!.resourceVersion = String(this.#version++);
+        this.#held.set(`sandboxes/${key}`, () => {
+          this.#held.delete(`sandboxes/${key}`);
+          this.#deleteSandbox(key, found);
+        });
+      }
+    } else this.#deleteSandbox(key, found);
     return reply(200, this.#presentSandbox(found, version));
   }
 
