@@ -54,8 +54,8 @@ export class PacedListener {
   #pendingNotice = 0;
   #waiting = false;
   #ended = false;
-  /** The target threw: it gets nothing more, its end included. */
-  #broken = false;
+  /** The target threw or was discarded: it gets nothing more, its end included. */
+  #cutOff = false;
   #drained: Promise<void> | undefined;
   #resolveDrained: (() => void) | undefined;
 
@@ -92,6 +92,21 @@ export class PacedListener {
     if (this.#ended) return;
     this.#ended = true;
     if (!this.#waiting) this.#finish();
+  }
+
+  /**
+   * Stops for good (nobody listens any more): what waits is dropped, nothing more takes the shared
+   * credit or reaches the target, and the listener counts as drained.
+   */
+  discard(): void {
+    this.#queue.length = 0;
+    this.#queuedBytes = 0;
+    this.#pendingNotice = 0;
+    this.#ended = true;
+    this.#cutOff = true;
+    // A serve still in the pacer's line finds nothing to hand on and leaves it.
+    this.#waiting = false;
+    this.#resolveDrained?.();
   }
 
   /** Settles once `end()` was called and the target has had everything (and its end). */
@@ -139,7 +154,7 @@ export class PacedListener {
       this.#queuedBytes = 0;
       this.#pendingNotice = 0;
       this.#ended = true;
-      this.#broken = true;
+      this.#cutOff = true;
       this.#onTargetError(error);
     }
   }
@@ -167,9 +182,9 @@ export class PacedListener {
 
   #finish(): void {
     try {
-      if (!this.#broken) this.#target.end();
+      if (!this.#cutOff) this.#target.end();
     } catch (error) {
-      this.#broken = true;
+      this.#cutOff = true;
       this.#onTargetError(error);
     }
     this.#resolveDrained?.();

@@ -1,4 +1,7 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
+import { OutputPacer } from './output-pacer.js';
+import { PacedListener } from './paced-listener.js';
 import { Deferred } from '../testing/deferred.js';
 import { ManualClock } from '../testing/manual-clock.js';
 import type { LaunchedExit, ProcessLauncher, ProcessSink } from './process-launcher.js';
@@ -138,5 +141,62 @@ describe('ProcessTable: a launcher that rewrites its output', () => {
     expect((await handle.output()).text).toContain('tick /mnt/w');
     started[0]!.exit.resolve({ exitCode: 0 });
     await handle.wait();
+  });
+
+  it('a long-lived listenUntil signal keeps no listener of a process that ended or failed to launch', async () => {
+    const { launcher, started } = printer();
+    const table = tableOf(launcher);
+    const session = new AbortController();
+    for (let i = 0; i < 20; i++) {
+      const handle = await table.start('short', {
+        onStdout: () => undefined,
+        listenUntil: session.signal,
+      });
+      started[i]!.exit.resolve({ exitCode: 0 });
+      await handle.wait();
+    }
+    const failing = new ProcessTable({
+      launcher: {
+        launch: async () => {
+          throw new Error('no such backend');
+        },
+      },
+      stdin: false,
+      clock: new ManualClock(),
+    });
+    await expect(
+      failing.start('x', { onStdout: () => undefined, listenUntil: session.signal }),
+    ).rejects.toThrow('no such backend');
+    expect(getEventListeners(session.signal, 'abort')).toHaveLength(0);
+    await table.close();
+  });
+
+  it('once listenUntil is aborted, output a backend pushes no longer spends the shared credit', async () => {
+    const queued: (() => void)[] = [];
+    const pacer = new OutputPacer({
+      bytesPerTurn: 1024,
+      later: (callback) => queued.push(callback),
+    });
+    const { launcher, started } = printer();
+    const table = new ProcessTable({ launcher, stdin: false, clock: new ManualClock(), pacer });
+    const done = new AbortController();
+    const handle = await table.start('server', {
+      onStdout: () => undefined,
+      listenUntil: done.signal,
+    });
+    done.abort();
+    started[0]!.sink.stdout(Buffer.alloc(4096, 'x'));
+    // Another tenant's listener on the same pacer still has this turn's credit.
+    const seen: string[] = [];
+    const neighbour = new PacedListener(
+      { write: (chunk) => seen.push(String(chunk)), end: () => undefined },
+      { pacer },
+    );
+    neighbour.write('n');
+    expect(seen).toEqual(['n']);
+    expect((await handle.output()).text).toHaveLength(4096);
+    started[0]!.exit.resolve({ exitCode: 0 });
+    await handle.wait();
+    await table.close();
   });
 });

@@ -130,24 +130,29 @@ export class ProcessTable implements SandboxProcesses {
     });
     this.#launching.add(landing);
     let launched: LaunchedProcess;
+    let unlisten = (): void => undefined;
     try {
       // How the launcher shows output (masked, redacted): applied to what is kept, when read.
       const rewrite = await this.#options.launcher.outputRewrite?.(launchOptions);
       ring = this.#ring(rewrite);
       const outText = new Utf8Listener(options.onStdout, report, rewrite);
       const errText = new Utf8Listener(options.onStderr, report, rewrite);
-      stopListening(options.listenUntil, () => {
-        outText.detach();
-        errText.detach();
-      });
       out = this.#paced(outText, options.onStdout);
       err = this.#paced(errText, options.onStderr);
+      const paced = [out, err];
+      unlisten = stopListening(options.listenUntil, () => {
+        outText.detach();
+        errText.detach();
+        // Output nobody listens to must not spend the credit every tenant's listeners share.
+        for (const target of paced) if (target instanceof PacedListener) target.discard();
+      });
       launched = await this.#options.launcher.launch(
         command,
         launchOptions,
         sinkInto(ring, out, err),
       );
     } catch (error) {
+      unlisten();
       landed(undefined);
       throw error;
     } finally {
@@ -157,6 +162,8 @@ export class ProcessTable implements SandboxProcesses {
     id = launched.id ?? `p${++this.#next}`;
     const record = this.#track(id, options.label ?? command, ring, launched, undefined, out, err);
     landed(record.ended);
+    // A signal may outlive many processes (a session's): each ended one lets go of it.
+    void record.ended.then(unlisten, unlisten);
     if (options.timeoutMs !== undefined) {
       record.timer = this.#clock.setTimeout(() => {
         record.timedOut = true;
@@ -275,7 +282,6 @@ export class ProcessTable implements SandboxProcesses {
     });
   }
 
-  /** Running processes, and launches and attaches in flight (each will be one). */
   /**
    * What a listener gets from a launcher that does not pace its own output: the same work per turn
    * of the loop as a paced local pipe. Without a listener nothing is decoded, so nothing to pace.
@@ -285,6 +291,7 @@ export class ProcessTable implements SandboxProcesses {
     return new PacedListener(target, { pacer: this.#options.pacer ?? sharedOutputPacer });
   }
 
+  /** Running processes, and launches and attaches in flight (each will be one). */
   #running(): number {
     return [...this.#records.values()].filter((r) => r.exit === undefined).length + this.#inFlight;
   }
@@ -510,9 +517,16 @@ export class ProcessTable implements SandboxProcesses {
   }
 }
 
-/** Runs `detach` once `signal` is aborted (at once if it already is). */
-function stopListening(signal: AbortSignal | undefined, detach: () => void): void {
-  if (signal === undefined) return;
-  if (signal.aborted) detach();
-  else signal.addEventListener('abort', detach, { once: true });
+/**
+ * Runs `detach` once `signal` is aborted (at once if it already is); returns what removes it from
+ * the signal again.
+ */
+function stopListening(signal: AbortSignal | undefined, detach: () => void): () => void {
+  if (signal === undefined) return () => undefined;
+  if (signal.aborted) {
+    detach();
+    return () => undefined;
+  }
+  signal.addEventListener('abort', detach, { once: true });
+  return () => signal.removeEventListener('abort', detach);
 }
