@@ -251,3 +251,16 @@ describe('runtime class and lifetime bound', () => {
     ).toContain('SANDBOX_ACTIVE_DEADLINE_SECONDS');
   });
 });
+
+describe('names the API server checks', () => {
+  it('PVC names must be DNS-1123 subdomains, named in the error', () => {
+    for (const name of ['SKILLS_PVC_NAME', 'USERDATA_PVC_NAME'] as const) {
+      expect(
+        configError(() => resolveProvisionerSettings({ env: { [name]: 'User_Data' } })),
+      ).toContain(name);
+    }
+    expect(
+      resolveProvisionerSettings({ env: { USERDATA_PVC_NAME: 'sbx.user-data' } }).userDataPvcName,
+    ).toBe('sbx.user-data');
+  });
+});

@@ -349,6 +349,18 @@ function checkSettings(s: ProvisionerSettings, sources: SettingSources): void {
     );
   }
   checkRequestsWithinLimits(s, sources);
+  for (const [setting, name, value] of [
+    ['skillsPvcName', 'SKILLS_PVC_NAME', s.skillsPvcName],
+    ['userDataPvcName', 'USERDATA_PVC_NAME', s.userDataPvcName],
+  ] as const) {
+    const problem = value === '' ? undefined : dns1123SubdomainProblem(value);
+    if (problem) {
+      throw settingError(
+        sources.get(setting) ?? name,
+        `must be a PersistentVolumeClaim name, a DNS-1123 subdomain (${problem}), got '${value}'`,
+      );
+    }
+  }
   if (s.runtimeClassName !== '') {
     const problem = dns1123SubdomainProblem(s.runtimeClassName);
     if (problem) {
