@@ -142,4 +142,19 @@ describe('rewriteThenTruncateMiddle', () => {
       truncateMiddle(rewrite(text), 150_000),
     );
   });
+
+  it('never returns more than maxChars, even for a cap shorter than the marker', () => {
+    const { rewrite } = counting();
+    const text = `${SECRET} ${HOST}/a\n`.repeat(20_000);
+    expect(text.length).toBeGreaterThan(WHOLE_REWRITE_CHARS);
+    for (const maxChars of [1, 10, 40]) {
+      const out = rewriteThenTruncateMiddle(text, rewrite, maxChars, reach);
+      // What a cap too short for the marker keeps is the rewritten head, as truncateMiddle keeps it.
+      expect(out).toBe(truncateMiddle(rewrite(text), maxChars));
+    }
+    const markerOnly = middleMarker(Number.MAX_SAFE_INTEGER).length;
+    expect(rewriteThenTruncateMiddle(text, rewrite, markerOnly, reach).length).toBeLessThanOrEqual(
+      markerOnly,
+    );
+  });
 });

@@ -39,18 +39,12 @@ export function rewriteThenTruncateMiddle(
   }
   // The marker sized for any count, as truncateMiddle sizes it for the total: never over maxChars.
   const kept = Math.max(0, maxChars - middleMarker(Number.MAX_SAFE_INTEGER).length);
+  // A cap too short for any marker keeps only the head, as truncateMiddle does.
+  if (kept === 0) return rewrittenHead(text, rewrite, maxChars, reach).head.slice(0, maxChars);
   const headChars = Math.floor(kept / 2);
   const tailChars = kept - headChars;
-  let width = headChars + 2 * reach;
-  let headEnd: number;
-  let head: string;
-  for (;;) {
-    headEnd = Math.min(width, text.length);
-    head = rewrite(text.slice(0, headEnd));
-    if (head.length >= headChars + reach || headEnd >= text.length) break;
-    width *= 2;
-  }
-  width = tailChars + 2 * reach;
+  const { headEnd, head } = rewrittenHead(text, rewrite, headChars, reach);
+  let width = tailChars + 2 * reach;
   let tailStart: number;
   let tail: string;
   for (;;) {
@@ -63,4 +57,20 @@ export function rewriteThenTruncateMiddle(
   if (headEnd >= tailStart) return truncateMiddle(rewrite(text), maxChars);
   const skipped = head.length - headChars + (tailStart - headEnd) + (tail.length - tailChars);
   return head.slice(0, headChars) + middleMarker(skipped) + tail.slice(tail.length - tailChars);
+}
+
+/** The head window widened until its rewritten text is longer than `headChars` by `reach`. */
+function rewrittenHead(
+  text: string,
+  rewrite: (text: string) => string,
+  headChars: number,
+  reach: number,
+): { headEnd: number; head: string } {
+  let width = headChars + 2 * reach;
+  for (;;) {
+    const headEnd = Math.min(width, text.length);
+    const head = rewrite(text.slice(0, headEnd));
+    if (head.length >= headChars + reach || headEnd >= text.length) return { headEnd, head };
+    width *= 2;
+  }
 }
