@@ -1,15 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  Agent,
-  Usage,
-  run,
-  tool,
-  type Model,
-  type ModelRequest,
-  type ModelResponse,
-} from '@openai/agents';
+import { Agent, run, tool, type ModelRequest } from '@openai/agents';
 import {
   ALL_TOOL_NAMES,
   SandboxAuthorizationError,
@@ -19,65 +11,7 @@ import {
 import { LocalSandboxProvider } from '@sbx/local';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createSbxTools } from './create-sbx-tools.js';
-
-type ScriptedCall = { tool: string; args: Record<string, unknown> | string };
-/** A step's calls, fixed or read from the request (as a model reads a process id it was given). */
-type ScriptedStep = ScriptedCall[] | ((request: ModelRequest) => ScriptedCall[]);
-
-/**
- * An Agents `Model` that plays a fixed script of tool calls, then answers "done". With
- * `perConversation` the step is read from the request (how many tool calls its input holds), so
- * one model plays the script in several runs at once.
- */
-class ScriptedModel implements Model {
-  readonly requests: ModelRequest[] = [];
-  #step = 0;
-
-  constructor(
-    private readonly script: ScriptedStep[],
-    private readonly options: { perConversation?: boolean } = {},
-  ) {}
-
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(request);
-    const input = Array.isArray(request.input) ? request.input : [];
-    const turn = this.options.perConversation
-      ? input.filter((item) => (item as { type?: string }).type === 'function_call').length
-      : this.#step;
-    const scripted = this.script[turn];
-    this.#step += 1;
-    const calls = typeof scripted === 'function' ? scripted(request) : scripted;
-    const usage = new Usage();
-    if (!calls) {
-      return {
-        usage,
-        output: [
-          {
-            type: 'message',
-            role: 'assistant',
-            status: 'completed',
-            content: [{ type: 'output_text', text: 'done' }],
-          },
-        ],
-      };
-    }
-    return {
-      usage,
-      output: calls.map((call, i) => ({
-        type: 'function_call' as const,
-        callId: `call-${this.#step}-${i}`,
-        name: call.tool,
-        status: 'completed' as const,
-        arguments: typeof call.args === 'string' ? call.args : JSON.stringify(call.args),
-      })),
-    };
-  }
-
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error('not used');
-  }
-}
+import { ScriptedModel, type ScriptedStep } from './scripted-model.test-support.js';
 
 type OutputItem = { type: string; name?: string; output?: unknown; customData?: unknown };
 

@@ -1,4 +1,8 @@
 export { createSbxTools } from './create-sbx-tools.js';
 export type { CreateSbxToolsOptions, SbxToolOutcome } from './create-sbx-tools.js';
+export { SbxSandboxClient } from './sbx-sandbox-client.js';
+export type { SbxSandboxClientInit, SbxSandboxClientOptions } from './sbx-sandbox-client.js';
+export { MAX_PATCH_CHARS, SBX_WORKSPACE_ROOT, SbxSandboxSession } from './sbx-sandbox-session.js';
+export type { SbxSandboxSessionState } from './sbx-sandbox-session.js';
 export { MAX_RUN_THREADS } from './thread-runners.js';
 export type { RunIdentity } from './thread-runners.js';

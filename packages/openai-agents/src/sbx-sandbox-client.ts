@@ -1,0 +1,95 @@
+import {
+  InvalidArgumentError,
+  assertValidThreadIdentity,
+  loadOptionalDependency,
+  type ToolRunnerOptions,
+} from '@sbx/core';
+import type * as Agents from '@openai/agents';
+import type * as AgentsSandbox from '@openai/agents/sandbox';
+import type { Manifest, SandboxClient, SandboxClientCreateArgs } from '@openai/agents/sandbox';
+import {
+  SBX_WORKSPACE_ROOT,
+  SbxSandboxSession,
+  type SbxSandboxSessionState,
+} from './sbx-sandbox-session.js';
+import { ThreadRunners } from './thread-runners.js';
+
+/** Per-run client options (`run(agent, input, { sandbox: { client, options } })`). */
+export interface SbxSandboxClientOptions extends Record<string, unknown> {
+  /** The thread this run's sandbox belongs to; default the client's. */
+  threadId?: string;
+  /** The user; default the client's. */
+  userId?: string;
+}
+
+/**
+ * The client's options: a new tool context (`provider`, `threadId`, `userId`, `config`,
+ * `authorize`, `leaseManager`, ...) or an existing `context`, as `createSbxTools` takes.
+ */
+export type SbxSandboxClientInit = ToolRunnerOptions;
+
+/**
+ * An OpenAI Agents SDK `SandboxClient` backed by any sbx provider, for `SandboxAgent`:
+ *
+ *     const client = new SbxSandboxClient({ provider, userId: 'alice', threadId: 't1' });
+ *     await run(agent, input, { sandbox: { client } });
+ *
+ * Each session is one thread's sandbox (the run's `options.threadId`, else the client's), its
+ * workspace the manifest root `/mnt/user-data/workspace`. The shell and filesystem capabilities
+ * run sbx's tools. Manifest entries, snapshots, PTY sessions, exposed ports and persisted
+ * workspaces are not supported (refused, not ignored).
+ */
+export class SbxSandboxClient implements SandboxClient<
+  SbxSandboxClientOptions,
+  SbxSandboxSessionState
+> {
+  readonly backendId = 'sbx';
+  readonly #runners: ThreadRunners;
+
+  constructor(options: SbxSandboxClientInit) {
+    this.#runners = new ThreadRunners(options);
+  }
+
+  async create(
+    args?: SandboxClientCreateArgs<SbxSandboxClientOptions> | Manifest,
+    manifestOptions?: SbxSandboxClientOptions,
+  ): Promise<SbxSandboxSession> {
+    const [sandboxModule, agents] = await Promise.all([
+      loadOptionalDependency<typeof AgentsSandbox>('@openai/agents/sandbox', '@sbx/openai-agents'),
+      loadOptionalDependency<typeof Agents>('@openai/agents', '@sbx/openai-agents'),
+    ]);
+    const normalized = sandboxModule.normalizeSandboxClientCreateArgs(args, manifestOptions);
+    if (normalized.snapshot !== undefined && normalized.snapshot !== null) {
+      throw new InvalidArgumentError('SbxSandboxClient: snapshots are not supported');
+    }
+    const given = normalized.manifest;
+    if (Object.keys(given.entries).length > 0) {
+      throw new InvalidArgumentError(
+        'SbxSandboxClient: manifest entries are not supported; write files with the tools',
+      );
+    }
+    if (Object.keys(given.environment ?? {}).length > 0) {
+      throw new InvalidArgumentError(
+        'SbxSandboxClient: manifest environment is not supported; use the tool context env',
+      );
+    }
+    const options = normalized.options ?? {};
+    const runner = this.#runners.for({
+      threadId: typeof options.threadId === 'string' ? options.threadId : undefined,
+      userId: typeof options.userId === 'string' ? options.userId : undefined,
+    });
+    const { threadId, userId } = runner.context;
+    if (threadId === undefined) {
+      throw new InvalidArgumentError('SbxSandboxClient: no thread (give threadId)');
+    }
+    assertValidThreadIdentity({ threadId, userId });
+    const manifest = new sandboxModule.Manifest({ root: SBX_WORKSPACE_ROOT });
+    const state: SbxSandboxSessionState = {
+      manifest,
+      threadId,
+      ...(userId !== undefined ? { userId } : {}),
+      workspaceReady: true,
+    };
+    return new SbxSandboxSession(state, runner, agents.applyDiff);
+  }
+}
