@@ -10,6 +10,8 @@ import {
   AbortedError,
   ProviderClosedError,
   ConfigError,
+  InvalidArgumentError,
+  SandboxNotFoundError,
   DEFAULT_SKILLS_CONTAINER_PATH,
   SandboxProvider,
   SandboxRuntimeError,
@@ -31,7 +33,10 @@ import {
   normalizeVirtualRoot,
   sharedSkillsViewPath,
 } from '@sbx/core/internal';
+import { LocalSnapshotStore, localPauseRefusal } from './local-snapshots.js';
 import type {
+  SandboxLifecycleSupport,
+  SnapshotRef,
   AcquirePath,
   SandboxProviderEventListener,
   SandboxProviderEvents,
@@ -351,6 +356,34 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     };
   }
 
+  /** Snapshot and fork by workspace checkpoint; pause and resume are refused (no freezer yet). */
+  override get lifecycleSupport(): SandboxLifecycleSupport {
+    return { pause: false, snapshot: true };
+  }
+
+  override async pause(_sandboxId: string): Promise<void> {
+    throw localPauseRefusal('pause');
+  }
+
+  override async resume(_sandboxId: string): Promise<void> {
+    throw localPauseRefusal('resume');
+  }
+
+  /** A workspace checkpoint of the thread of `sandboxId`, in `<base>/snapshots/`. */
+  override async snapshot(sandboxId: string): Promise<SnapshotRef> {
+    const entry = this.threads.get(sandboxId);
+    if (!entry) throw new SandboxNotFoundError(undefined, sandboxId);
+    return this.snapshotStore.create(this.threadLayout(entry.userId, entry.threadId));
+  }
+
+  private snapshotStoreInstance: LocalSnapshotStore | undefined;
+
+  /** The base dir's snapshot area (`<base>/snapshots`). */
+  get snapshotStore(): LocalSnapshotStore {
+    this.snapshotStoreInstance ??= new LocalSnapshotStore(this.baseDir);
+    return this.snapshotStoreInstance;
+  }
+
   override async acquire(options: AcquireOptions = {}): Promise<string> {
     this.admit(options);
     if (this.retired)
@@ -366,15 +399,26 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     const layout = this.threadLayout(userId, options.threadId);
     const mode: SkillsMode = options.skillPolicy ? 'policy' : 'shared';
     const id = localSandboxId(userId, options.threadId, mode);
+    const { fromSnapshot } = options;
+    if (fromSnapshot && (this.threads.get(id) || this.inflight.has(`${mode}\0${id}`))) {
+      throw new InvalidArgumentError('fromSnapshot needs a thread that has no sandbox yet');
+    }
     if (this.threads.get(id)) return this.acquired(id, 'reuse');
 
     // Concurrent acquires of one thread share one creation, so they all get the same instance.
     const key = `${mode}\0${id}`;
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.createThreadSandbox(id, userId, options.threadId, layout, mode).finally(() => {
-        this.inflight.delete(key);
-      });
+      const threadId = options.threadId;
+      // A snapshot is restored before the sandbox exists: nothing runs on half-restored data.
+      const restored = fromSnapshot
+        ? this.snapshotStore.restore(fromSnapshot, layout)
+        : Promise.resolve();
+      pending = restored
+        .then(() => this.createThreadSandbox(id, userId, threadId, layout, mode))
+        .finally(() => {
+          this.inflight.delete(key);
+        });
       this.inflight.set(key, pending);
     }
     await pending;
