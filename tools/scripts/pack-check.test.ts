@@ -102,6 +102,7 @@ describe('peer-leak rule', () => {
       'opensandbox',
       'ownership-redis',
       'authz',
+      'egress',
     ];
     for (const dir of dirs) expect(findPeerLeaks(await realManifest(dir))).toEqual([]);
   });
