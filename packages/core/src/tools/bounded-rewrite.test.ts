@@ -106,14 +106,15 @@ describe('rewriteThenTruncateMiddle', () => {
     const leftover = 2 * reach - paths * shrink;
     // The secret starts this far before the first window's edge: cut by it, and after the shrink
     // its first few characters fall inside the head the cut keeps.
-    const inside = leftover + 6;
-    expect(inside).toBeLessThan(SECRET.length);
+    const visible = Math.min(6, SECRET.length - 1 - leftover);
+    expect(visible).toBeGreaterThan(0);
+    const inside = leftover + visible;
     const prefix = HOST.repeat(paths);
     const text =
       prefix.padEnd(width - inside, '.') + SECRET + '.'.repeat(WHOLE_REWRITE_CHARS + maxChars);
     const out = rewriteThenTruncateMiddle(text, counting().rewrite, maxChars, reach);
     const whole = truncateMiddle(counting().rewrite(text), maxChars);
-    expect(out).not.toContain(SECRET.slice(0, 6));
+    expect(out).not.toContain(SECRET.slice(0, visible));
     expect(whole.startsWith(keptParts(out, maxChars).head)).toBe(true);
   });
 
@@ -124,13 +125,15 @@ describe('rewriteThenTruncateMiddle', () => {
     const width = tailChars + 2 * reach;
     const shrink = HOST.length - '/mnt/user-data'.length;
     const paths = Math.floor((2 * reach) / shrink);
-    const inside = 2 * reach - paths * shrink + 6;
-    expect(inside).toBeLessThan(SECRET.length);
+    const leftover = 2 * reach - paths * shrink;
+    const visible = Math.min(6, SECRET.length - 1 - leftover);
+    expect(visible).toBeGreaterThan(0);
+    const inside = leftover + visible;
     const suffix = HOST.repeat(paths).padStart(width - inside, '.');
     const text = '.'.repeat(WHOLE_REWRITE_CHARS + maxChars) + SECRET + suffix;
     const out = rewriteThenTruncateMiddle(text, counting().rewrite, maxChars, reach);
     const whole = truncateMiddle(counting().rewrite(text), maxChars);
-    expect(out).not.toContain(SECRET.slice(-6));
+    expect(out).not.toContain(SECRET.slice(-visible));
     expect(whole.endsWith(keptParts(out, maxChars).tail)).toBe(true);
   });
 
@@ -156,5 +159,40 @@ describe('rewriteThenTruncateMiddle', () => {
     expect(rewriteThenTruncateMiddle(text, rewrite, markerOnly, reach).length).toBeLessThanOrEqual(
       markerOnly,
     );
+  });
+
+  it('keeps no part of a secret that only matches once a host path the edge cuts is masked', () => {
+    // A secret that ends in a virtual path matches only after masking; a window edge inside the host
+    // path leaves both the path and the secret's start unrewritten: the two reaches add up.
+    const virtual = '/mnt/user-data';
+    const secret = 'k'.repeat(4096 - virtual.length) + virtual;
+    const maxChars = 1_000;
+    const secretReach = rewriteReach([secret]);
+    const headChars = Math.floor((maxChars - middleMarker(Number.MAX_SAFE_INTEGER).length) / 2);
+    // The head window after three doublings (each rewrite shrank below what the head keeps).
+    const edge = (headChars + 2 * secretReach) * 8;
+    const cut = 1_500;
+    const layout = (() => {
+      for (let hostLength = 3_000; hostLength < 4_096; hostLength++) {
+        const copies = Math.floor(
+          (edge - (secret.length - virtual.length) - cut) / (hostLength + 1),
+        );
+        const into = edge - (secret.length - virtual.length) - copies * (hostLength + 1);
+        if (into <= hostLength - 10) return { hostLength, copies };
+      }
+      throw new Error('no layout');
+    })();
+    const host = ['', 'srv', 'd'.repeat(layout.hostLength - 5)].join('/');
+    const rewrite = (text: string) => redactSecrets(text.split(host).join(virtual), [secret]);
+    const text =
+      `${host} `.repeat(layout.copies) +
+      secret.slice(0, secret.length - virtual.length) +
+      `${host}/x ` +
+      'f'.repeat(400_000);
+    const out = rewriteThenTruncateMiddle(text, rewrite, maxChars, rewriteReach([secret]));
+    const whole = truncateMiddle(rewrite(text), maxChars);
+    expect(whole).not.toContain('kkkkkkkk');
+    expect(out).not.toContain('kkkkkkkk');
+    expect(whole.startsWith(keptParts(out, maxChars).head)).toBe(true);
   });
 });

@@ -10,14 +10,15 @@ export const WHOLE_REWRITE_CHARS = 256 * 1024;
 const PATH_REACH = 4096;
 
 /**
- * How far one replacement of a rewrite can reach: the longest host path, or the longest secret it
- * redacts. A window's edge may cut one such span; everything further from the edge is rewritten
- * exactly as in the whole text.
+ * How far a window's edge can change a rewrite: the longest host path plus the longest secret it
+ * redacts. Redaction runs on masked text, so a secret may match only once a host path is masked;
+ * an edge inside that path leaves the path unmasked and the secret's start before it unredacted.
+ * Everything further from the edge is rewritten exactly as in the whole text.
  */
 export function rewriteReach(secrets: Iterable<string> = []): number {
-  let reach = PATH_REACH;
-  for (const secret of secrets) reach = Math.max(reach, secret.length);
-  return reach + 1;
+  let longest = 0;
+  for (const secret of secrets) longest = Math.max(longest, secret.length);
+  return PATH_REACH + longest + 1;
 }
 
 /**
