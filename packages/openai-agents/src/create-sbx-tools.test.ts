@@ -286,6 +286,50 @@ describe('@sbx/openai-agents: one agent, many threads (threadFromContext)', () =
   });
 });
 
+describe('@sbx/openai-agents streams bash output to onToolOutput', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-agents-stream-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  it('a streamed run: the first line arrives before the tool_output event', async () => {
+    // The command waits (bounded) for a file the test writes only once it saw the first line.
+    const command =
+      'echo first; for i in $(seq 400); do [ -f go ] && break; sleep 0.05; done; echo second';
+    const model = new ScriptedModel([[{ tool: 'bash', args: { command } }]]);
+    const seen: string[] = [];
+    const openGate = async () => {
+      const sandbox = provider.get(await provider.acquire({ threadId: 'st1' }));
+      await sandbox?.writeFile('/mnt/user-data/workspace/go', '');
+    };
+    const tools = await createSbxTools({
+      provider,
+      threadId: 'st1',
+      onToolOutput: (event) => {
+        expect(event).toMatchObject({ tool: 'bash', callId: 'call-1-0', stream: 'stdout' });
+        seen.push(`chunk:${event.text}`);
+        if (event.text === 'first\n') void openGate();
+      },
+    });
+    const agent = new Agent({ name: 'coder', model, tools });
+    const result = await run(agent, 'go', { maxTurns: 5, stream: true });
+    for await (const event of result) {
+      if (event.type === 'run_item_stream_event' && event.name === 'tool_output') {
+        seen.push('tool_output');
+      }
+    }
+    await result.completed;
+    expect(seen).toEqual(['chunk:first\n', 'chunk:second\n', 'tool_output']);
+  });
+});
+
 describe('the README example', () => {
   it('runs as written (≤ 15 lines) with a scripted model in place of the real one', async () => {
     const { SCRIPTED_MODEL, runReadmeExample } =

@@ -3,6 +3,7 @@ import {
   isSbxError,
   type ToolCallResult,
   type ToolDefinition,
+  type ToolOutputListener,
   type ToolRunnerOptions,
   loadOptionalDependency,
 } from '@sbx/core';
@@ -27,7 +28,25 @@ export type CreateSbxToolsOptions = ToolRunnerOptions & {
    * conversations. Default false: every call runs in the thread given here.
    */
   threadFromContext?: boolean;
+  /**
+   * Receives `bash`'s output while the command runs, a line at a time, masked, redacted and
+   * bounded as the result is, all before the call's result: the SDK's run stream has no event for
+   * a tool's progress, so a host forwards these to its own stream (a UI, a log). It must not
+   * block; one that throws is logged once and gets nothing more for that call.
+   */
+  onToolOutput?: (event: SbxToolOutputEvent) => void;
 };
+
+/** One piece of a running command's output (`onToolOutput`). */
+export interface SbxToolOutputEvent {
+  readonly tool: string;
+  /** The function call's id, when the SDK gave one. */
+  readonly callId?: string;
+  readonly stream: 'stdout' | 'stderr';
+  readonly text: string;
+  /** The run's context (`run(agent, input, { context })`), as the tool got it. */
+  readonly runContext: unknown;
+}
 
 /** Marks the output of a failed call for SDK-side consumers (custom data on the output item). */
 export interface SbxToolOutcome {
@@ -43,6 +62,7 @@ async function callInThread(
   name: string,
   input: unknown,
   signal: AbortSignal | undefined,
+  onOutput: ToolOutputListener | undefined,
 ): Promise<ToolCallResult> {
   let runner = runners.base;
   if (threadFromContext) {
@@ -54,7 +74,7 @@ async function callInThread(
       return { text: `Error: ${message}`, isError: true, error: { code, message } };
     }
   }
-  return runner.call(name, input, { signal });
+  return runner.call(name, input, { signal, onOutput });
 }
 
 function agentsTool(
@@ -63,6 +83,7 @@ function agentsTool(
   threadFromContext: boolean,
   definition: ToolDefinition,
   strict: boolean,
+  onToolOutput: ((event: SbxToolOutputEvent) => void) | undefined,
 ): FunctionTool {
   const { name } = definition;
   const outcomes = new Map<string, SbxToolOutcome>();
@@ -77,6 +98,17 @@ function agentsTool(
       runContext: unknown,
       details?: { signal?: AbortSignal; toolCall?: { callId?: string } },
     ): Promise<string> => {
+      const callId = details?.toolCall?.callId;
+      const onOutput: ToolOutputListener | undefined = onToolOutput
+        ? (chunk) =>
+            onToolOutput({
+              tool: name,
+              ...(callId !== undefined ? { callId } : {}),
+              stream: chunk.stream,
+              text: chunk.text,
+              runContext,
+            })
+        : undefined;
       const result = await callInThread(
         runners,
         threadFromContext,
@@ -84,8 +116,8 @@ function agentsTool(
         name,
         input,
         details?.signal,
+        onOutput,
       );
-      const callId = details?.toolCall?.callId;
       if (callId !== undefined) {
         outcomes.set(callId, {
           isError: result.isError,
@@ -124,10 +156,10 @@ function agentsTool(
  */
 export async function createSbxTools(options: CreateSbxToolsOptions): Promise<FunctionTool[]> {
   const agents = await loadOptionalDependency<AgentsModule>('@openai/agents', '@sbx/openai-agents');
-  const { threadFromContext = false, ...runnerOptions } = options;
+  const { threadFromContext = false, onToolOutput, ...runnerOptions } = options;
   const strict = options.strict ?? true;
   const runners = new ThreadRunners({ ...runnerOptions, strict });
   return runners.base.definitions.map((definition) =>
-    agentsTool(agents, runners, threadFromContext, definition, strict),
+    agentsTool(agents, runners, threadFromContext, definition, strict, onToolOutput),
   );
 }

@@ -1,4 +1,10 @@
-import { Usage, type Model, type ModelRequest, type ModelResponse } from '@openai/agents';
+import {
+  Usage,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type StreamEvent,
+} from '@openai/agents';
 
 export type ScriptedCall = { tool: string; args: Record<string, unknown> | string };
 /** A step's calls, fixed or read from the request (as a model reads a process id it was given). */
@@ -64,8 +70,16 @@ export class ScriptedModel implements Model {
     };
   }
 
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(): AsyncIterable<never> {
-    throw new Error('not used');
+  /** The same script as one streamed response per step (for `run(..., { stream: true })`). */
+  async *getStreamedResponse(request: ModelRequest): AsyncIterable<StreamEvent> {
+    const response = await this.getResponse(request);
+    yield {
+      type: 'response_done',
+      response: {
+        id: `response-${this.#step}`,
+        usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 },
+        output: response.output as never,
+      },
+    };
   }
 }
