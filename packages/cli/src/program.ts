@@ -9,9 +9,22 @@ import { lsCommand, type LsOptions } from './ls-command.js';
 import { mcpCommand, type McpOptions } from './mcp-command.js';
 import { provisionerCommand, type ProvisionerOptions } from './provisioner-command.js';
 import { toolCommand, type ToolOptions } from './tool-command.js';
+import {
+  forkCommand,
+  snapshotCreateCommand,
+  snapshotExportCommand,
+  snapshotImportCommand,
+  type ForkOptions,
+  type SnapshotExportOptions,
+  type SnapshotImportOptions,
+} from './snapshot-command.js';
 import { CLI_VERSION } from './version.js';
 import type { CommonOptions } from './command-result.js';
-import { DEFAULT_CLI_THREAD_ID, type ProviderCommandOptions } from './command-runtime.js';
+import {
+  DEFAULT_CLI_THREAD_ID,
+  type ProviderCommandOptions,
+  type ThreadCommandOptions,
+} from './command-runtime.js';
 
 export const EXIT_STATUS_HELP = `
 Exit status:
@@ -127,6 +140,33 @@ export function buildProgram(runtime: CommandRuntime, exit: { code: number }): C
     )
     .action(async (options: LsOptions) => {
       exit.code = await lsCommand(options, runtime);
+    });
+
+  const snapshot = program
+    .command('snapshot')
+    .description("snapshots of a thread's data: create, export to and import from an archive");
+  withThread(snapshot.command('create'))
+    .description("the provider's snapshot of the thread (local: an archive in the data directory)")
+    .action(async (options: ThreadCommandOptions) => {
+      exit.code = await snapshotCreateCommand(options, runtime);
+    });
+  withThread(snapshot.command('export'))
+    .description("write the thread's workspace, uploads and outputs as a checkpoint archive")
+    .requiredOption('-o, --output <file>', 'archive to write (.tar.gz); must not exist')
+    .action(async (options: SnapshotExportOptions) => {
+      exit.code = await snapshotExportCommand(options, runtime);
+    });
+  withThread(snapshot.command('import'))
+    .description('restore a checkpoint archive as the data of a thread that has none yet')
+    .requiredOption('-i, --input <file>', 'archive to read (untrusted: checked entry by entry)')
+    .action(async (options: SnapshotImportOptions) => {
+      exit.code = await snapshotImportCommand(options, runtime);
+    });
+  withThread(program.command('fork'))
+    .description('start thread --thread from a snapshot of thread --from')
+    .requiredOption('--from <thread>', 'the thread to fork')
+    .action(async (options: ForkOptions) => {
+      exit.code = await forkCommand(options, runtime);
     });
 
   withProvider(program.command('gc'))
