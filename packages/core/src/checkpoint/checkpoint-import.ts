@@ -114,6 +114,14 @@ async function extractInto(
   const written: CheckpointManifestEntry[] = [];
   let manifest: CheckpointManifest | undefined;
   let totalBytes = 0;
+  // Directories this import made and verified: the staging directory is fresh and private (0700,
+  // beside the destination, outside any sandbox's view), so one that was verified stays so.
+  const ensured = new Set<string>([staging]);
+  const ensureDirectory = async (dir: string, shown: string) => {
+    if (ensured.has(dir)) return;
+    await ensureDirectoryConfined(staging, dir, shown);
+    ensured.add(dir);
+  };
 
   try {
     for await (const entry of extract) {
@@ -149,7 +157,7 @@ async function extractInto(
       }
       const hostPath = path.join(staging, ...segments);
       if (header.type === 'directory') {
-        await ensureDirectoryConfined(staging, hostPath, name);
+        await ensureDirectory(hostPath, name);
         entry.resume();
         seenDirectories.add(name);
         written.push({ path: name, type: 'directory', size: 0, sha256: '', executable: true });
@@ -162,7 +170,7 @@ async function extractInto(
         throw new CheckpointLimitError('totalBytes', limits.maxTotalBytes);
       }
       totalBytes += size;
-      await ensureDirectoryConfined(staging, path.dirname(hostPath), name);
+      await ensureDirectory(path.dirname(hostPath), name);
       const executable = ((header.mode ?? 0) & 0o100) !== 0;
       const handle = await openConfined(hostPath, {
         root: staging,
