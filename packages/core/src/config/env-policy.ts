@@ -219,6 +219,17 @@ export function secretsForLines(env: Readonly<Record<string, string>> | undefine
   return secrets;
 }
 
+/** The smallest p such that `value[i] === value[i + p]` throughout (the prefix function's way). */
+function smallestPeriod(value: string): number {
+  const border = new Int32Array(value.length);
+  for (let i = 1, k = 0; i < value.length; i++) {
+    while (k > 0 && value.charCodeAt(i) !== value.charCodeAt(k)) k = border[k - 1]!;
+    if (value.charCodeAt(i) === value.charCodeAt(k)) k++;
+    border[i] = k;
+  }
+  return value.length - (value.length > 0 ? border[value.length - 1]! : 0);
+}
+
 /**
  * Replaces every occurrence of an injected value (8+ characters) in command output with
  * `[redacted]`. Occurrences are located in the original text first and overlapping ones are
@@ -236,8 +247,19 @@ export function redactSecrets(
   if (secrets.length === 0 || text.length === 0) return text;
   const spans: [number, number][] = [];
   for (const secret of secrets) {
-    for (let at = text.indexOf(secret); at !== -1; at = text.indexOf(secret, at + 1)) {
-      spans.push([at, at + secret.length]);
+    const period = smallestPeriod(secret);
+    for (let at = text.indexOf(secret); at !== -1;) {
+      // A secret that overlaps itself repeats wherever the text keeps its period: the whole run is
+      // one span, found by one scan, not one search and one span per overlapping occurrence (the
+      // secret's length per character of output). Any other occurrence starting inside the run
+      // ends inside it too, so the search resumes at the run's last occurrence.
+      let end = at + secret.length;
+      if (period < secret.length) {
+        while (end < text.length && text.charCodeAt(end) === text.charCodeAt(end - period)) end++;
+      }
+      const last = at + Math.floor((end - at - secret.length) / period) * period;
+      spans.push([at, last + secret.length]);
+      at = text.indexOf(secret, last + 1);
     }
   }
   if (spans.length === 0) return text;
