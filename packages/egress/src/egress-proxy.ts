@@ -164,7 +164,8 @@ export class EgressProxy implements EgressEvents {
       throw new InvalidArgumentError(`egress: ${options.sandboxId} has a listener already`);
     }
     const policy = parseNetworkPolicy(options.policy, 'policy');
-    const server = createServer({ pauseOnConnect: false });
+    // No Nagle delay: a proxy's small writes (heads, TLS records) would otherwise wait for ACKs.
+    const server = createServer({ noDelay: true });
     const state: SandboxState = {
       sandboxId: options.sandboxId,
       threadId: options.threadId,
@@ -512,7 +513,7 @@ export class EgressProxy implements EgressEvents {
     first: Buffer,
   ): void {
     // Not counted against the sandbox: each upstream lives and dies with its counted client.
-    const upstream = connect({ host: address, port });
+    const upstream = connect({ host: address, port, noDelay: true });
     const idle = this.#limits.idleTimeoutMs;
     upstream.setTimeout(idle, () => upstream.destroy());
     client.setTimeout(idle, () => client.destroy());
