@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { commandLineOf } from './exec-command.js';
@@ -95,8 +95,10 @@ describe('sbx exec on the local provider', () => {
 
   it('Ctrl-C kills the command in the sandbox and exits 130', async () => {
     const controller = new AbortController();
-    const pidFile = path.join(home.dir, 'users/default/threads/cli/user-data/workspace/pid');
-    const run = await sbx(['exec', '--', 'echo $$ > pid; echo started; sleep 30'], {
+    // A sleep this test can tell from any other on the host, confined (its pid is the
+    // namespace's own) or not.
+    const marker = `30.${process.pid}${Date.now() % 100000}`;
+    const run = await sbx(['exec', '--', `echo started; exec sleep ${marker}`], {
       env: env(),
       signal: controller.signal,
       onStdout: (soFar) => {
@@ -104,8 +106,7 @@ describe('sbx exec on the local provider', () => {
       },
     });
     expect(run.code).toBe(ExitCode.INTERRUPTED);
-    const pid = Number(await readFile(pidFile, 'utf8'));
-    expect(() => process.kill(pid, 0)).toThrow(/ESRCH/);
+    expect(await sleepersGone(marker)).toBe(true);
   });
 
   it('exits 124 when the command runs into --timeout', async () => {
@@ -171,3 +172,19 @@ describe('commandLineOf', () => {
     expect(commandLineOf(['echo', "it's", 'x'])).toBe(`echo 'it'\\''s' x`);
   });
 });
+
+/** Whether no process runs `sleep <marker>` any more, waiting a bounded time for the kill to land. */
+async function sleepersGone(marker: string): Promise<boolean> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const entries = await readdir('/proc').catch(() => [] as string[]);
+    let found = false;
+    for (const entry of entries) {
+      if (!/^\d+$/.test(entry)) continue;
+      const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+      if (cmdline.includes(`sleep\0${marker}`)) found = true;
+    }
+    if (!found) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}

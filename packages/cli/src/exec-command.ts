@@ -13,6 +13,7 @@ import { isUsageError, printJson, reportFailure } from './command-result.js';
 import { identityOf, type CommandRuntime, type ThreadCommandOptions } from './command-runtime.js';
 import { ExitCode } from './exit-codes.js';
 import { createProgress, withProgress } from './progress.js';
+import { isConfinedProvider, isHostDirectoryProvider } from './host-directory-provider.js';
 import { closeProviderSession, openProvider, toolContextFor } from './provider-session.js';
 
 export interface ExecOptions extends ThreadCommandOptions {
@@ -63,15 +64,31 @@ export async function execCommand(
     }
     const { userId, threadId } = identityOf(options);
     const { config } = await loadCliConfig(options, io);
-    const opened = await withProgress(progress, `loading ${config.use}`, () =>
-      openProvider(config, { logger, allowHostBash: true, importer }),
+    // The operator's command runs as the thread's agent would run it: confined where the host
+    // provider confines commands. On a host that cannot confine, it runs with the operator's own
+    // rights as it always did — the operator typed it — and stderr says so.
+    let opened = await withProgress(progress, `loading ${config.use}`, () =>
+      openProvider(config, { logger, importer }),
     );
     provider = opened;
+    let hostBash: true | undefined;
+    if (isHostDirectoryProvider(opened) && !isConfinedProvider(opened) && !config.allowHostBash) {
+      await opened.shutdown();
+      provider = undefined;
+      opened = await openProvider(config, { logger, allowHostBash: true, importer });
+      provider = opened;
+      hostBash = true;
+      progress.stop();
+      writeLine(
+        io.stderr,
+        'sbx: commands cannot be confined on this host (see sbx doctor); this one runs unconfined, with your rights',
+      );
+    }
     const context = await toolContextFor(opened, config, {
       userId,
       threadId,
       logger,
-      allowHostBash: true,
+      allowHostBash: hostBash,
       signal,
     });
     const sandbox = await withProgress(

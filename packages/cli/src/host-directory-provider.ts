@@ -21,3 +21,11 @@ export function isHostDirectoryProvider(
     typeof p.threadData === 'function'
   );
 }
+
+/**
+ * Whether a host provider runs commands confined (`@sbx/local` with bubblewrap): bash and the
+ * process tools are then on without host bash, since a command sees only its sandbox.
+ */
+export function isConfinedProvider(provider: SandboxProvider): boolean {
+  return (provider as { confined?: unknown }).confined === true;
+}

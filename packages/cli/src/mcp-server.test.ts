@@ -13,7 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Progress } from '@modelcontextprotocol/sdk/types.js';
-import { Deferred, track } from '@sbx/core/testing';
+import { Deferred, servicesRequired, track } from '@sbx/core/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   COMMAND_OUTPUT_SCHEMA,
@@ -211,6 +211,41 @@ describe('sbx MCP server (in-memory transport, official SDK client)', () => {
     const refused = await client.callTool({ name: 'bash', arguments: { command: 'id' } });
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/^Error: Tool 'bash' is not available in this session/);
+  });
+
+  it('offers bash without host bash when the host provider confines commands', async () => {
+    const confinedHome = await tempDir('mcp-confined');
+    const confinedConfig = parseSandboxConfig({ base_dir: confinedHome.dir });
+    const confined = new LocalSandboxProvider({ config: confinedConfig, logger: silentLogger });
+    try {
+      if (!confined.confined) {
+        if (servicesRequired()) throw new Error('bubblewrap confinement is required here');
+        console.warn('skipped: bubblewrap cannot confine commands on this host');
+        return;
+      }
+      const session = await createSbxMcpServer({
+        provider: confined,
+        config: confinedConfig,
+        logger: silentLogger,
+      });
+      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+      const client = new Client({ name: 'sbx-test', version: '0.0.0' });
+      await session.server.connect(serverSide);
+      await client.connect(clientSide);
+      try {
+        const { tools } = await client.listTools();
+        expect(tools.map((t) => t.name)).toContain('bash');
+        const ran = await client.callTool({ name: 'bash', arguments: { command: 'pwd' } });
+        expect(ran.isError).toBeFalsy();
+        expect(text(ran)).toBe(`${WS}\n`);
+      } finally {
+        await client.close();
+        await session.close();
+      }
+    } finally {
+      await confined.shutdown();
+      await confinedHome.remove();
+    }
   });
 
   it('filters the tool list by role and denies sandbox use to a forbidden role', async () => {

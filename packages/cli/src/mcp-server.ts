@@ -29,7 +29,7 @@ import {
   filterToolsForPrincipal,
   type AuthorizationConfigSource,
 } from '@sbx/authz';
-import { isHostDirectoryProvider } from './host-directory-provider.js';
+import { isConfinedProvider, isHostDirectoryProvider } from './host-directory-provider.js';
 import { toolContextFor } from './provider-session.js';
 import { CLI_VERSION } from './version.js';
 
@@ -199,9 +199,10 @@ export async function createSbxMcpServer(options: SbxMcpServerOptions): Promise<
   });
 
   // `sandbox.tools.process_tools` (or `--process-tools`) adds bash's yield mode and the process
-  // tools; without a shell (host bash off on a host provider) neither bash nor the process tools
-  // are offered.
-  const shellless = isHostDirectoryProvider(provider) && !allowHostBash;
+  // tools; without a shell (an unconfined host provider with host bash off) neither bash nor the
+  // process tools are offered.
+  const shellless =
+    isHostDirectoryProvider(provider) && !allowHostBash && !isConfinedProvider(provider);
   const baseTools: readonly ToolName[] = (processTools ? ALL_TOOL_NAMES : TOOL_NAMES).filter(
     (name) => !(shellless && (name === 'bash' || name.startsWith('process_'))),
   );

@@ -7,6 +7,7 @@ import type { MemoryCommandHandler } from '../testing/memory-sandbox.js';
 import { MemorySandboxProvider } from '../testing/memory-sandbox-provider.js';
 import { bashTool } from './bash-tool.js';
 import { createToolContext } from './create-tool-context.js';
+import { ensureSandboxInitialized } from './ensure-sandbox.js';
 import type { ToolConfigInput } from './tool-config.js';
 import type { ToolContext } from './tool-context.js';
 
@@ -131,6 +132,15 @@ describe('§10.5 bash on a local (host) sandbox', () => {
     const out = await bashTool(ctx, { command: 'echo hi' });
     expect(out).toMatch(/^Error: Host bash execution is disabled/);
     expect(sandbox().commands).toEqual([]);
+  });
+
+  it('runs on a sandbox that confines its commands, even with host bash explicitly off', async () => {
+    const { ctx, sandbox } = local({ allowHostBash: false });
+    await ensureSandboxInitialized(ctx);
+    Object.defineProperty(sandbox(), 'confined', { value: true });
+    const out = await bashTool(ctx, { command: 'echo hi' });
+    expect(out).not.toMatch(/Host bash execution is disabled/);
+    expect(sandbox().commands).toHaveLength(1);
   });
 
   it('rejects a relative traversal before execution (#66)', async () => {

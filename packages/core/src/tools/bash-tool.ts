@@ -110,12 +110,14 @@ export function bashTool(context: ToolContext, input: BashInput): Promise<string
     let stream: ToolOutputStream | undefined;
     try {
       const local = isLocalSandbox(sandbox);
-      // One switch: unless the tool configuration says otherwise, a local sandbox built with host
-      // bash on (`sandbox.allow_host_bash`) runs commands; an explicit `allowHostBash: false` here
-      // still refuses them.
+      // One switch for unconfined host bash: unless the tool configuration says otherwise, a
+      // local sandbox built with host bash on (`sandbox.allow_host_bash`) runs commands; an
+      // explicit `allowHostBash: false` here still refuses them. A sandbox that confines its
+      // commands (bubblewrap) always runs them: the switch is about the host's own shell.
       const explicit = (context.config as { allowHostBash?: boolean } | undefined)?.allowHostBash;
       const sandboxAllows = (sandbox as { allowHostBash?: unknown }).allowHostBash === true;
-      if (local && !(explicit ?? (config.allowHostBash || sandboxAllows))) {
+      const confined = (sandbox as { confined?: unknown }).confined === true;
+      if (local && !confined && !(explicit ?? (config.allowHostBash || sandboxAllows))) {
         return toolFailure(
           HostBashDisabledError.CODE,
           `Error: ${LOCAL_HOST_BASH_DISABLED_MESSAGE}`,
