@@ -7,6 +7,7 @@ import {
   isSecretEnvName,
   isSecretEnvValue,
   redactSecrets,
+  secretsForLines,
   validateExtraEnv,
 } from './env-policy.js';
 import { InvalidArgumentError } from '../errors/errors.js';
@@ -353,5 +354,32 @@ describe('redactSecrets', () => {
         },
       ),
     );
+  });
+});
+
+describe('secretsForLines', () => {
+  // Built at run time: a key-like value whose lines include blank and indentation-only ones.
+  const pem = [
+    '-----BEGIN TEST KEY-----',
+    'MIIEvQIBADANBgkqhkiG9w0B',
+    ' '.repeat(12),
+    '\t'.repeat(9),
+    '',
+    'AQEFAASCBKcwggSjAgEAAoIB',
+    '-----END TEST KEY-----',
+  ].join('\r\n');
+
+  it('redacts each line of a multi-line value, whatever its line endings', () => {
+    for (const eol of ['\n', '\r\n', '\r']) {
+      const value = pem.split('\r\n').join(eol);
+      const shown = redactSecrets('x MIIEvQIBADANBgkqhkiG9w0B y', secretsForLines({ KEY: value }));
+      expect(shown).toBe(`x ${REDACTED_PLACEHOLDER} y`);
+    }
+  });
+
+  it('takes no line that is only whitespace: it reveals nothing and would mangle every indented line', () => {
+    const secrets = secretsForLines({ KEY: pem, BLANK: '\n'.repeat(12) });
+    const indented = `${' '.repeat(16)}return 1;${'\n'.repeat(14)}\t\t\t\t\t\t\t\t\t\tdone`;
+    expect(redactSecrets(indented, secrets)).toBe(indented);
   });
 });

@@ -208,7 +208,8 @@ function injectedValues(
 /**
  * The secrets of `env` as a line-at-a-time rewrite must redact them: each value, and each line of
  * a value that spans lines. Streamed output is rewritten a line at a time, so a multi-line value (a
- * PEM key) never appears whole in one piece; its lines of 8+ characters are redacted one by one.
+ * PEM key) never appears whole in one piece; its lines of 8+ characters are redacted one by one
+ * (but not a line of only whitespace, which `redactSecrets` leaves alone).
  */
 export function secretsForLines(env: Readonly<Record<string, string>> | undefined): string[] {
   const secrets: string[] = [];
@@ -235,14 +236,21 @@ function smallestPeriod(value: string): number {
  * `[redacted]`. Occurrences are located in the original text first and overlapping ones are
  * merged, so two secrets that share characters are hidden completely instead of leaving the tail
  * of one visible after the other was replaced. Shorter values are left alone: masking `42` or
- * `true` everywhere would mangle output and reveal nothing secret.
+ * `true` everywhere would mangle output and reveal nothing secret; so are values of only
+ * whitespace.
  */
 export function redactSecrets(
   text: string,
   injected: Readonly<Record<string, string>> | Iterable<string> | null | undefined,
 ): string {
   const secrets = [
-    ...new Set(injectedValues(injected).filter((v) => v.length >= MIN_REDACTED_VALUE_LENGTH)),
+    // Nor a value of only whitespace (a blank line of a multi-line key): it reveals nothing, and
+    // redacting it would mangle every indented line of output.
+    ...new Set(
+      injectedValues(injected).filter(
+        (v) => v.length >= MIN_REDACTED_VALUE_LENGTH && v.trim() !== '',
+      ),
+    ),
   ];
   if (secrets.length === 0 || text.length === 0) return text;
   const spans: [number, number][] = [];
