@@ -339,6 +339,37 @@ describe('EgressProxy: CONNECT', () => {
   });
 });
 
+describe('EgressProxy: timeouts', () => {
+  it('attack: a tunnel whose client never sends its ClientHello is closed at the handshake timeout', async () => {
+    const up = await tcpUpstream();
+    const h = harness({ limits: { headerTimeoutMs: 150 } });
+    const port = await h.open('sb-a', { mode: 'allowlist', allow: ['allowed.test'] });
+    const { socket, status } = await connectTunnel(port, `allowed.test:${up.port}`);
+    expect(status).toBe('HTTP/1.1 200 Connection Established');
+    await new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    expect(up.received).toEqual([]);
+    expect(reasons(h.events)).toEqual(['deny:header-timeout']);
+  });
+
+  it('an established tunnel without bytes either way is closed at the idle timeout', async () => {
+    let upstreamClosed!: () => void;
+    const closed = new Promise<void>((resolve) => (upstreamClosed = resolve));
+    const silent = createServer((socket) => {
+      socket.on('error', () => {});
+      socket.on('close', () => upstreamClosed());
+      socket.resume();
+    });
+    const upPort = await listening(silent);
+    const h = harness({ limits: { idleTimeoutMs: 150 } });
+    const port = await h.open('sb-a', { mode: 'allowlist', allow: ['allowed.test'] });
+    const { socket } = await connectTunnel(port, `allowed.test:${upPort}`);
+    // Resolves when the proxy closes the tunnel: the upstream never answers the hello.
+    await helloThrough(socket, 'allowed.test');
+    await closed;
+    expect(reasons(h.events)).toEqual(['allow:allowed']);
+  });
+});
+
 describe('EgressProxy: bounds per sandbox', () => {
   it("attack: 1,000 concurrent connections from one sandbox leave another sandbox's request working", async () => {
     const up = await httpUpstream();
