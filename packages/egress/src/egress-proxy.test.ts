@@ -418,6 +418,7 @@ describe('EgressProxy: onEgressRequest', () => {
     expect(await get()).toMatch(/^HTTP\/1\.1 200/);
     expect(await get()).toMatch(/^HTTP\/1\.1 200/);
     expect(asked).toEqual([`sb-a thread-sb-a approved.test:${up.port}`]);
+    expect(reasons(h.events)).toEqual(['allow:approved', 'allow:approved']);
     const refused = await exchange(
       port,
       httpGet(`http://denied.test:${up.port}/`, `denied.test:${up.port}`),

@@ -364,20 +364,22 @@ export class EgressProxy implements EgressEvents {
     state: SandboxState,
     host: string,
     port: number,
-  ): Promise<{ address: string } | Refusal> {
+  ): Promise<{ address: string; reason: string } | Refusal> {
     const literal = parseIpLiteral(host);
     if (literal !== undefined) {
       // Rules name domains; an IP literal is reachable in open mode only, and checked as any address.
       if (state.policy.mode !== 'open') return new Refusal(403, 'ip-literal');
-      return this.#checkAddresses([literal]);
+      return this.#checkAddresses([literal], 'open');
     }
     if (!/^[a-z0-9.-]{1,253}$/.test(host)) return new Refusal(400, 'bad-request');
     const verdict = networkVerdict(state.policy, host, port);
+    let reason = verdict.reason;
     if (!verdict.allowed) {
       const approvable = verdict.reason === 'not-allowed' && this.#options.onEgressRequest;
       if (!approvable || !(await this.#approve(state, host, port))) {
         return new Refusal(403, verdict.reason);
       }
+      reason = 'approved';
     }
     let addresses: readonly string[];
     try {
@@ -387,17 +389,20 @@ export class EgressProxy implements EgressEvents {
       return new Refusal(502, 'resolve-failed');
     }
     if (addresses.length === 0) return new Refusal(502, 'resolve-failed');
-    return this.#checkAddresses(addresses);
+    return this.#checkAddresses(addresses, reason);
   }
 
-  #checkAddresses(addresses: readonly string[]): { address: string } | Refusal {
+  #checkAddresses(
+    addresses: readonly string[],
+    reason: string,
+  ): { address: string; reason: string } | Refusal {
     for (const address of addresses) {
       const blocked = blockedAddressReason(address);
       if (blocked !== undefined && !this.#options.allowPrivate?.(address)) {
         return new Refusal(403, `blocked-address:${blocked}`);
       }
     }
-    return { address: addresses[0]! };
+    return { address: addresses[0]!, reason };
   }
 
   async #approve(state: SandboxState, host: string, port: number): Promise<boolean> {
@@ -453,7 +458,7 @@ export class EgressProxy implements EgressEvents {
     if (hello instanceof Refusal) {
       return this.#refuse(state, socket, 'CONNECT', host, port, hello, false);
     }
-    this.#pipe(state, socket, 'CONNECT', host, port, admitted.address, hello.data);
+    this.#pipe(state, socket, 'CONNECT', host, port, admitted, hello.data);
   }
 
   async #forward(
@@ -492,15 +497,7 @@ export class EgressProxy implements EgressEvents {
         'connection: close\r\n\r\n',
       'latin1',
     );
-    this.#pipe(
-      state,
-      socket,
-      'HTTP',
-      host,
-      port,
-      admitted.address,
-      Buffer.concat([outgoing, rest]),
-    );
+    this.#pipe(state, socket, 'HTTP', host, port, admitted, Buffer.concat([outgoing, rest]));
   }
 
   #pipe(
@@ -509,18 +506,18 @@ export class EgressProxy implements EgressEvents {
     method: 'CONNECT' | 'HTTP',
     host: string,
     port: number,
-    address: string,
+    admitted: { readonly address: string; readonly reason: string },
     first: Buffer,
   ): void {
     // Not counted against the sandbox: each upstream lives and dies with its counted client.
-    const upstream = connect({ host: address, port, noDelay: true });
+    const upstream = connect({ host: admitted.address, port, noDelay: true });
     const idle = this.#limits.idleTimeoutMs;
     upstream.setTimeout(idle, () => upstream.destroy());
     client.setTimeout(idle, () => client.destroy());
     let connected = false;
     upstream.once('connect', () => {
       connected = true;
-      this.#decide(state, method, host, port, 'allow', 'allowed');
+      this.#decide(state, method, host, port, 'allow', admitted.reason);
       upstream.write(first);
       client.pipe(upstream);
       upstream.pipe(client);
