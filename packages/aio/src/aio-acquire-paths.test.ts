@@ -29,7 +29,7 @@ describe('a store error on the acquire paths', () => {
     h.faults.fail('take');
     await expect(h.provider.acquire(T('t'))).rejects.toBeInstanceOf(OwnershipBackendError);
     expect(h.provider.get(id)).toBeDefined();
-    expect(Object.values(h.provider.snapshot().threads)).toEqual([id]);
+    expect(Object.values(h.provider.stateSnapshot().threads)).toEqual([id]);
     // Not forgotten and looked up afresh: no discovery of the container it already tracks.
     expect(h.backend.count('discover')).toBe(discovered);
     h.faults.heal();
@@ -44,11 +44,11 @@ describe('a store error on the acquire paths', () => {
     const discovered = h.backend.count('discover');
     h.faults.fail('take');
     await expect(h.provider.acquire(T('t'))).rejects.toBeInstanceOf(OwnershipBackendError);
-    expect(h.provider.snapshot().warm).toEqual([id]);
+    expect(h.provider.stateSnapshot().warm).toEqual([id]);
     expect(h.backend.count('discover')).toBe(discovered);
     h.faults.heal();
     expect(await h.provider.acquire(T('t'))).toBe(id);
-    expect(h.provider.snapshot()).toMatchObject({ active: [id], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [id], warm: [] });
   });
 });
 
@@ -184,14 +184,14 @@ describe('re-checks after the health check and the take that no earlier check ma
     // Meanwhile alice's entry is forgotten (a peer took it) and bob's turn parks the same id.
     expect(await h.peerStore().take(x)).toBe(true);
     await h.provider.renewLeases();
-    expect(h.provider.snapshot().warm).toEqual([]);
+    expect(h.provider.stateSnapshot().warm).toEqual([]);
     expect(await h.provider.acquire(bob)).toBe(x);
     await h.provider.release(x);
-    expect(h.provider.snapshot().warm).toEqual([x]);
+    expect(h.provider.stateSnapshot().warm).toEqual([x]);
     await health.release();
     await expect(reclaim.promise).rejects.toBeInstanceOf(SandboxIdentityCollisionError);
     expect(h.provider.get(x)).toBeUndefined();
-    expect(h.provider.snapshot().warm).toEqual([x]);
+    expect(h.provider.stateSnapshot().warm).toEqual([x]);
     expect(await h.provider.acquire(bob)).toBe(x);
   });
 

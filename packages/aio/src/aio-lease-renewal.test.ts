@@ -25,7 +25,7 @@ afterEach(async () => {
 async function warmSandbox(h: Harness, thread = 't'): Promise<string> {
   const id = await h.provider.acquire(T(thread));
   await h.provider.release(id);
-  expect(h.provider.snapshot().warm).toContain(id);
+  expect(h.provider.stateSnapshot().warm).toContain(id);
   return id;
 }
 
@@ -50,7 +50,7 @@ describe('a renewal that heard LOST while a reaper held the sandbox', () => {
     await peek.release(); // the stale answer arrives
     await renewal.promise;
     await a.provider.release(x);
-    expect(a.provider.snapshot().warm).toEqual([x]);
+    expect(a.provider.stateSnapshot().warm).toEqual([x]);
     // Ours, parked: the reaper stops it rather than forgetting a running container.
     expect(await a.provider.evictOldestWarm()).toBe(x);
     expect(a.backend.isRunning(x)).toBe(false);
@@ -82,7 +82,7 @@ describe('a flush erases every lease: the holder using a sandbox keeps it (stale
     expect(a.backend.isRunning(x)).toBe(true);
     await a.clock.advance(30_000);
     await a.provider.renewLeases(); // A's second look: B's lease, so A forgets its stale entry
-    expect(a.provider.snapshot().warm).toEqual([]);
+    expect(a.provider.stateSnapshot().warm).toEqual([]);
     expect(a.backend.isRunning(x)).toBe(true);
     expect(b.provider.get(x)).toBeDefined();
   });
@@ -127,7 +127,7 @@ describe('a flush erases every lease: the holder using a sandbox keeps it (stale
     await a.clock.advance(1);
     await a.provider.renewLeases();
     expect(a.lease(x)).toBe(`own:${a.ownerId}`);
-    expect(a.provider.snapshot().warm).toEqual([x]);
+    expect(a.provider.stateSnapshot().warm).toEqual([x]);
     expect(await a.provider.evictOldestWarm()).toBe(x);
     expect(a.backend.isRunning(x)).toBe(false);
   });

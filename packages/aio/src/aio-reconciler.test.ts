@@ -43,7 +43,7 @@ describe('adoption re-checks after its claim', () => {
     expect(await h.provider.acquire(T('t'))).toBe(id); // discovered and published meanwhile
     await claim.release(); // granted: the lease is this instance's own
     expect((await pass.promise).adopted).toEqual([]);
-    expect(h.provider.snapshot()).toMatchObject({ active: [id], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [id], warm: [] });
   });
 });
 
@@ -68,7 +68,7 @@ describe('the adoption grace counts only time the store answered', () => {
     expect((await b.provider.reconcile()).adopted).toEqual([]);
     expect(a.provider.get(x)).toBeDefined();
     expect(a.lease(x)).toBe(`own:${a.ownerId}`);
-    expect(b.provider.snapshot().warm).toEqual([]);
+    expect(b.provider.stateSnapshot().warm).toEqual([]);
   });
 
   it('an outage this instance saw only through its own renewals also restarts the grace', async () => {
@@ -149,7 +149,7 @@ describe('reconciliation and ids', () => {
     const summary = await h.provider.reconcile();
     expect(summary.adopted).toEqual([]);
     expect(summary.skipped).toEqual([odd]);
-    expect(h.provider.snapshot().warm).toEqual([]);
+    expect(h.provider.stateSnapshot().warm).toEqual([]);
     expect(h.lease(odd)).toBeUndefined();
   });
 });
@@ -168,7 +168,7 @@ describe('a sandbox adopted, then taken back', () => {
     // The thread's next turn lands on A again; B hears LOST and forgets X.
     expect(await a.provider.acquire(T('t'))).toBe(x);
     await b.provider.renewLeases();
-    expect(b.provider.snapshot().warm).toEqual([]);
+    expect(b.provider.stateSnapshot().warm).toEqual([]);
     a.table.clear(); // FLUSHALL while A's turn runs
     expect((await b.provider.reconcile()).adopted).toEqual([]);
     await a.provider.renewLeases();

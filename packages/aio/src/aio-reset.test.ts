@@ -49,7 +49,7 @@ describe('reset()', () => {
     expect(settledEarly).toBe(false);
     const id = await acquire.promise;
     await reset.promise;
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [] });
     expect(h.lease(id)).toBeUndefined();
     expect(h.backend.isRunning(id)).toBe(true);
   });
@@ -68,7 +68,7 @@ describe('reset()', () => {
     expect(settledEarly).toBe(false);
     expect((await pass.promise).adopted).toEqual([id]);
     await reset.promise;
-    expect(h.provider.snapshot().warm).toEqual([]);
+    expect(h.provider.stateSnapshot().warm).toEqual([]);
     expect(h.lease(id)).toBeUndefined();
     expect(h.backend.isRunning(id)).toBe(true);
   });

@@ -67,7 +67,7 @@ describe('AioSandboxProvider.listSandboxes', () => {
     // A read-only view: no lease written, nothing stopped, nothing adopted.
     expect([ORPHAN, PEERS, dying].map((id) => a.lease(id))).toEqual(leasesBefore);
     expect(a.backend.count('destroy')).toBe(0);
-    expect(a.provider.snapshot()).toMatchObject({ active: [active], warm: [warm] });
+    expect(a.provider.stateSnapshot()).toMatchObject({ active: [active], warm: [warm] });
   });
 
   it('says “owner unknown” when the store cannot answer, and still lists tracked ones', async () => {
@@ -121,7 +121,7 @@ describe('AioSandboxProvider.reapOrphans', () => {
     });
     for (const id of [active, warm, PEERS]) expect(a.backend.isRunning(id)).toBe(true);
     expect(a.lease(PEERS)).toBe('own:gateway-b');
-    expect(a.provider.snapshot()).toMatchObject({ active: [active], warm: [warm] });
+    expect(a.provider.stateSnapshot()).toMatchObject({ active: [active], warm: [warm] });
   });
 
   it('a dry run reports the orphan but claims and stops nothing', async () => {

@@ -182,10 +182,10 @@ describe.skipIf(!ready)('AioSandboxProvider on real Docker', () => {
       expect(sandbox.activeScopeCount).toBe(2);
       await manager.release('subagent');
       expect(sandbox.activeScopeCount).toBe(1);
-      expect(provider.snapshot().active).toEqual([id]);
+      expect(provider.stateSnapshot().active).toEqual([id]);
       await manager.release('lead');
       expect(sandbox.activeScopeCount).toBe(0);
-      expect(provider.snapshot()).toMatchObject({ active: [], warm: [id] });
+      expect(provider.stateSnapshot()).toMatchObject({ active: [], warm: [id] });
     } finally {
       await provider.shutdown();
     }
@@ -213,7 +213,7 @@ describe.skipIf(!ready)('AioSandboxProvider on real Docker', () => {
       logger: new RecordingLogger(),
     });
     await second.ready(); // the start-up reconciliation adopts it (memory store: no grace)
-    expect(second.snapshot().warm).toEqual([id]);
+    expect(second.stateSnapshot().warm).toEqual([id]);
     expect(await second.acquire({ userId: 'u1', threadId: 'adopt' })).toBe(id);
     expect(await second.get(id)!.executeCommand('echo adopted')).toContain('adopted');
     await second.shutdown();

@@ -38,7 +38,7 @@ const SHORT_LEASES = {
 async function warmSandbox(h: Harness, thread = 't'): Promise<string> {
   const id = await h.provider.acquire(T(thread));
   await h.provider.release(id);
-  expect(h.provider.snapshot().warm).toContain(id);
+  expect(h.provider.stateSnapshot().warm).toContain(id);
   return id;
 }
 
@@ -77,7 +77,7 @@ describe('§7.13 race catalogue', () => {
       const acquire = track(a.provider.acquire(T('t')));
       await expect(acquire.promise).rejects.toMatchObject({ code: BEING_DESTROYED });
       expect(a.provider.get(x)).toBeUndefined();
-      expect(a.provider.snapshot().warm).not.toContain(x); // dropped locally, not stopped
+      expect(a.provider.stateSnapshot().warm).not.toContain(x); // dropped locally, not stopped
       expect(a.backendGate.count('destroy')).toBe(1); // only B's stop, still held
 
       await stop.release();
@@ -234,7 +234,7 @@ describe('§7.13 race catalogue', () => {
       const x = await warmSandbox(a);
       expect(await a.peerStore().take(x)).toBe(true);
       expect(await a.provider.evictOldestWarm()).toBeUndefined();
-      expect(a.provider.snapshot().warm).toEqual([x]);
+      expect(a.provider.stateSnapshot().warm).toEqual([x]);
       expect(a.backend.count('destroy')).toBe(0);
     });
 
@@ -244,7 +244,7 @@ describe('§7.13 race catalogue', () => {
       a.backend.failDestroy = new Error('engine timed out');
       await a.clock.advance(601_000);
       expect(await a.provider.reapExpiredWarm()).toEqual([]);
-      expect(a.provider.snapshot().warm).toEqual([x]);
+      expect(a.provider.stateSnapshot().warm).toEqual([x]);
       expect(a.lease(x)).toBeUndefined();
       expect(a.backend.isRunning(x)).toBe(true);
     });
@@ -271,7 +271,7 @@ describe('§7.13 race catalogue', () => {
         await claim.release();
         await reaping.promise;
         expect(a.backend.isRunning(x)).toBe(false);
-        expect(a.provider.snapshot()).toMatchObject({ active: [], warm: [] });
+        expect(a.provider.stateSnapshot()).toMatchObject({ active: [], warm: [] });
       },
     );
 
@@ -373,12 +373,12 @@ describe('§7.13 race catalogue', () => {
       const stop = await a.backendGate.nextCall('destroy');
       expect(a.backend.isRunning(x)).toBe(false); // the stop itself is done
       const deadWarmEntryIsReserved = () => {
-        if (a.provider.snapshot().warm.includes(x)) expect(a.provider.isTearingDown(x)).toBe(true);
+        if (a.provider.stateSnapshot().warm.includes(x)) expect(a.provider.isTearingDown(x)).toBe(true);
       };
       deadWarmEntryIsReserved();
       void stop.release();
       await stepUntilSettled(evict, deadWarmEntryIsReserved);
-      expect(a.provider.snapshot().warm).toEqual([]);
+      expect(a.provider.stateSnapshot().warm).toEqual([]);
       expect(a.provider.isTearingDown(x)).toBe(false);
     });
   });
@@ -415,7 +415,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.lease(x)).toBe(`own:${a.ownerId}`); // durable before take() returns
       await renew.release(); // the stale LOST reaches the forget now: same epoch, but marked
       await renewal.promise;
-      expect(a.provider.snapshot().active).toContain(x);
+      expect(a.provider.stateSnapshot().active).toContain(x);
       await take.release();
       expect(await acquire.promise).toBe(x);
       expect(a.provider.get(x)).toBeDefined();
@@ -457,12 +457,12 @@ describe('§7.13 race catalogue', () => {
       a.store.pause('claim', { times: 1 });
       const acquire = track(a.provider.acquire(T('t')));
       const claim = await a.store.nextCall('claim');
-      expect(a.provider.snapshot().active).not.toContain(x);
+      expect(a.provider.stateSnapshot().active).not.toContain(x);
       const claims = a.store.count('claim');
       const summary = await a.provider.reconcile();
       expect(summary.deferred).toEqual([x]);
       expect(a.store.count('claim')).toBe(claims); // deferred before any claim
-      expect(a.provider.snapshot().warm).toEqual([]);
+      expect(a.provider.stateSnapshot().warm).toEqual([]);
       await claim.release();
       a.backend.healthOverride.delete(x);
       expect(await acquire.promise).toBe(x);
@@ -480,7 +480,7 @@ describe('§7.13 race catalogue', () => {
       await claim.release();
       await expect(acquire.promise).rejects.toThrow(/failed to become ready/);
       expect(a.provider.isTearingDown(x)).toBe(false);
-      expect(a.provider.snapshot().warm).toEqual([]);
+      expect(a.provider.stateSnapshot().warm).toEqual([]);
       // Control: with no teardown in flight, an untracked running container is adopted.
       a.backend.startExternal('c0ffee0123456789');
       expect((await a.provider.reconcile()).adopted).toEqual(['c0ffee0123456789']);
@@ -498,10 +498,10 @@ describe('§7.13 race catalogue', () => {
         const acquire = track(a.provider.acquire(T('t')));
         const take = await a.store.nextCall('take');
         expect((await a.provider.reconcile()).adopted).toEqual([x]);
-        expect(a.provider.snapshot().warm).toEqual([x]);
+        expect(a.provider.stateSnapshot().warm).toEqual([x]);
         await take.release();
         expect(await acquire.promise).toBe(x);
-        expect(a.provider.snapshot()).toMatchObject({ active: [x], warm: [] });
+        expect(a.provider.stateSnapshot()).toMatchObject({ active: [x], warm: [] });
         await a.clock.advance(601_000);
         a.provider.get(x); // in use
         expect(await a.provider.reapExpiredWarm()).toEqual([]);
@@ -520,7 +520,7 @@ describe('§7.13 race catalogue', () => {
       await a.provider.renewLeases();
       expect(a.lease(x)).toBe(`own:${a.ownerId}`);
       expect(a.lease(y)).toBe(`own:${a.ownerId}`);
-      expect(a.provider.snapshot()).toMatchObject({ active: [x], warm: [y] });
+      expect(a.provider.stateSnapshot()).toMatchObject({ active: [x], warm: [y] });
       expect(a.backend.count('destroy')).toBe(0);
     });
   });
@@ -542,8 +542,8 @@ describe('§7.13 race catalogue', () => {
       }
       const second = await b.provider.reconcile();
       expect(second.adopted).toEqual([]);
-      expect(b.provider.snapshot().warm).toEqual([]);
-      expect(a.provider.snapshot()).toMatchObject({ active: [x], warm: [y] });
+      expect(b.provider.stateSnapshot().warm).toEqual([]);
+      expect(a.provider.stateSnapshot()).toMatchObject({ active: [x], warm: [y] });
       expect(a.lease(x)).toBe(`own:${a.ownerId}`);
     });
 
@@ -574,12 +574,12 @@ describe('§7.13 race catalogue', () => {
       const y = await warmSandbox(a, 't2');
       a.faults.fail('renew');
       await a.provider.renewLeases();
-      expect(a.provider.snapshot()).toMatchObject({ active: [x], warm: [y] });
+      expect(a.provider.stateSnapshot()).toMatchObject({ active: [x], warm: [y] });
       a.faults.heal();
       a.table.clear();
       a.faults.fail('claim');
       await a.provider.renewLeases();
-      expect(a.provider.snapshot()).toMatchObject({ active: [x], warm: [y] });
+      expect(a.provider.stateSnapshot()).toMatchObject({ active: [x], warm: [y] });
       expect(a.store.calls('claim').map((c) => c.args)).toContainEqual([x]); // plain claim
     });
 
@@ -593,7 +593,7 @@ describe('§7.13 race catalogue', () => {
       expect(await a.provider.reapExpiredWarm()).toEqual([]);
       expect((await a.provider.reconcile()).adopted).toEqual([]);
       expect(a.backend.isRunning(x)).toBe(true);
-      expect(a.provider.snapshot().warm).toEqual([x]);
+      expect(a.provider.stateSnapshot().warm).toEqual([x]);
     });
 
     it('§9.8.131 publishing is fail-closed: a new sandbox whose lease cannot be written is stopped', async () => {
@@ -618,7 +618,7 @@ describe('§7.13 race catalogue', () => {
       expect(a.lease(x)).toBe(`del:${a.ownerId}`);
       await a.provider.renewLeases();
       expect(a.lease(x)).toBe(`del:${a.ownerId}`);
-      expect(a.provider.snapshot().warm).toEqual([x]);
+      expect(a.provider.stateSnapshot().warm).toEqual([x]);
       expect(await a.peerStore().take(x)).toBe(false);
       await stop.release();
       expect(await evict.promise).toBe(x);
@@ -667,7 +667,7 @@ describe('§7.13 race catalogue', () => {
       expect(await a.provider.acquire(T('t'))).toBe(x); // reclaim re-takes
       await renew.release();
       await release.promise;
-      expect(a.provider.snapshot().active).toEqual([x]);
+      expect(a.provider.stateSnapshot().active).toEqual([x]);
       expect(clientOf(a, x).closed).toBe(false);
       expect(a.lease(x)).toBe(`own:${a.ownerId}`);
     });
@@ -683,10 +683,10 @@ describe('§7.13 race catalogue', () => {
       const reap = track(a.provider.reapExpiredWarm());
       const stop = await a.backendGate.nextCall('destroy');
       await a.provider.renewLeases(); // renew → LOST (our del:)
-      expect(a.provider.snapshot().warm).toEqual([x]);
+      expect(a.provider.stateSnapshot().warm).toEqual([x]);
       await stop.release();
       expect(await reap.promise).toEqual([]);
-      expect(a.provider.snapshot().warm).toEqual([x]);
+      expect(a.provider.stateSnapshot().warm).toEqual([x]);
       expect(a.backend.isRunning(x)).toBe(true);
     });
   });
@@ -741,7 +741,7 @@ describe('§7.13 race catalogue', () => {
       await expect(a.provider.acquire({ userId: 'bob', threadId: 't' })).rejects.toBeInstanceOf(
         SandboxIdentityCollisionError,
       );
-      expect(a.provider.snapshot().warm).toEqual([id]);
+      expect(a.provider.stateSnapshot().warm).toEqual([id]);
       expect(a.backend.count('destroy')).toBe(0);
       expect(a.backend.count('create')).toBe(1);
       expect(await a.provider.acquire({ userId: 'alice', threadId: 't' })).toBe(id);
@@ -778,7 +778,7 @@ describe('§7.13 race catalogue', () => {
       const peer = a.peerStore();
       expect(await peer.take(x)).toBe(true);
       await a.provider.renewLeases();
-      expect(a.provider.snapshot().warm).toEqual([]);
+      expect(a.provider.stateSnapshot().warm).toEqual([]);
       await peer.release(x);
       expect((await a.provider.reconcile()).adopted).toEqual([x]);
       a.backend.healthOverride.set(x, 'dead'); // the stale verdict about the old entry

@@ -78,7 +78,7 @@ describe('a flush after a paused gateway resumed (#16 bug 5)', () => {
     a.table.clear();
     await a.provider.reapExpiredWarm();
     expect(a.backend.isRunning(x)).toBe(true);
-    expect(a.provider.snapshot().warm).toEqual([]);
+    expect(a.provider.stateSnapshot().warm).toEqual([]);
     await b.provider.renewLeases(); // the live owner re-asserts its lease
     expect(a.lease(x)).toBe(`own:${b.ownerId}`);
     expect(b.provider.get(x)).toBeDefined();
@@ -122,7 +122,7 @@ describe('guards where a round trip lets other paths in (#16 item 6)', () => {
     await take.release();
     expect(await again.promise).toBe(id);
     expect(h.provider.get(id)).toBeDefined();
-    expect(h.provider.snapshot()).toMatchObject({ active: [id], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [id], warm: [] });
   });
 
   it('create-register re-checks after its publish: adopted and then evicted meanwhile, it is never handed out', async () => {
@@ -158,7 +158,7 @@ describe('guards where a round trip lets other paths in (#16 item 6)', () => {
     await expiry.promise;
     // Still running, so still tracked: the next pass stops it.
     expect(h.backend.isRunning(id)).toBe(true);
-    expect(h.provider.snapshot().warm).toEqual([id]);
+    expect(h.provider.stateSnapshot().warm).toEqual([id]);
     expect(await h.provider.reapExpiredWarm()).toEqual([id]);
     expect(h.backend.isRunning(id)).toBe(false);
   });

@@ -295,7 +295,7 @@ describe('identity', () => {
     await expect(h.provider.acquire({ userId: 'u2', threadId: 't' })).rejects.toBeInstanceOf(
       SandboxIdentityCollisionError,
     );
-    expect(h.provider.snapshot().warm).toEqual([id]);
+    expect(h.provider.stateSnapshot().warm).toEqual([id]);
     expect(h.backend.count('create')).toBe(1);
     expect(h.backend.count('destroy')).toBe(0);
   });
@@ -395,7 +395,7 @@ describe('acquire plumbing', () => {
       const h = await harness({ backend, init: { readinessProbe: undefined } });
       expect(h.provider.settings.readyTimeoutMs).toBe(60_000);
       const id = await h.provider.acquire(T('t'));
-      expect(h.provider.snapshot().threads).toEqual({ '["u1","t",false]': id });
+      expect(h.provider.stateSnapshot().threads).toEqual({ '["u1","t",false]': id });
       expect(backend.count('destroy')).toBe(0);
       expect(h.provider.get(id)).toBeDefined();
     } finally {
@@ -458,11 +458,11 @@ describe('acquire plumbing', () => {
     const acquire = track(h.provider.acquire(T('t')));
     const create = await h.backendGate.nextCall('create');
     h.backend.healthOverride.delete(id);
-    expect(h.provider.snapshot().warm).toEqual([]);
+    expect(h.provider.stateSnapshot().warm).toEqual([]);
     await create.release();
     expect(await acquire.promise).toBe(id);
     expect(h.backend.count('destroy', id)).toBe(1);
-    expect(h.provider.snapshot()).toMatchObject({ active: [id], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [id], warm: [] });
   });
 
   it('an unverifiable discovered container is not adopted: acquire falls through to create', async () => {
@@ -506,14 +506,14 @@ describe('acquire plumbing', () => {
     await h.provider.acquire(T('c'));
     expect(h.backend.count('destroy', oldest)).toBe(1);
     expect(h.backend.count('destroy', newer)).toBe(0);
-    expect(h.provider.snapshot().warm).toEqual([newer]);
+    expect(h.provider.stateSnapshot().warm).toEqual([newer]);
   });
 
   it('replicas is a soft cap: only warm entries are evicted, creation beyond it goes ahead with a warning', async () => {
     const h = await harness({ config: { replicas: 1 } });
     const a = await h.provider.acquire(T('a'));
     const b = await h.provider.acquire(T('b'));
-    expect(h.provider.snapshot().active.toSorted()).toEqual([a, b].sort());
+    expect(h.provider.stateSnapshot().active.toSorted()).toEqual([a, b].sort());
     expect(h.logger.has('warn', 'beyond the soft limit')).toBe(true);
   });
 
@@ -530,7 +530,7 @@ describe('acquire plumbing', () => {
     const id = h.provider.sandboxIdFor(T('t'));
     await expect(h.provider.acquire(T('t'))).rejects.toBeInstanceOf(OwnershipBackendError);
     expect(h.backend.count('destroy', id)).toBe(1);
-    expect(h.provider.snapshot().active).toEqual([]);
+    expect(h.provider.stateSnapshot().active).toEqual([]);
     expect(h.backend.clients.at(-1)?.closed).toBe(true);
   });
 
@@ -555,7 +555,7 @@ describe('acquire plumbing', () => {
     h.backend.startExternal(id);
     expect(await h.peerStore().claim(id, { forDestroy: true })).toBe(true);
     await expect(h.provider.acquire(T('t'))).rejects.toMatchObject({ code: BEING_DESTROYED });
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [] });
     expect(h.backend.count('destroy')).toBe(0);
   });
 
@@ -629,7 +629,7 @@ describe('get, release, destroy, shutdown, reset', () => {
     client.failClose = new Error('socket boom');
     await h.provider.release(id);
     expect(client.closed).toBe(true);
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [id] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [id] });
     expect(h.logger.has('warn', `Error closing sandbox ${id} during release`)).toBe(true);
     expect(h.backend.isRunning(id)).toBe(true);
   });
@@ -642,7 +642,7 @@ describe('get, release, destroy, shutdown, reset', () => {
     await h.provider.destroy(id);
     expect(client.closed).toBe(true);
     expect(h.backend.count('destroy', id)).toBe(1);
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [], threads: {} });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [], threads: {} });
     expect(h.logger.has('warn', `Error closing sandbox ${id} during destroy`)).toBe(true);
     expect(h.lease(id)).toBeUndefined();
   });
@@ -657,7 +657,7 @@ describe('get, release, destroy, shutdown, reset', () => {
     await claim.release();
     await destroy.promise;
     expect(h.backend.isRunning(id)).toBe(false);
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [] });
   });
 
   it('§9.8.146 destroy() with a failing stop re-raises but leaves no del: marker', async () => {
@@ -767,10 +767,10 @@ describe('get, release, destroy, shutdown, reset', () => {
     const h = await harness();
     const id = await h.provider.acquire();
     expect(id).toMatch(/^[0-9a-f]{8}$/);
-    expect(h.provider.snapshot().threads).toEqual({});
+    expect(h.provider.stateSnapshot().threads).toEqual({});
     expect(h.backend.containers.get(id)!.request!.threadId).toBeNull();
     await h.provider.release(id);
-    expect(h.provider.snapshot().warm).toEqual([id]);
+    expect(h.provider.stateSnapshot().warm).toEqual([id]);
   });
 
   it('reports counts and acquire paths as events', async () => {
@@ -805,10 +805,10 @@ describe('lease manager and command scopes', () => {
     const client = clientOf(h, id);
     await manager.release('subagent');
     expect(client.releasedScopes).toEqual(['subagent']);
-    expect(h.provider.snapshot().active).toEqual([id]);
+    expect(h.provider.stateSnapshot().active).toEqual([id]);
     await manager.release('lead');
     expect(client.releasedScopes).toEqual(['subagent', 'lead']);
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [id] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [id] });
   });
 });
 
@@ -823,7 +823,7 @@ describe('reaping', () => {
       active,
       warm,
     ]);
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [] });
   });
 
   it('§9.8.156 an idle warm reap refused by a peer keeps the warm entry', async () => {
@@ -832,7 +832,7 @@ describe('reaping', () => {
     await h.clock.advance(601_000);
     expect(await h.peerStore().take(id)).toBe(true);
     expect(await h.provider.reapExpiredWarm()).toEqual([]);
-    expect(h.provider.snapshot().warm).toEqual([id]);
+    expect(h.provider.stateSnapshot().warm).toEqual([id]);
     expect(h.backend.isRunning(id)).toBe(true);
   });
 
@@ -887,7 +887,7 @@ describe('renewal', () => {
     const peer = h.peerStore();
     expect(await peer.take(id)).toBe(true);
     await h.provider.renewLeases();
-    expect(h.provider.snapshot()).toMatchObject({ active: [], warm: [], threads: {} });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [], warm: [], threads: {} });
     await settle();
     expect(client.closeCount).toBe(1);
     expect(h.backend.isRunning(id)).toBe(true);
@@ -903,7 +903,7 @@ describe('reconciliation', () => {
     (h.backend.containers.get(old.sandboxId)!.info as { createdAt: number }).createdAt = 0;
     const summary = await h.provider.reconcile();
     expect(summary.adopted.sort()).toEqual(['00000000000000aa', '00000000000000bb']);
-    expect(h.provider.snapshot().warm.toSorted()).toEqual(['00000000000000aa', '00000000000000bb']);
+    expect(h.provider.stateSnapshot().warm.toSorted()).toEqual(['00000000000000aa', '00000000000000bb']);
     expect(h.backend.count('destroy')).toBe(0);
     expect(h.lease('00000000000000aa')).toBe(`own:${h.ownerId}`);
   });
@@ -913,7 +913,7 @@ describe('reconciliation', () => {
     const a = await h.provider.acquire(T('a'));
     const w = await warmSandbox(h, 'w');
     expect((await h.provider.reconcile()).adopted).toEqual([]);
-    expect(h.provider.snapshot()).toMatchObject({ active: [a], warm: [w] });
+    expect(h.provider.stateSnapshot()).toMatchObject({ active: [a], warm: [w] });
     h.backend.failList = new Error('engine down');
     expect(await h.provider.reconcile()).toMatchObject({ adopted: [], total: 0 });
     h.backend.failList = undefined;
@@ -972,9 +972,9 @@ describe('reconciliation', () => {
     const backend = new MemorySandboxBackend();
     backend.startExternal('00000000000000f1');
     const h = await harness({ backend, background: true, config: { idle_timeout: 0 } });
-    expect(h.provider.snapshot().warm).toEqual(['00000000000000f1']);
+    expect(h.provider.stateSnapshot().warm).toEqual(['00000000000000f1']);
     backend.startExternal('00000000000000f2');
     await h.clock.advance(60_000);
-    expect(h.provider.snapshot().warm.toSorted()).toEqual(['00000000000000f1', '00000000000000f2']);
+    expect(h.provider.stateSnapshot().warm.toSorted()).toEqual(['00000000000000f1', '00000000000000f2']);
   });
 });

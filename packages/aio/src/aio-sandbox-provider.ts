@@ -244,7 +244,8 @@ export class AioSandboxProvider
     return this.#leaseTtlMs;
   }
 
-  snapshot(): AioProviderSnapshot {
+  /** What this instance tracks now (active, warm, threads), for tests and diagnostics. */
+  stateSnapshot(): AioProviderSnapshot {
     return {
       active: this.#book.activeIds(),
       warm: this.#book.pool.ids(),

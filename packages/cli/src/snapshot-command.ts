@@ -63,7 +63,7 @@ function hostThread(
   options: ThreadCommandOptions,
 ): { workspace: string; uploads: string; outputs: string } {
   if (!isHostDirectoryProvider(provider)) {
-    throw new CapabilityNotSupportedError(
+    throw CapabilityNotSupportedError.lifecycle(
       use,
       'snapshot',
       'export and import of a workspace reach thread data on this host only (the local provider)',

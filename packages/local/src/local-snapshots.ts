@@ -22,7 +22,7 @@ export const LOCAL_PAUSE_UNSUPPORTED =
   'pausing a thread needs a freezer for its confined processes, which the local provider does not have yet';
 
 export function localPauseRefusal(capability: 'pause' | 'resume'): CapabilityNotSupportedError {
-  return new CapabilityNotSupportedError(
+  return CapabilityNotSupportedError.lifecycle(
     'LocalSandboxProvider',
     capability,
     LOCAL_PAUSE_UNSUPPORTED,

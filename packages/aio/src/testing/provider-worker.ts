@@ -85,7 +85,7 @@ async function main(): Promise<void> {
     has: async (a) => provider.get(String(a.sandboxId)) !== undefined,
     release: (a) => provider.release(String(a.sandboxId)),
     destroy: (a) => provider.destroy(String(a.sandboxId)),
-    snapshot: async () => provider.snapshot(),
+    snapshot: async () => provider.stateSnapshot(),
     reconcile: () => provider.reconcile(),
     renew: () => provider.renewLeases(),
     evictWarm: () => provider.evictOldestWarm(),

@@ -94,12 +94,12 @@ export abstract class SandboxProvider {
 
   /** Suspends `sandboxId` with its processes kept. Default: refused (`lifecycleSupport.pause`). */
   async pause(_sandboxId: string): Promise<void> {
-    throw new CapabilityNotSupportedError(this.constructor.name, 'pause');
+    throw CapabilityNotSupportedError.lifecycle(this.constructor.name, 'pause');
   }
 
   /** Continues a paused `sandboxId`. Default: refused (`lifecycleSupport.pause`). */
   async resume(_sandboxId: string): Promise<void> {
-    throw new CapabilityNotSupportedError(this.constructor.name, 'resume');
+    throw CapabilityNotSupportedError.lifecycle(this.constructor.name, 'resume');
   }
 
   /**
@@ -107,7 +107,7 @@ export abstract class SandboxProvider {
    * from it (a fork) or this one again. Default: refused (`lifecycleSupport.snapshot`).
    */
   async snapshot(_sandboxId: string): Promise<SnapshotRef> {
-    throw new CapabilityNotSupportedError(this.constructor.name, 'snapshot');
+    throw CapabilityNotSupportedError.lifecycle(this.constructor.name, 'snapshot');
   }
 
   /** Thread user-data directories are already visible inside the sandbox (no upload sync needed). */
@@ -174,7 +174,7 @@ export abstract class SandboxProvider {
     }
     if (options.fromSnapshot !== undefined && options.fromSnapshot !== null) {
       if (!this.lifecycleSupport.snapshot) {
-        throw new CapabilityNotSupportedError(this.constructor.name, 'fromSnapshot');
+        throw CapabilityNotSupportedError.lifecycle(this.constructor.name, 'fromSnapshot');
       }
       if (options.threadId === undefined || options.threadId === null) {
         throw new InvalidArgumentError('fromSnapshot needs a thread to restore into');

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { execResultText } from './exec-result-text.js';
 import type { LineRange } from '../paths/line-range.js';
-import { CapabilityNotSupportedError } from '../errors/process-errors.js';
+import { CapabilityNotSupportedError } from '../errors/capability-errors.js';
 import {
   ONE_SHOT_CAPABILITIES,
   type ExecOptions,

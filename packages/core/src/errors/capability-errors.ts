@@ -4,26 +4,42 @@ import { SbxError, type SbxErrorOptions } from './errors.js';
 export type SandboxCapability = 'pause' | 'resume' | 'snapshot' | 'fromSnapshot';
 
 /**
- * A provider was asked for a capability it does not offer (see `SandboxProvider.lifecycleSupport`).
- * Raised instead of emulating it: a "pause" that destroys processes, or a restore that silently
- * starts empty, would lose exactly what the caller asked to keep.
+ * A sandbox or provider was asked for something it does not offer: a process input it cannot
+ * write, a signal its backend cannot send, or a lifecycle capability (see
+ * `SandboxProvider.lifecycleSupport`). Raised instead of emulating it: a "pause" that destroys
+ * processes, or a restore that silently starts empty, would lose exactly what the caller asked to
+ * keep. One class (one code) for every such refusal.
  */
 export class CapabilityNotSupportedError extends SbxError {
   static override readonly CODE = 'CAPABILITY_NOT_SUPPORTED';
-  readonly provider: string;
-  readonly capability: SandboxCapability;
+  readonly capability: string;
+  /** The provider that refused, for a lifecycle refusal. */
+  readonly provider: string | undefined;
   constructor(
+    capability: string,
+    message: string,
+    options: SbxErrorOptions & { readonly provider?: string } = {},
+  ) {
+    const { provider, ...rest } = options;
+    super(message, {
+      ...rest,
+      details: { capability, ...(provider !== undefined ? { provider } : {}) },
+    });
+    this.capability = capability;
+    this.provider = provider;
+  }
+
+  /** A provider's refusal of a lifecycle capability it does not offer. */
+  static lifecycle(
     provider: string,
     capability: SandboxCapability,
     reason?: string,
-    options: SbxErrorOptions = {},
-  ) {
-    super(
+  ): CapabilityNotSupportedError {
+    return new CapabilityNotSupportedError(
+      capability,
       `Sandbox provider ${provider} does not support ${capability}${reason ? `: ${reason}` : ''}`,
-      { ...options, details: { provider, capability } },
+      { provider },
     );
-    this.provider = provider;
-    this.capability = capability;
   }
 }
 

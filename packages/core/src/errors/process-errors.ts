@@ -1,15 +1,5 @@
 import { SbxError, type SbxErrorOptions } from './errors.js';
 
-/** A sandbox cannot do what was asked (`sandbox.capabilities` says so before the call). */
-export class CapabilityNotSupportedError extends SbxError {
-  static override readonly CODE = 'CAPABILITY_NOT_SUPPORTED';
-  readonly capability: string;
-  constructor(capability: string, message: string, options: SbxErrorOptions = {}) {
-    super(message, { ...options, details: { capability } });
-    this.capability = capability;
-  }
-}
-
 /** No background process of that id in this sandbox (never started, or forgotten since). */
 export class ProcessNotFoundError extends SbxError {
   static override readonly CODE = 'PROCESS_NOT_FOUND';

@@ -2,11 +2,8 @@ import type { Clock } from '../async/clock.js';
 import type { ProcessInput } from '../contract/sandbox-exec.js';
 import type { ProcessWriteOptions } from '../contract/sandbox-processes.js';
 import { InvalidArgumentError } from '../errors/errors.js';
-import {
-  CapabilityNotSupportedError,
-  ProcessInputBlockedError,
-  ProcessStateError,
-} from '../errors/process-errors.js';
+import { ProcessInputBlockedError, ProcessStateError } from '../errors/process-errors.js';
+import { CapabilityNotSupportedError } from '../errors/capability-errors.js';
 import type { Logger } from '../logging/logger.js';
 import { assertProcessTimeout } from './process-limits.js';
 import type { ProcessRecord } from './process-record.js';

@@ -1,7 +1,7 @@
 import { MAX_TIMER_SECONDS } from '../config/config-schema.js';
 import type { SandboxCapabilities } from '../contract/sandbox-exec.js';
 import { InvalidArgumentError } from '../errors/errors.js';
-import { CapabilityNotSupportedError } from '../errors/process-errors.js';
+import { CapabilityNotSupportedError } from '../errors/capability-errors.js';
 
 /** Longest command text a sandbox accepts (256 KiB): beyond that it is data, not a command. */
 export const MAX_COMMAND_BYTES = 256 * 1024;

@@ -14,11 +14,8 @@ import {
   type SandboxProcesses,
 } from '../contract/sandbox-processes.js';
 import { InvalidArgumentError } from '../errors/errors.js';
-import {
-  CapabilityNotSupportedError,
-  ProcessNotFoundError,
-  ProcessStateError,
-} from '../errors/process-errors.js';
+import { ProcessNotFoundError, ProcessStateError } from '../errors/process-errors.js';
+import { CapabilityNotSupportedError } from '../errors/capability-errors.js';
 import { silentLogger, type Logger } from '../logging/logger.js';
 import { DEFAULT_PROCESS_OUTPUT_BYTES, OutputRing } from './output-ring.js';
 import type {

@@ -290,7 +290,7 @@ export class FakeSandboxProvider extends SandboxProvider implements SandboxProvi
       checkSandboxSpec(options.spec, this.specSupport, DEFAULT_SPEC_POLICY, 'FakeSandboxProvider');
       // Nor does it restore snapshots: refused as `admit` refuses them, never started empty.
       if (options.fromSnapshot !== undefined && !this.lifecycleSupport.snapshot) {
-        throw new CapabilityNotSupportedError('FakeSandboxProvider', 'fromSnapshot');
+        throw CapabilityNotSupportedError.lifecycle('FakeSandboxProvider', 'fromSnapshot');
       }
       // As every provider's acquire (through `admit`), whoever calls it: ids outside the id rule.
       if (options.threadId !== undefined) {
