@@ -13,7 +13,7 @@ import { MockLanguageModelV4, convertArrayToReadableStream } from 'ai/test';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { createSbxTools } from './create-sbx-tools.js';
 import { sbxToolsContext } from './sbx-run-context.js';
-import { MAX_RUN_THREADS, ThreadRunners } from './thread-runners.js';
+import { MAX_RUN_THREADS, ThreadRunners } from '@sbx/core';
 
 type ScriptedCall = { tool: string; input: Record<string, unknown> };
 type LanguageModelResult = Awaited<ReturnType<MockLanguageModelV4['doGenerate']>>;

@@ -4,7 +4,7 @@ import type { FlexibleSchema, Tool } from 'ai';
 import { runIdentityOf, sbxRunContextSchema, type SbxRunContext } from './sbx-run-context.js';
 import { SbxToolError } from './sbx-tool-error.js';
 import { streamedCall } from './streamed-call.js';
-import { ThreadRunners } from './thread-runners.js';
+import { ThreadRunners } from '@sbx/core';
 
 /**
  * A tool's arguments as the model is asked to send them: sbx's input type, each optional field

@@ -9,4 +9,4 @@ export type {
 export { sbxToolsContext } from './sbx-run-context.js';
 export type { SbxRunContext } from './sbx-run-context.js';
 export { SbxToolError } from './sbx-tool-error.js';
-export { MAX_RUN_THREADS } from './thread-runners.js';
+export { MAX_RUN_THREADS } from '@sbx/core';

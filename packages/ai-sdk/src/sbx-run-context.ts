@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '@sbx/core';
 import type { FlexibleSchema } from 'ai';
-import type { RunIdentity } from './thread-runners.js';
+import type { RunIdentity } from '@sbx/core';
 
 /**
  * The per-call tool context the sbx tools read: the conversation's thread and user. Each falls

@@ -372,6 +372,8 @@ export type { ToolCallResult, ToolErrorCodeValue } from './tools/tool-result.js'
 export type { CommandDetails } from './tools/command-details.js';
 export { createToolRunner } from './tools/tool-runner.js';
 export type { ToolCallOptions, ToolRunner, ToolRunnerOptions } from './tools/tool-runner.js';
+export { MAX_RUN_THREADS, ThreadRunners } from './tools/thread-runners.js';
+export type { RunIdentity } from './tools/thread-runners.js';
 export { MAX_STREAMED_OUTPUT_CHARS } from './tools/tool-output.js';
 export type { ToolOutputChunk, ToolOutputListener } from './tools/tool-output.js';
 

@@ -11,7 +11,7 @@ import type { DynamicStructuredTool } from '@langchain/core/tools';
 import { langChainModules, type LangChainModules } from './langchain-modules.js';
 import { runIdentityOf } from './run-identity.js';
 import { toolOutputEvents } from './tool-output-events.js';
-import { ThreadRunners } from './thread-runners.js';
+import { ThreadRunners } from '@sbx/core';
 
 /**
  * Options: a new tool context (`provider`, `threadId`, `userId`, `config`, `authorize`,

@@ -41,7 +41,7 @@ import type {
 import { downloadFiles, uploadFiles } from './deepagents-transfer.js';
 import { langChainModules } from './langchain-modules.js';
 import { runIdentityOf } from './run-identity.js';
-import { ThreadRunners } from './thread-runners.js';
+import { ThreadRunners } from '@sbx/core';
 
 /** deepagents' default page when the model gives no `limit`. */
 const DEFAULT_READ_LIMIT = 500;

@@ -10,7 +10,7 @@ import {
 import type * as Agents from '@openai/agents';
 import type { FunctionTool } from '@openai/agents';
 import { runIdentityOf } from './run-identity.js';
-import { ThreadRunners } from './thread-runners.js';
+import { ThreadRunners } from '@sbx/core';
 
 type AgentsModule = typeof Agents;
 

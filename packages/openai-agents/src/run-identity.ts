@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '@sbx/core';
-import type { RunIdentity } from './thread-runners.js';
+import type { RunIdentity } from '@sbx/core';
 
 /**
  * The thread and user an Agents run's context names: `threadId` and `userId` of the object given

@@ -12,7 +12,7 @@ import {
   SbxSandboxSession,
   type SbxSandboxSessionState,
 } from './sbx-sandbox-session.js';
-import { ThreadRunners } from './thread-runners.js';
+import { ThreadRunners } from '@sbx/core';
 
 /** Per-run client options (`run(agent, input, { sandbox: { client, options } })`). */
 export interface SbxSandboxClientOptions extends Record<string, unknown> {

@@ -1,13 +1,9 @@
-import {
-  InvalidArgumentError,
-  ToolSession,
-  assertValidThreadIdentity,
-  createToolRunner,
-  runToolCall,
-  type ToolContext,
-  type ToolRunner,
-  type ToolRunnerOptions,
-} from '@sbx/core';
+import { InvalidArgumentError } from '../errors/errors.js';
+import { assertValidThreadIdentity } from '../identity/thread-id-rules.js';
+import { runToolCall } from './run-tool.js';
+import type { ToolContext } from './tool-context.js';
+import { createToolRunner, type ToolRunner, type ToolRunnerOptions } from './tool-runner.js';
+import { ToolSession } from './tool-session.js';
 
 /** The thread (and user) a framework's run context names for one tool call. */
 export interface RunIdentity {
