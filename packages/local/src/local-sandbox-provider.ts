@@ -66,22 +66,13 @@ import {
   type CommandMode,
   type IsolationMode,
 } from './confinement/isolation-mode.js';
-import {
-  probeConfinement,
-  type ConfinementProbe,
-  type ConfinementTools,
-} from './confinement/bwrap-probe.js';
-import { ConfinementUnavailableError } from './confinement/confinement-errors.js';
-import { sandboxOwnerFor, type SandboxOwner } from './confinement/sandbox-owner.js';
-import { ThreadNamespace } from './confinement/thread-namespace.js';
-import { buildMountPlan } from './confinement/mount-plan.js';
-import { openMountSources } from './confinement/mount-sources.js';
-import { grantTraversal } from './confinement/host-traversal.js';
-import { namespaceLimits } from './confinement/namespace-limits.js';
+import { probeConfinement } from './confinement/bwrap-probe.js';
+import { sandboxOwnerFor } from './confinement/sandbox-owner.js';
 import { resolveConfinementLimits, type ConfinementLimits } from './confinement/cgroup-limits.js';
-import { SeccompUnsupportedArchError, seccompProgram } from './confinement/seccomp-filter.js';
-import { writeSandboxIdentityFiles } from './confinement/sandbox-identity-files.js';
-import type { SandboxConfinement } from './confinement/sandbox-confinement.js';
+import {
+  ThreadConfinement,
+  type ThreadConfinementLayout,
+} from './confinement/thread-confinement.js';
 import { chown } from 'node:fs/promises';
 
 const requireHere = createRequire(import.meta.url);
@@ -149,20 +140,10 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   private readonly commandSessions: CommandSessions;
   /** `sandbox.local.isolation` as configured (`auto` unless set). */
   readonly isolation: IsolationMode;
-  /** How this provider's commands run, decided once at construction. */
-  readonly commandMode: CommandMode;
-  private readonly confinementTools: ConfinementTools | undefined;
-  private readonly sandboxOwner: SandboxOwner | undefined;
-  private readonly tmpBytes: number;
-  private readonly seccompProgram: (() => Buffer) | undefined;
   /** Per-thread limits of confined commands (config, options, defaults). */
   readonly limits: ConfinementLimits;
-  /**
-   * The live namespaces by sandbox id, apart from the LRU cache: an evicted thread's processes
-   * keep running until its release (as on the host), and a rebuilt sandbox enters the same one.
-   */
-  private readonly namespaces = new Map<string, ThreadNamespace>();
-  private identityFiles: Promise<Record<string, string>> | undefined;
+  /** The command mode and the live namespace of each thread. */
+  private readonly confinement: ThreadConfinement;
 
   constructor(options: LocalProviderOptions = {}) {
     super();
@@ -193,7 +174,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     this.allowHostBash = options.allowHostBash ?? config.allowHostBash ?? false;
     const localBlock = resolveLocalBlock(local);
     this.isolation = options.isolation ?? localBlock.isolation ?? DEFAULT_ISOLATION_MODE;
-    this.sandboxOwner = sandboxOwnerFor(process.getuid?.(), {
+    const owner = sandboxOwnerFor(process.getuid?.(), {
       ...((options.sandboxUid ?? localBlock.sandboxUid) !== undefined
         ? { uid: options.sandboxUid ?? localBlock.sandboxUid }
         : {}),
@@ -204,12 +185,17 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     this.limits = options.limits
       ? resolveConfinementLimits({ ...localBlock.limits, ...options.limits })
       : localBlock.limits;
-    this.tmpBytes = options.tmpBytes ?? this.limits.tmpBytes;
-    const decided = this.decideCommandMode(options.confinementProbe ?? probeConfinement);
-    this.commandMode = decided.mode;
-    this.confinementTools = decided.tools;
-    this.seccompProgram =
-      this.commandMode.kind === 'confined' ? this.seccompFor(options.seccompProgram) : undefined;
+    this.confinement = new ThreadConfinement({
+      isolation: this.isolation,
+      allowHostBash: this.allowHostBash,
+      baseDir: this.baseDir,
+      owner,
+      limits: this.limits,
+      tmpBytes: options.tmpBytes ?? this.limits.tmpBytes,
+      probe: options.confinementProbe ?? probeConfinement,
+      ...(options.seccompProgram ? { seccompProgram: options.seccompProgram } : {}),
+      logger: this.logger,
+    });
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.envPolicy = options.envPolicy ?? config.envPolicy;
@@ -250,10 +236,15 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       // also the bound on live namespaces (and their processes and cgroups), so a tenant cannot
       // grow them by naming thread after thread.
       dispose: (_entry, id, reason) => {
-        if (reason === 'evict') this.endNamespace(id, 'evicted from the cache');
+        if (reason === 'evict') this.confinement.end(id, 'evicted from the cache');
       },
     });
     this.staticMappings = this.buildStaticMappings(options.mounts ?? config.mounts ?? []);
+  }
+
+  /** How this provider's commands run, decided once at construction. */
+  get commandMode(): CommandMode {
+    return this.confinement.commandMode;
   }
 
   override get usesThreadDataMounts(): boolean {
@@ -277,62 +268,12 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
    * started lives in its pid namespace): for `sbx doctor` and tests.
    */
   confinedInitPid(sandboxId: string): number | undefined {
-    return this.namespaces.get(sandboxId)?.initPid;
+    return this.confinement.initPid(sandboxId);
   }
 
   /** Whether commands run confined (bubblewrap) in this provider. */
   get confined(): boolean {
     return this.commandMode.kind === 'confined';
-  }
-
-  /**
-   * `isolation` and `allowHostBash` together, and whether bubblewrap works here:
-   *
-   * - `none`: host bash when allowed, else off (the behaviour before confinement).
-   * - `bwrap`: confined, or a `ConfinementUnavailableError` naming the cause and the fix;
-   *   `allowHostBash` cannot widen it (a warning says it is ignored).
-   * - `auto`: `allowHostBash` is an explicit request for the host and wins (a warning says
-   *   commands are unconfined); otherwise confined where bubblewrap works, else bash off with a
-   *   warning saying why. Never unconfined without `allowHostBash`.
-   */
-  private decideCommandMode(probeHost: (owner: SandboxOwner | undefined) => ConfinementProbe): {
-    mode: CommandMode;
-    tools?: ConfinementTools;
-  } {
-    if (this.isolation === 'none') {
-      return {
-        mode: this.allowHostBash
-          ? { kind: 'host' }
-          : { kind: 'off', reason: 'isolation is none and allow_host_bash is off' },
-      };
-    }
-    if (this.isolation === 'auto' && this.allowHostBash) {
-      this.logger.warn(
-        'allow_host_bash is on: commands run on the host as the gateway user, unconfined (set sandbox.local.isolation: bwrap to confine them)',
-      );
-      return { mode: { kind: 'host' } };
-    }
-    const probe = probeHost(this.sandboxOwner);
-    if (probe.ok) {
-      if (this.allowHostBash) {
-        this.logger.warn(
-          'allow_host_bash is ignored: sandbox.local.isolation is bwrap, every command runs confined',
-        );
-      }
-      return {
-        mode: { kind: 'confined' },
-        tools: { bwrap: probe.bwrap, nsenter: probe.nsenter, disableUserns: probe.disableUserns },
-      };
-    }
-    if (this.isolation === 'bwrap') {
-      throw new ConfinementUnavailableError(
-        `sandbox.local.isolation is bwrap but commands cannot be confined here: ${probe.cause}. Fix: ${probe.fix}`,
-        { details: { cause: probe.cause, fix: probe.fix } },
-      );
-    }
-    const reason = `bubblewrap cannot confine commands here: ${probe.cause}. Fix: ${probe.fix}`;
-    this.logger.warn(`bash is off (isolation auto): ${reason}`);
-    return { mode: { kind: 'off', reason } };
   }
 
   /** Number of per-thread sandboxes currently cached (bounded by `maxCachedThreads`). */
@@ -483,11 +424,11 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       sandboxId === GENERIC_LOCAL_SANDBOX_ID
         ? this.genericSandbox
         : this.threads.peek(sandboxId)?.sandbox;
-    const namespace = this.namespaces.get(sandboxId);
+    const namespace = this.confinement.namespace(sandboxId);
     if (namespace) {
       // Confined: the namespace holds everything the thread started, cached or evicted.
       if (cached) await cached.processes.killRunning();
-      this.namespaces.delete(sandboxId);
+      this.confinement.forget(sandboxId);
       await namespace.kill();
       return;
     }
@@ -545,9 +486,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
    */
   override async shutdown(): Promise<void> {
     await this.reset();
-    const namespaces = [...this.namespaces.values()];
-    this.namespaces.clear();
-    await Promise.all(namespaces.map((namespace) => namespace.kill()));
+    await this.confinement.endAll();
     await this.commandSessions.reapAll();
   }
 
@@ -566,11 +505,8 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     return this.genericSandbox;
   }
 
-  private sandboxOptions(
-    sandboxId: string,
-    layout: { mappings: readonly PathMapping[]; initCwd: string; ownedRoots: readonly string[] },
-  ) {
-    const confinement = this.confinementOf(sandboxId, layout);
+  private sandboxOptions(sandboxId: string, layout: ThreadConfinementLayout) {
+    const confinement = this.confinement.of(sandboxId, layout);
     return {
       ...(confinement ? { confinement } : {}),
       processTags: { sandbox: this.processTagOf(sandboxId), provider: this.processTag },
@@ -583,104 +519,6 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       shell: this.shell,
       logger: this.logger,
     };
-  }
-
-  /** Ends a sandbox's namespace in the background (eviction), with a log line if that fails. */
-  private endNamespace(sandboxId: string, why: string): void {
-    const namespace = this.namespaces.get(sandboxId);
-    if (!namespace) return;
-    this.namespaces.delete(sandboxId);
-    namespace.kill().catch((error: unknown) => {
-      this.logger.error(`A sandbox namespace ${why} could not be ended`, {
-        sandboxId,
-        error: error instanceof Error ? error.message : String(error),
-      });
-    });
-  }
-
-  /** The namespace of a sandbox id (one per id, shared by every sandbox object of it). */
-  private confinementOf(
-    sandboxId: string,
-    layout: { mappings: readonly PathMapping[]; initCwd: string; ownedRoots: readonly string[] },
-  ): SandboxConfinement | undefined {
-    const tools = this.confinementTools;
-    if (this.commandMode.kind !== 'confined' || !tools) return undefined;
-    let namespace = this.namespaces.get(sandboxId);
-    if (!namespace) {
-      const limits = namespaceLimits(sandboxId, this.limits, this.logger);
-      namespace = new ThreadNamespace({
-        bwrap: tools.bwrap,
-        nsenter: tools.nsenter,
-        disableUserns: tools.disableUserns,
-        owner: this.sandboxOwner,
-        mountPlan: async () => {
-          if (this.sandboxOwner) {
-            await grantTraversal(this.baseDir, [
-              ...layout.mappings.map((m) => m.hostPath),
-              path.join(this.baseDir, 'confinement', 'etc'),
-            ]);
-          }
-          const { sources, handles } = await openMountSources(
-            layout.mappings,
-            await this.sandboxIdentityFiles(),
-          );
-          const args = buildMountPlan({
-            sources,
-            tmpBytes: this.tmpBytes,
-            initCwd: layout.initCwd,
-          });
-          return { args, handles };
-        },
-        ...(this.seccompProgram ? { seccomp: this.seccompProgram } : {}),
-        limits,
-        logger: this.logger,
-        sandboxId,
-      });
-      this.namespaces.set(sandboxId, namespace);
-    }
-    return {
-      namespace,
-      initCwd: layout.initCwd,
-      owner: this.sandboxOwner,
-      ownedRoots: layout.ownedRoots,
-    };
-  }
-
-  /**
-   * The seccomp program of every confined command, built once per provider for this machine's
-   * architecture. An architecture the filter does not know runs with namespaces only, said once.
-   */
-  private seccompFor(given: (() => Buffer) | undefined): (() => Buffer) | undefined {
-    if (given) return given;
-    let program: Buffer;
-    try {
-      program = seccompProgram();
-    } catch (error) {
-      if (!SeccompUnsupportedArchError.is(error)) throw error;
-      this.logger.warn(
-        `Confined commands run without a seccomp filter: ${error.message} (namespaces, capabilities and limits still apply)`,
-      );
-      return undefined;
-    }
-    return () => program;
-  }
-
-  /** The synthesized `/etc/passwd` and friends, written once per provider. */
-  private sandboxIdentityFiles(): Promise<Record<string, string>> {
-    if (!this.identityFiles) {
-      const uid = this.sandboxOwner?.uid ?? process.getuid?.() ?? 0;
-      const gid = this.sandboxOwner?.gid ?? process.getgid?.() ?? 0;
-      const pending = writeSandboxIdentityFiles(
-        path.join(this.baseDir, 'confinement', `etc-${uid}-${gid}`),
-        uid,
-        gid,
-      );
-      pending.catch(() => {
-        if (this.identityFiles === pending) this.identityFiles = undefined;
-      });
-      this.identityFiles = pending;
-    }
-    return this.identityFiles;
   }
 
   private async createThreadSandbox(
@@ -722,12 +560,11 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     const customMounts = this.staticMappings.filter((m) => m.containerPath !== `${skills}/public`);
     const mappings = [...customMounts, ...skillMappings, ...threadMappings];
     const ownedRoots = threadMappings.map((m) => m.hostPath);
-    if (this.sandboxOwner && this.commandMode.kind === 'confined') {
+    const owner = this.confinement.owner;
+    if (owner && this.commandMode.kind === 'confined') {
       // The confined user must write the thread's own directories (only their roots: what is
       // below them was made by the tools, which hand it over as they write, or by the sandbox).
-      await Promise.all(
-        ownedRoots.map((dir) => chown(dir, this.sandboxOwner!.uid, this.sandboxOwner!.gid)),
-      );
+      await Promise.all(ownedRoots.map((dir) => chown(dir, owner.uid, owner.gid)));
     }
     const sandbox = new LocalSandbox(id, {
       mappings,
