@@ -83,6 +83,11 @@ export function isDefinitelyMissing(err: unknown, containerName: string): boolea
  * Sandboxes as local containers of the all-in-one image, through the Docker Engine API (dockerode,
  * an optional peer dependency loaded on first use). Works with Docker and with Podman's
  * Docker-compatible socket.
+ *
+ * One concept, kept whole: the `SandboxBackend` contract over the Docker Engine API (create with
+ * its readiness wait and cleanup, destroy, inspect, discover, list). Its options, the container
+ * spec, runtime detection, ports and readiness already live in their own files; what remains
+ * shares the Docker client and the port allocator.
  */
 export class LocalContainerBackend implements SandboxBackend {
   readonly kind = 'local' as const;
