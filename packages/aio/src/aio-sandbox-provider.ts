@@ -86,6 +86,9 @@ export type {
  * - `AioLeaseRenewal`: renewal, with the precedence of a lease a flush erased;
  * - `AioReconciler`: adoption of untracked containers, `sbx ls` and `sbx gc`.
  *
+ * One concept, kept whole: what remains here is that wiring and the public API delegating to it;
+ * splitting the delegations would only scatter one class's surface.
+ *
  * Concurrency model. Node runs one event loop, so a synchronous stretch of code (no `await`) is
  * this provider's critical section. Every store call, backend call and readiness poll is an await
  * point where another acquire or a reaper can interleave; every guard exists for one of those
