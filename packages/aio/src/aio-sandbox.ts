@@ -125,6 +125,10 @@ function joinRangeLines(content: string): string {
  * One lock per sandbox serializes every use of the default session (commands, `listDir`), every
  * `bash/exec` attempt, writes and downloads: a session runs one command at a time. Reads, `glob`
  * and `grep` do not take it.
+ *
+ * One concept, kept whole: the `Sandbox` contract over one container's HTTP API; its sessions,
+ * scopes and HTTP calls already live in their own files, and every method here shares the lock and
+ * the default session.
  */
 export class AioSandbox extends Sandbox {
   readonly baseUrl: string;
