@@ -65,6 +65,9 @@ import { SdkE2BClient } from './sdk-client.js';
  * The class wires the provider kit to the E2B SDK and keeps the public API; the lifecycle lives in
  * its collaborators, each given the same context and book: `E2BAcquirePaths`, `E2BCapacity`,
  * `E2BTeardown` (stops, forgets, renewal, shutdown), `E2BReconciler` and `E2BInspection`.
+ *
+ * One concept, kept whole: what remains here is that wiring, the public API delegating to it and
+ * the plumbing every collaborator shares (the SDK pool, the stores, in-flight tracking).
  */
 export class E2BSandboxProvider extends SandboxProvider {
   readonly settings: E2BSettings;
