@@ -13,7 +13,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { E2B_TAGS } from './metadata.js';
 import { makeHarness } from './test-support.js';
 import type { Harness } from './test-support.js';
-import { FakeE2BClient, fakeErrors } from './testing/fake-e2b-client.js';
+import { FakeE2BClient } from './testing/fake-e2b-client.js';
+import { fakeErrors } from './testing/fake-e2b-errors.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -12,7 +12,8 @@ import { E2B_TAGS } from './metadata.js';
 import { OUTPUT_SYNC_MANIFEST } from './output-sync.js';
 import { makeHarness, recordingLogger } from './test-support.js';
 import type { Harness } from './test-support.js';
-import { FakeE2BClient, fakeErrors } from './testing/fake-e2b-client.js';
+import { FakeE2BClient } from './testing/fake-e2b-client.js';
+import { fakeErrors } from './testing/fake-e2b-errors.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -4,7 +4,7 @@ import { pausable, settle, track } from '@sbx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { E2B_TAGS } from './metadata.js';
 import { makeHarness } from './test-support.js';
-import { sdkError } from './testing/fake-e2b-client.js';
+import { sdkError } from './testing/fake-e2b-errors.js';
 import type { Harness } from './test-support.js';
 
 // Bugs found where the provider's paths meet (issue #16), each pinned by the interleaving that

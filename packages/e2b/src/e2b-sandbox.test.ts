@@ -4,7 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { E2BRemoteSandbox } from './e2b-client.js';
 import { isSandboxGoneError } from './e2b-errors.js';
 import { E2BSandbox, MAX_DOWNLOAD_BYTES, REAPED_MESSAGE } from './e2b-sandbox.js';
-import { FakeE2BClient, fakeErrors, sdkError } from './testing/fake-e2b-client.js';
+import { FakeE2BClient } from './testing/fake-e2b-client.js';
+import { fakeErrors, sdkError } from './testing/fake-e2b-errors.js';
 
 let fake: FakeE2BClient;
 let remote: E2BRemoteSandbox;

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SKILLS_SIGNATURE_FILE, assertSafeSkillsRoot } from './skill-sync.js';
 import { makeHarness } from './test-support.js';
 import type { Harness } from './test-support.js';
-import { sdkError } from './testing/fake-e2b-client.js';
+import { sdkError } from './testing/fake-e2b-errors.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -6,7 +6,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { E2BRemoteSandbox } from './e2b-client.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { OUTPUT_SYNC_MANIFEST, mtimeToNs, syncOutputs } from './output-sync.js';
-import { FakeE2BClient, fakeErrors } from './testing/fake-e2b-client.js';
+import { FakeE2BClient } from './testing/fake-e2b-client.js';
+import { fakeErrors } from './testing/fake-e2b-errors.js';
 
 let fake: FakeE2BClient;
 let remote: E2BRemoteSandbox;

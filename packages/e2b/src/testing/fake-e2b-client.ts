@@ -4,19 +4,16 @@ import path from 'node:path';
 import { CallGate } from '@sbx/core/testing';
 import type {
   E2BClient,
-  E2BCommandHandle,
-  E2BCommandOptions,
-  E2BCommandResult,
   E2BConnectOptions,
   E2BCreateOptions,
-  E2BEntryInfo,
   E2BListOptions,
   E2BPaginator,
   E2BRemoteSandbox,
   E2BSandboxInfo,
-  E2BWriteData,
 } from '../e2b-client.js';
-import { LocalVm, type LocalVmProcessControl, type LocalVmRunResult } from './local-vm.js';
+import { LocalVm } from './local-vm.js';
+import { fakeErrors } from './fake-e2b-errors.js';
+import { fakeRemoteSandbox, type FakeOpRunner } from './fake-e2b-remote-sandbox.js';
 
 /** Every operation the fake routes through its `gate` (pause / inspect) and `fail` rules. */
 export type FakeE2BOp =
@@ -37,32 +34,6 @@ export type FakeE2BOp =
   | 'killProcess'
   | 'listProcesses'
   | 'connectProcess';
-
-/** An error shaped like the SDK's (the `name` is what callers classify by). */
-export function sdkError(name: string, message: string, extra: object = {}): Error {
-  const error = new Error(message);
-  error.name = name;
-  return Object.assign(error, extra);
-}
-
-export const fakeErrors = {
-  connectNotFound: (id: string) =>
-    sdkError('SandboxNotFoundError', `Paused sandbox ${id} not found`),
-  notFound: (id: string) => sdkError('SandboxNotFoundError', `Sandbox ${id} not found`),
-  notRunning: () => sdkError('SandboxNotFoundError', 'Sandbox is probably not running anymore'),
-  envdGone: () =>
-    sdkError(
-      'TimeoutError',
-      "The sandbox was not found: This error is likely due to sandbox timeout. You can modify the sandbox timeout by passing 'timeoutMs' when starting the sandbox or calling '.setTimeout' on the sandbox with the desired timeout.",
-    ),
-  fileNotFound: (p: string) => sdkError('FileNotFoundError', `path '${p}' does not exist`),
-  commandTimeout: () =>
-    sdkError(
-      'TimeoutError',
-      "deadline_exceeded: This error is likely due to exceeding 'timeoutMs' — the total time a long running request (like command execution or directory watch) can be active.",
-    ),
-  connectionReset: () => new Error('Connection reset by peer'),
-};
 
 export interface FakeVmRecord {
   readonly sandboxId: string;
@@ -122,6 +93,9 @@ export class FakeE2BClient implements E2BClient {
   #seq = 0;
   readonly #idFactory: (n: number) => string;
   readonly #rules: FailRule[] = [];
+  /** `#op` as the VM connections call it. */
+  readonly #runOp: FakeOpRunner = (op, sandboxId, detail, real) =>
+    this.#op(op, sandboxId, detail, real);
 
   constructor(options: FakeE2BClientOptions = {}) {
     this.#root = options.root;
@@ -195,7 +169,7 @@ export class FakeE2BClient implements E2BClient {
         opts.envs ?? {},
         opts.timeoutMs,
       );
-      return this.#handle(record);
+      return fakeRemoteSandbox(record, this.#runOp);
     });
   }
 
@@ -206,7 +180,7 @@ export class FakeE2BClient implements E2BClient {
       if (opts.timeoutMs !== undefined && (record.timeoutMs ?? 0) < opts.timeoutMs) {
         record.timeoutMs = opts.timeoutMs;
       }
-      return this.#handle(record);
+      return fakeRemoteSandbox(record, this.#runOp);
     });
   }
 
@@ -298,192 +272,4 @@ export class FakeE2BClient implements E2BClient {
       return real();
     }) as Promise<T>;
   }
-
-  #handle(record: FakeVmRecord): E2BRemoteSandbox {
-    const id = record.sandboxId;
-    const vm = record.vm;
-    const ensureAlive = (gone: () => Error): void => {
-      if (!record.alive) throw gone();
-    };
-    const files = {
-      read: ((p: string, opts?: { format?: 'text' | 'bytes' | 'stream' }) =>
-        this.#op('read', id, { path: p, format: opts?.format ?? 'text' }, async () => {
-          ensureAlive(fakeErrors.envdGone);
-          let bytes: Uint8Array;
-          try {
-            bytes = await vm.readBytes(p);
-          } catch {
-            throw fakeErrors.fileNotFound(p);
-          }
-          const format = opts?.format ?? 'text';
-          if (format === 'bytes') return bytes;
-          if (format === 'stream') {
-            return new ReadableStream<Uint8Array>({
-              start(controller) {
-                const chunk = 64 * 1024;
-                for (let i = 0; i < bytes.byteLength; i += chunk) {
-                  controller.enqueue(bytes.slice(i, i + chunk));
-                }
-                controller.close();
-              },
-            });
-          }
-          return new TextDecoder().decode(bytes);
-        })) as E2BRemoteSandbox['files']['read'],
-      write: (p: string, data: E2BWriteData) =>
-        this.#op('write', id, { path: p }, async () => {
-          ensureAlive(fakeErrors.envdGone);
-          await vm.writeBytes(p, await toBytes(data));
-          return { name: path.posix.basename(p), path: p, type: 'file' };
-        }),
-      makeDir: (p: string) =>
-        this.#op('makeDir', id, { path: p }, async () => {
-          ensureAlive(fakeErrors.envdGone);
-          return vm.makeDir(p);
-        }),
-      remove: (p: string) =>
-        this.#op('remove', id, { path: p }, async () => {
-          ensureAlive(fakeErrors.envdGone);
-          await vm.remove(p);
-        }),
-      getInfo: (p: string) =>
-        this.#op('getInfo', id, { path: p }, async (): Promise<E2BEntryInfo> => {
-          ensureAlive(fakeErrors.envdGone);
-          try {
-            const info = await vm.info(p);
-            return { name: path.posix.basename(p), path: p, ...info };
-          } catch {
-            throw fakeErrors.fileNotFound(p);
-          }
-        }),
-    };
-    return {
-      sandboxId: id,
-      commands: this.#commands(id, vm, ensureAlive),
-      files,
-      setTimeout: (timeoutMs: number) =>
-        this.#op('setTimeout', id, timeoutMs, async () => {
-          ensureAlive(() => fakeErrors.notFound(id));
-          record.timeoutMs = timeoutMs;
-        }),
-      kill: () =>
-        this.#op('kill', id, undefined, async () => {
-          const wasAlive = record.alive;
-          record.alive = false;
-          return wasAlive;
-        }),
-      close: () => this.#op('close', id, undefined, async () => undefined),
-    };
-  }
-
-  /** `commands` of one VM: foreground runs, background handles and their stdin and kill. */
-  #commands(
-    id: string,
-    vm: LocalVm,
-    ensureAlive: (error: () => Error) => void,
-  ): E2BRemoteSandbox['commands'] {
-    // Processes are the VM's (`vm.processes`), not this connection's: another client of the same
-    // VM lists and connects to them, as with envd.
-    const outcome = (result: LocalVmRunResult): E2BCommandResult => {
-      if (result.timedOut) throw fakeErrors.commandTimeout();
-      if (result.exitCode !== 0) {
-        throw sdkError('CommandExitError', `exit status ${result.exitCode}`, {
-          exitCode: result.exitCode,
-          stdout: result.stdout,
-          stderr: result.stderr,
-        });
-      }
-      return { exitCode: 0, stdout: result.stdout, stderr: result.stderr };
-    };
-    const start = (cmd: string, opts: E2BCommandOptions & { stdin?: boolean }) => {
-      let started!: (control: LocalVmProcessControl) => void;
-      const ready = new Promise<LocalVmProcessControl>((resolve) => (started = resolve));
-      const finished = vm
-        .run(cmd, { ...opts, timeoutMs: opts.timeoutMs ?? 60_000, onStart: (c) => started(c) })
-        .then(outcome);
-      return { ready, finished };
-    };
-    const control = (pid: number): LocalVmProcessControl => {
-      const found = vm.processes.get(pid);
-      if (!found) throw sdkError('NotFoundError', `process with pid ${pid} not found`);
-      return found.control;
-    };
-    const run = ((
-      cmd: string,
-      opts: E2BCommandOptions & { background?: boolean; stdin?: boolean } = {},
-    ) =>
-      this.#op('run', id, { cmd, ...opts }, async () => {
-        ensureAlive(fakeErrors.notRunning);
-        const { background, ...rest } = opts;
-        const { ready, finished } = start(cmd, rest);
-        if (!background) return finished;
-        finished.catch(() => {});
-        const { pid } = await ready;
-        const handle: E2BCommandHandle = { pid, wait: () => finished, disconnect: async () => {} };
-        return handle;
-      })) as E2BRemoteSandbox['commands']['run'];
-    return {
-      run,
-      sendStdin: (pid, data) =>
-        this.#op('sendStdin', id, { pid }, async () => {
-          control(pid).write(data);
-        }),
-      closeStdin: (pid) =>
-        this.#op('closeStdin', id, { pid }, async () => {
-          control(pid).closeStdin();
-        }),
-      kill: (pid) =>
-        this.#op('killProcess', id, { pid }, async () => {
-          const found = vm.processes.get(pid);
-          if (!found) return false;
-          found.control.kill('SIGKILL');
-          return true;
-        }),
-      list: () =>
-        this.#op('listProcesses', id, undefined, async () => {
-          ensureAlive(fakeErrors.notRunning);
-          return [...vm.processes.values()].map((p) => ({
-            pid: p.pid,
-            cmd: '/bin/bash',
-            args: ['-l', '-c', p.command],
-            envs: { ...p.envs },
-            ...(p.cwd ? { cwd: p.cwd } : {}),
-          }));
-        }),
-      connect: (pid, opts = {}) =>
-        this.#op('connectProcess', id, { pid }, async () => {
-          ensureAlive(fakeErrors.notRunning);
-          const found = vm.processes.get(pid);
-          if (!found) throw sdkError('NotFoundError', `process with pid ${pid} not found`);
-          const unfollow = found.follow({
-            ...(opts.onStdout ? { onStdout: opts.onStdout } : {}),
-            ...(opts.onStderr ? { onStderr: opts.onStderr } : {}),
-          });
-          const finished = found.ended.then(outcome);
-          finished.catch(() => {});
-          const handle: E2BCommandHandle = {
-            pid,
-            wait: () => finished,
-            disconnect: async () => {
-              unfollow();
-            },
-          };
-          return handle;
-        }),
-    };
-  }
-}
-
-async function toBytes(data: E2BWriteData): Promise<Uint8Array> {
-  if (typeof data === 'string') return new TextEncoder().encode(data);
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  if (data instanceof Blob) return new Uint8Array(await data.arrayBuffer());
-  const chunks: Uint8Array[] = [];
-  const reader = data.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    chunks.push(value);
-  }
-  return new Uint8Array(Buffer.concat(chunks));
 }
