@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, realpathSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -29,7 +28,6 @@ import {
   VIRTUAL_PATH_PREFIX,
   VIRTUAL_UPLOADS_PATH,
   VIRTUAL_WORKSPACE_PATH,
-  isUnderVirtualPrefix,
   normalizeVirtualRoot,
   sharedSkillsViewPath,
 } from '@sbx/core/internal';
@@ -51,7 +49,8 @@ import type {
   ThreadLayout,
 } from '@sbx/core';
 import { canonicalPathSync } from './canonical-path.js';
-import type { LocalMountConfig, LocalProviderOptions } from './local-provider-options.js';
+import { staticMappings } from './static-mappings.js';
+import type { LocalProviderOptions } from './local-provider-options.js';
 import {
   DEFAULT_MAX_CACHED_THREAD_SANDBOXES,
   DEFAULT_THREAD_MAX_AGE_DAYS,
@@ -114,6 +113,10 @@ const requiredLogger: Logger = {
  *
  * Not an isolation boundary: see `LocalSandbox`. While host bash is enabled the provider therefore
  * reports `supportsAgentSkillIsolation = false`, so an explicit agent skill policy fails closed.
+ *
+ * Kept here: the cache of per-thread sandboxes and the `SandboxProvider` contract over it. The
+ * confinement of their commands is `ThreadConfinement`, the configured mounts `staticMappings`,
+ * checkpoints `LocalSnapshotStore` (the snapshot methods below only find the thread).
  */
 export class LocalSandboxProvider extends SandboxProvider implements SandboxProviderEvents {
   private readonly events = new SandboxProviderEventEmitter();
@@ -239,7 +242,13 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
         if (reason === 'evict') this.confinement.end(id, 'evicted from the cache');
       },
     });
-    this.staticMappings = this.buildStaticMappings(options.mounts ?? config.mounts ?? []);
+    this.staticMappings = staticMappings({
+      mounts: options.mounts ?? config.mounts ?? [],
+      skillsContainerPath: this.skillsContainerPath,
+      baseDir: this.baseDir,
+      defaultUserId: this.defaultUserId,
+      logger: this.logger,
+    });
   }
 
   /** How this provider's commands run, decided once at construction. */
@@ -592,67 +601,6 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     const entry: ThreadEntry = { sandbox, mode, userId, threadId };
     this.threads.set(id, entry);
     return entry;
-  }
-
-  /**
-   * Public skills plus the configured mounts that pass validation. A bad mount is skipped with a
-   * log line rather than failing startup, so one stale entry does not take every thread down.
-   */
-  private buildStaticMappings(mounts: readonly LocalMountConfig[]): PathMapping[] {
-    const skills = this.skillsContainerPath;
-    const out: PathMapping[] = [
-      pathMapping(
-        `${skills}/public`,
-        sharedSkillsViewPath(this.baseDir, this.defaultUserId, 'public'),
-        true,
-      ),
-    ];
-    const reserved = [
-      ...SKILL_CATEGORIES.map((c) => `${skills}/${c}`),
-      VIRTUAL_ACP_WORKSPACE_PATH,
-      VIRTUAL_PATH_PREFIX,
-    ];
-    for (const mount of mounts) {
-      const containerPath = normalizeVirtualRoot(mount.containerPath);
-      if (!path.isAbsolute(mount.hostPath)) {
-        this.logger.warn('Skipping sandbox mount: host_path must be absolute', {
-          host_path: mount.hostPath,
-          container_path: mount.containerPath,
-        });
-        continue;
-      }
-      if (!containerPath.startsWith('/')) {
-        this.logger.warn('Skipping sandbox mount: container_path must be absolute', {
-          host_path: mount.hostPath,
-          container_path: mount.containerPath,
-        });
-        continue;
-      }
-      const clash = reserved.find((r) => isUnderVirtualPrefix(containerPath, r));
-      if (clash) {
-        this.logger.warn(
-          `Skipping sandbox mount: container_path overlaps the reserved path ${clash}`,
-          {
-            host_path: mount.hostPath,
-            container_path: containerPath,
-          },
-        );
-        continue;
-      }
-      if (!existsSync(mount.hostPath)) {
-        this.logger.error(
-          `Skipping sandbox mount ${mount.hostPath} -> ${containerPath}: the host path does not exist. ` +
-            'If the gateway runs in Docker, the host path must be bind-mounted into the gateway ' +
-            'container as well (docker-compose volumes), at the same path.',
-          { host_path: mount.hostPath, container_path: containerPath },
-        );
-        continue;
-      }
-      // Startup-time configuration loading: synchronous resolution is fine here.
-      const hostPath = realpathSync(mount.hostPath);
-      out.push(pathMapping(containerPath, hostPath, mount.readOnly ?? false));
-    }
-    return out;
   }
 }
 
