@@ -33,7 +33,7 @@ describe('sbx mcp (command)', () => {
     stdin.end();
     const run = await running;
     expect(run.code).toBe(0);
-    const banner = JSON.parse(run.stderr.trim().split('\n')[0]!) as { tools: string[] };
+    const banner = JSON.parse(bannerLine(run.stderr)) as { tools: string[] };
     expect(banner.tools).toEqual(
       expect.arrayContaining([
         'bash',
@@ -49,7 +49,7 @@ describe('sbx mcp (command)', () => {
       stdin: plainIn,
     });
     plainIn.end();
-    const plainBanner = JSON.parse((await plain).stderr.trim().split('\n')[0]!) as {
+    const plainBanner = JSON.parse(bannerLine((await plain).stderr)) as {
       tools: string[];
     };
     expect(plainBanner.tools).not.toContain('process_list');
@@ -99,3 +99,11 @@ describe('sbx mcp (command)', () => {
     expect(run.stderr).toMatch(/--role has no effect without an authorization config/);
   });
 });
+
+/**
+ * The JSON banner among stderr's lines: with --allow-host-bash on a host that can confine, the
+ * provider first warns that commands run unconfined.
+ */
+function bannerLine(stderr: string): string {
+  return stderr.split('\n').find((line) => line.startsWith('{')) ?? '';
+}

@@ -2,6 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ExitCode } from './exit-codes.js';
 import { parseToolArguments } from './tool-command.js';
 import { sbx, tempDir } from './test-support.js';
+import { LocalSandboxProvider } from '@sbx/local';
+import { silentLogger } from '@sbx/core';
+import { servicesRequired } from '@sbx/core/testing';
 
 const NOTE = '/mnt/user-data/workspace/note.md';
 
@@ -54,11 +57,19 @@ describe('sbx tool', () => {
     expect(run.stdout).toMatch(/^Error: /);
   });
 
-  it('keeps bash off on the local provider unless --allow-host-bash', async () => {
+  it('runs bash confined without --allow-host-bash where the host confines, else keeps it off', async () => {
     const args = ['tool', 'bash', JSON.stringify({ command: 'echo hi' })];
-    const refused = await sbx(args, { env: env() });
-    expect(refused.code).toBe(ExitCode.FAILURE);
-    expect(refused.stdout).toMatch(/Host bash execution is disabled/);
+    const probe = new LocalSandboxProvider({ baseDir: home.dir, logger: silentLogger });
+    const confined = probe.confined;
+    await probe.shutdown();
+    const plain = await sbx(args, { env: env() });
+    if (confined) {
+      expect(plain).toMatchObject({ code: 0, stdout: 'hi\n' });
+    } else {
+      expect(servicesRequired()).toBe(false);
+      expect(plain.code).toBe(ExitCode.FAILURE);
+      expect(plain.stdout).toMatch(/Host bash execution is disabled/);
+    }
     const allowed = await sbx([...args, '--allow-host-bash'], { env: env() });
     expect(allowed).toMatchObject({ code: 0, stdout: 'hi\n' });
   });
