@@ -373,7 +373,8 @@ describe('§7.13 race catalogue', () => {
       const stop = await a.backendGate.nextCall('destroy');
       expect(a.backend.isRunning(x)).toBe(false); // the stop itself is done
       const deadWarmEntryIsReserved = () => {
-        if (a.provider.stateSnapshot().warm.includes(x)) expect(a.provider.isTearingDown(x)).toBe(true);
+        if (a.provider.stateSnapshot().warm.includes(x))
+          expect(a.provider.isTearingDown(x)).toBe(true);
       };
       deadWarmEntryIsReserved();
       void stop.release();

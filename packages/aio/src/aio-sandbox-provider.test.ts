@@ -903,7 +903,10 @@ describe('reconciliation', () => {
     (h.backend.containers.get(old.sandboxId)!.info as { createdAt: number }).createdAt = 0;
     const summary = await h.provider.reconcile();
     expect(summary.adopted.sort()).toEqual(['00000000000000aa', '00000000000000bb']);
-    expect(h.provider.stateSnapshot().warm.toSorted()).toEqual(['00000000000000aa', '00000000000000bb']);
+    expect(h.provider.stateSnapshot().warm.toSorted()).toEqual([
+      '00000000000000aa',
+      '00000000000000bb',
+    ]);
     expect(h.backend.count('destroy')).toBe(0);
     expect(h.lease('00000000000000aa')).toBe(`own:${h.ownerId}`);
   });
@@ -975,6 +978,9 @@ describe('reconciliation', () => {
     expect(h.provider.stateSnapshot().warm).toEqual(['00000000000000f1']);
     backend.startExternal('00000000000000f2');
     await h.clock.advance(60_000);
-    expect(h.provider.stateSnapshot().warm.toSorted()).toEqual(['00000000000000f1', '00000000000000f2']);
+    expect(h.provider.stateSnapshot().warm.toSorted()).toEqual([
+      '00000000000000f1',
+      '00000000000000f2',
+    ]);
   });
 });
