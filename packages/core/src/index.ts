@@ -465,7 +465,12 @@ export type {
   TelemetrySpan,
   TelemetryTracer,
 } from './observability/observability-otel.js';
-export { SandboxSpecError } from './contract/sandbox-spec.js';
+export { SandboxSpecError, networkPolicyEnforced } from './contract/sandbox-spec.js';
+export type {
+  EgressAttachment,
+  EgressGateway,
+  EgressGatewayRequest,
+} from './contract/egress-gateway.js';
 export {
   MAX_NETWORK_CREDENTIALS,
   MAX_NETWORK_RULES,
@@ -500,6 +505,7 @@ export type {
   SandboxResourceName,
   SandboxResources,
   SandboxSpec,
+  NetworkPolicySupport,
   SandboxSpecPolicy,
   SandboxSpecSupport,
 } from './contract/sandbox-spec.js';

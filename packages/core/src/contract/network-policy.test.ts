@@ -16,6 +16,7 @@ import { SandboxProvider, type AcquireOptions } from './sandbox-provider.js';
 import {
   NO_SPEC_SUPPORT,
   checkSandboxSpec,
+  networkPolicyEnforced,
   specIdentityScope,
   type SandboxSpecPolicy,
 } from './sandbox-spec.js';
@@ -229,6 +230,48 @@ describe('network policy in the spec', () => {
     );
     expect(codeOf(err)).toBe('NETWORK_POLICY_UNENFORCEABLE');
     expect(provider.made).toBe(0);
+  });
+});
+
+describe('networkPolicyEnforced (a provider that enforces some policies)', () => {
+  const noneOnly = { none: true, filtered: false, credentials: false };
+  const proxied = { none: true, filtered: true, credentials: false };
+  const withCredential = (mode: 'open' | 'none'): NetworkPolicy => ({
+    ...parseNetworkPolicy({ mode }),
+    credentials: [
+      { host: 'api.example.com', header: 'authorization', source: { kind: 'env', name: 'T' } },
+    ],
+  });
+
+  it('attack: a provider that enforces mode none only refuses an allow list and a deny rule', () => {
+    const deny = parseNetworkPolicy({ mode: 'open', deny: ['x.example.com'] });
+    expect(networkPolicyEnforced(noneOnly, parseNetworkPolicy({ mode: 'none' }))).toBe(true);
+    expect(networkPolicyEnforced(noneOnly, allowlist(['a.example.com']))).toBe(false);
+    expect(networkPolicyEnforced(noneOnly, deny)).toBe(false);
+    expect(networkPolicyEnforced(proxied, deny)).toBe(true);
+    expect(networkPolicyEnforced(proxied, allowlist(['a.example.com']))).toBe(true);
+  });
+
+  it('attack: a policy with credentials is refused by a provider that does not broker them', () => {
+    expect(networkPolicyEnforced(proxied, withCredential('open'))).toBe(false);
+    expect(networkPolicyEnforced({ ...proxied, credentials: true }, withCredential('open'))).toBe(
+      true,
+    );
+    const error = thrown(() =>
+      checkSandboxSpec(
+        undefined,
+        { ...NO_SPEC_SUPPORT, network: proxied },
+        { images: [], network: withCredential('open') },
+        'P',
+      ),
+    );
+    expect(codeOf(error)).toBe('NETWORK_POLICY_UNENFORCEABLE');
+  });
+
+  it('plain open egress needs no support; true covers every policy', () => {
+    expect(networkPolicyEnforced(undefined, OPEN_NETWORK_POLICY)).toBe(true);
+    expect(networkPolicyEnforced(true, withCredential('none'))).toBe(true);
+    expect(networkPolicyEnforced(false, parseNetworkPolicy({ mode: 'none' }))).toBe(false);
   });
 });
 

@@ -51,11 +51,33 @@ export interface SandboxSpecSupport {
   readonly timeout: boolean;
   readonly labels: boolean;
   /**
-   * The provider enforces a network policy (`spec.network`, `sandbox.network`). Absent: it cannot,
-   * and any policy but plain open egress is refused at acquire with
-   * `NetworkPolicyUnenforceableError`.
+   * The network policies the provider enforces (`spec.network`, `sandbox.network`): `true` every
+   * one, a `NetworkPolicySupport` the kinds it names. Absent: none, and any policy but plain open
+   * egress is refused at acquire with `NetworkPolicyUnenforceableError`.
    */
-  readonly network?: boolean | undefined;
+  readonly network?: boolean | NetworkPolicySupport | undefined;
+}
+
+/** Which restricting policies a provider enforces, when it cannot enforce every one. */
+export interface NetworkPolicySupport {
+  /** Mode `none`: no egress at all (a network namespace with loopback only). */
+  readonly none: boolean;
+  /** Mode `allowlist`, and deny rules in mode `open`: egress filtered by host (an egress proxy). */
+  readonly filtered: boolean;
+  /** `credentials` brokered into the configured headers. */
+  readonly credentials: boolean;
+}
+
+/** Whether `support` (a provider's `specSupport.network`) enforces `policy`. */
+export function networkPolicyEnforced(
+  support: SandboxSpecSupport['network'],
+  policy: NetworkPolicy,
+): boolean {
+  if (!networkPolicyRestricts(policy) || support === true) return true;
+  if (support === undefined || support === false) return false;
+  if (policy.credentials.length > 0 && !support.credentials) return false;
+  if (policy.mode === 'none') return support.none;
+  return policy.mode === 'allowlist' || policy.deny.length > 0 ? support.filtered : true;
 }
 
 export const NO_SPEC_SUPPORT: SandboxSpecSupport = {
@@ -137,7 +159,7 @@ const isPlainObject = (value: unknown): value is object =>
  *   for a malformed value (not a positive finite number, a fractional count);
  *   NetworkPolicyWideningError for a `network` wider than `sandbox.network`;
  *   NetworkPolicyUnenforceableError for a restricting network policy (configured or asked for)
- *   on a provider without `support.network`, also when no spec is given
+ *   that `support.network` does not cover (`networkPolicyEnforced`), also when no spec is given
  */
 export function checkSandboxSpec(
   spec: SandboxSpec | undefined,
@@ -148,7 +170,7 @@ export function checkSandboxSpec(
   const configuredNetwork = policy.network ?? OPEN_NETWORK_POLICY;
   if (spec === undefined || spec === null) {
     // The configured policy binds every acquire, with or without a spec.
-    if (networkPolicyRestricts(configuredNetwork) && support.network !== true) {
+    if (!networkPolicyEnforced(support.network, configuredNetwork)) {
       throw new NetworkPolicyUnenforceableError(provider, configuredNetwork.mode);
     }
     return undefined;
@@ -157,7 +179,7 @@ export function checkSandboxSpec(
   const requestedNetwork =
     spec.network === undefined ? undefined : parseNetworkPolicy(spec.network, 'spec.network');
   const network = narrowNetworkPolicy(configuredNetwork, requestedNetwork);
-  if (networkPolicyRestricts(network) && support.network !== true) {
+  if (!networkPolicyEnforced(support.network, network)) {
     throw new NetworkPolicyUnenforceableError(provider, network.mode);
   }
   const refuse = (what: string) =>

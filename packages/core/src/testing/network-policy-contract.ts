@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isSbxError } from '../errors/errors.js';
 import type { SandboxProvider } from '../contract/sandbox-provider.js';
-import type { NetworkPolicyInput } from '../contract/network-policy.js';
+import { parseNetworkPolicy, type NetworkPolicyInput } from '../contract/network-policy.js';
+import { networkPolicyEnforced } from '../contract/sandbox-spec.js';
 import type { ProviderUnderTest } from './provider-contract.js';
 
 let unique = 0;
@@ -26,9 +27,9 @@ const RESTRICTING: readonly (readonly [string, NetworkPolicyInput])[] = [
 
 /**
  * The network policy of an acquire (`spec.network`), as each provider declares it in
- * `specSupport.network`: a provider that cannot enforce a policy refuses every restricting one
- * with `NETWORK_POLICY_UNENFORCEABLE` before it makes a sandbox; one that can gives the policy a
- * sandbox of its own (the policy is part of the identity). Plain open egress is accepted by all.
+ * `specSupport.network` (see `networkPolicyEnforced`): a provider that cannot enforce a policy
+ * refuses it with `NETWORK_POLICY_UNENFORCEABLE` before it makes a sandbox; one that can gives the
+ * policy a sandbox of its own (the policy is part of the identity). Plain open egress is accepted by all.
  * Whether an enforcing provider really blocks traffic is its own integration test's business: it
  * needs the provider's network plumbing, which this suite cannot see.
  */
@@ -50,7 +51,12 @@ export function describeNetworkPolicyContract(
     });
 
     it('declares whether it enforces network policies (absent: it does not)', () => {
-      expect([undefined, true, false]).toContain(provider.specSupport.network);
+      const support = provider.specSupport.network;
+      if (typeof support === 'object') {
+        expect(Object.keys(support).sort()).toEqual(['credentials', 'filtered', 'none']);
+      } else {
+        expect([undefined, true, false]).toContain(support);
+      }
     });
 
     for (const [label, network] of RESTRICTING) {
@@ -59,11 +65,15 @@ export function describeNetworkPolicyContract(
         const result = await outcome(
           provider.acquire({ userId: 'u1', threadId, spec: { network } }),
         );
-        if (provider.specSupport.network !== true) {
+        const enforced = networkPolicyEnforced(
+          provider.specSupport.network,
+          parseNetworkPolicy(network),
+        );
+        if (!enforced) {
           expect('error' in result && codeOf(result.error)).toBe('NETWORK_POLICY_UNENFORCEABLE');
           return;
         }
-        expect('ok' in result).toBe(true);
+        if ('error' in result) throw result.error;
         const open = await provider.acquire({ userId: 'u1', threadId });
         expect(open).not.toBe('ok' in result ? result.ok : undefined);
       });
