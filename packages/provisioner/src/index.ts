@@ -34,14 +34,15 @@ export type {
 export { SandboxPods } from './sandbox-pods.js';
 export { AgentSandboxes, sandboxPhase } from './agent-sandboxes.js';
 export type { AgentSandboxesOptions } from './agent-sandboxes.js';
-export type { ProvisionerBackend } from './provisioner-backend.js';
-export { TERMINATING_RETRY_AFTER_SECONDS } from './create-or-await.js';
 export type {
   DeleteResponse,
   GarbageReport,
-  SandboxPodsOptions,
+  ProvisionerBackend,
   SandboxResponse,
-} from './sandbox-pods.js';
+} from './provisioner-backend.js';
+export type { KubeSandboxBackendOptions } from './kube-sandbox-backend.js';
+export { TERMINATING_RETRY_AFTER_SECONDS } from './create-or-await.js';
+export type { SandboxPodsOptions } from './sandbox-pods.js';
 export { SANDBOX_ID_PATTERN, parseCreateRequest } from './create-request.js';
 export type { CreateSandboxRequest, ExtraMountRequest } from './create-request.js';
 export { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
