@@ -260,12 +260,8 @@ describe('@sbx/ai-sdk threads from the call context', () => {
   const MINE = '/mnt/user-data/workspace/mine.txt';
 
   it('one tool set serves two threads at once, each seeing only its own workspace', async () => {
-    const tools = createSbxTools({
-      provider,
-      userId: 'alice',
-      threadId: 'default-thread',
-      threadFromContext: true,
-    });
+    // No flag: a thread in the run context is used whenever one is there.
+    const tools = createSbxTools({ provider, userId: 'alice', threadId: 'default-thread' });
     const conversation = (threadId: string) => {
       const { model } = scriptedModel([
         [{ tool: 'write_file', input: { path: MINE, content: `${threadId}\n` } }],
@@ -291,7 +287,7 @@ describe('@sbx/ai-sdk threads from the call context', () => {
   });
 
   it('a thread’s read marks are its own: a write after another thread’s read is refused', async () => {
-    const tools = createSbxTools({ provider, threadId: 'shared', threadFromContext: true });
+    const tools = createSbxTools({ provider, threadId: 'shared' });
     const bash = tools.bash!;
     const write = tools.write_file!;
     const read = tools.read_file!;
@@ -315,7 +311,7 @@ describe('@sbx/ai-sdk threads from the call context', () => {
       acquires += 1;
       return acquire(options);
     };
-    const tools = createSbxTools({ provider, threadId: 't1', threadFromContext: true });
+    const tools = createSbxTools({ provider, threadId: 't1' });
     const hostile = ['..', 'a'.repeat(300), 'x/../y'];
     for (const threadId of hostile) {
       const result = await generateText({
@@ -333,7 +329,7 @@ describe('@sbx/ai-sdk threads from the call context', () => {
   });
 
   it('a context of the wrong shape is refused by the tools’ context schema', async () => {
-    const tools = createSbxTools({ provider, threadId: 't1', threadFromContext: true });
+    const tools = createSbxTools({ provider, threadId: 't1' });
     const { model } = scriptedModel([[{ tool: 'ls', input: { path: '/mnt/user-data' } }]]);
     const run = generateText({
       model,
@@ -347,15 +343,36 @@ describe('@sbx/ai-sdk threads from the call context', () => {
     expect(text).toMatch(/threadId must be a string/);
   });
 
-  it('without threadFromContext every call runs in the thread given at creation', async () => {
-    const tools = createSbxTools({ provider, threadId: 'bound' });
+  it('a call without a context runs in the configured thread, and needs no toolsContext', async () => {
+    const tools = createSbxTools({ provider, threadId: 'configured' });
+    const { model } = scriptedModel([
+      [{ tool: 'bash', input: { command: 'printf fallback > where.txt' } }],
+    ]);
+    // Type-checks without `toolsContext`: the tools' context is optional.
+    const result = await generateText({ model, tools, stopWhen: stepCountIs(3), prompt: 'go' });
+    expect(result.steps[0]?.toolResults.map((r) => r.output)).toEqual(['(no output)']);
+    const configured = provider.get(await provider.acquire({ threadId: 'configured' }));
+    expect(await configured?.readFile('/mnt/user-data/workspace/where.txt')).toBe('fallback');
+  });
+
+  it('a context naming only the user keeps the configured thread for that user', async () => {
+    const tools = createSbxTools({ provider, threadId: 'configured', userId: 'alice' });
+    const ctx = { toolCallId: 'c', messages: [], context: { userId: 'bob' } };
+    await settle(tools.bash.execute!({ command: 'printf bob > who.txt' }, ctx));
+    const bobs = provider.get(await provider.acquire({ threadId: 'configured', userId: 'bob' }));
+    expect(await bobs?.readFile('/mnt/user-data/workspace/who.txt')).toBe('bob');
+  });
+
+  it('threadFromContext: false ignores the context; true (deprecated) types it as required', async () => {
+    const tools = createSbxTools({ provider, threadId: 'bound', threadFromContext: false });
+    expect(tools.bash).not.toHaveProperty('contextSchema');
     const ctx = { toolCallId: 'c', messages: [], context: { threadId: 'elsewhere' } };
     await settle(tools.bash.execute!({ command: 'printf here > where.txt' }, ctx as never));
     const bound = provider.get(await provider.acquire({ threadId: 'bound' }));
     expect(await bound?.readFile(`/mnt/user-data/workspace/where.txt`)).toBe('here');
     const typed = createSbxTools({ provider, threadId: 'bound', threadFromContext: true });
     const { model } = scriptedModel([]);
-    // @ts-expect-error: with threadFromContext, ai 7 asks for the tools' context on every call
+    // @ts-expect-error: with threadFromContext: true, ai 7 asks for the tools' context on every call
     await generateText({ model, tools: typed, prompt: 'go' });
   });
 

@@ -17,10 +17,16 @@ export type SbxToolInput<K extends ToolName> = {
 };
 
 /**
- * One sbx tool as an AI SDK tool: typed arguments, the tool's text as output; with
- * `threadFromContext`, the run's thread and user as its context (`C = SbxRunContext`).
+ * One sbx tool as an AI SDK tool: typed arguments, the tool's text as output, the run's thread
+ * and user as its context: optional by default (`C = SbxRunContext | undefined`, so ai 7 asks
+ * for no `toolsContext`), required with `threadFromContext: true`, none with
+ * `threadFromContext: false` (`C = unknown`).
  */
-export type SbxTool<K extends ToolName, C = unknown> = Tool<SbxToolInput<K>, string, C>;
+export type SbxTool<K extends ToolName, C = SbxRunContext | undefined> = Tool<
+  SbxToolInput<K>,
+  string,
+  C
+>;
 
 /** The seven tools offered unless `tools` says otherwise. */
 export type DefaultSbxToolName =
@@ -31,7 +37,7 @@ export type DefaultSbxToolName =
  * tools `config.processTools` adds are there at run time but not in the type (list them in
  * `tools` to have them typed).
  */
-export type SbxToolSet<N extends ToolName = DefaultSbxToolName, C = unknown> = {
+export type SbxToolSet<N extends ToolName = DefaultSbxToolName, C = SbxRunContext | undefined> = {
   [K in N]: SbxTool<K, C>;
 };
 
@@ -43,11 +49,18 @@ export type SbxToolSet<N extends ToolName = DefaultSbxToolName, C = unknown> = {
  */
 export type CreateSbxToolsOptions = ToolRunnerOptions & {
   /**
-   * Each call runs in the thread (and for the user) its tool context names
-   * (`toolsContext: sbxToolsContext(tools, { threadId, userId })` with ai 7, `experimental_context:
-   * { threadId, userId }` with ai 6), falling back to `threadId` / `userId` given here; each thread
-   * has its own sandbox and read-before-write marks. Typed: ai 7 then asks for `toolsContext` on
-   * every call. Default false: every call runs in the thread given here.
+   * Whether a call's tool context picks its thread. By default (unset) each call runs in the
+   * thread (and for the user) its tool context names when it names one
+   * (`toolsContext: sbxToolsContext(tools, { threadId, userId })` with ai 7,
+   * `experimental_context: { threadId, userId }` with ai 6), else in `threadId` / `userId` given
+   * here; each thread has its own sandbox and read-before-write marks. The context is typed
+   * optional, so a call without one type-checks.
+   *
+   * `false`: every call runs in the thread given here, whatever the context says (the tools
+   * declare no context).
+   *
+   * @deprecated `true`, the former opt-in: reads the context as the default does, and types it as
+   *   required, so ai 7 asks for `toolsContext` on every call.
    */
   threadFromContext?: boolean;
 };
@@ -57,7 +70,7 @@ function aiSdkTool<K extends ToolName>(
   name: K,
   strict: boolean | undefined,
   threadFromContext: boolean,
-): SbxTool<K, SbxRunContext> {
+): SbxTool<K> {
   const definition = runners.base.definitions.find((d) => d.name === name);
   if (!definition) throw new Error(`no definition for ${name}`);
   return {
@@ -69,7 +82,8 @@ function aiSdkTool<K extends ToolName>(
     // Only when asked: an explicit `false` is passed on too, `undefined` leaves the provider's
     // default.
     ...(strict !== undefined ? { strict } : {}),
-    contextSchema: sbxRunContextSchema,
+    // Only when the context is read: without a schema ai 7 offers the tools no context.
+    ...(threadFromContext ? { contextSchema: sbxRunContextSchema } : {}),
     execute: (input, options) => {
       const runner = threadFromContext ? runners.for(runIdentityOf(options)) : runners.base;
       // bash's output is shown while it runs, as preliminary results; the other tools answer at
@@ -91,9 +105,10 @@ function aiSdkTool<K extends ToolName>(
  *     const tools = createSbxTools({ provider, threadId: 't1' });
  *     await generateText({ model, tools, stopWhen: stepCountIs(10), prompt });
  *
- * Every call runs through `runToolCall` on the tool context of its thread: the one given here, or
- * the one the call's context names (`toolsContext: sbxToolsContext(tools, { threadId, userId })`),
- * each thread with its own sandbox and read-before-write marks, so one tool set serves many
+ * Every call runs through `runToolCall` on the tool context of its thread: the one the call's
+ * context names when it names one (`toolsContext: sbxToolsContext(tools, { threadId, userId })`
+ * with ai 7, `experimental_context: { threadId, userId }` with ai 6), else the one given here;
+ * each thread has its own sandbox and read-before-write marks, so one tool set serves many
  * conversations. A failure is thrown as
  * `SbxToolError`, which the SDK turns into a `tool-error` the model reads; the SDK's abort signal
  * cancels the sandbox call. Needs no runtime import of `ai` (it is a peer for the types only).
@@ -102,14 +117,17 @@ export function createSbxTools<const N extends ToolName = DefaultSbxToolName>(
   options: CreateSbxToolsOptions & { tools?: readonly N[]; threadFromContext: true },
 ): SbxToolSet<N, SbxRunContext>;
 export function createSbxTools<const N extends ToolName = DefaultSbxToolName>(
+  options: CreateSbxToolsOptions & { tools?: readonly N[]; threadFromContext: false },
+): SbxToolSet<N, unknown>;
+export function createSbxTools<const N extends ToolName = DefaultSbxToolName>(
   options: CreateSbxToolsOptions & { tools?: readonly N[] },
 ): SbxToolSet<N>;
 export function createSbxTools(options: CreateSbxToolsOptions): object {
-  const { threadFromContext = false, ...runnerOptions } = options;
+  const { threadFromContext, ...runnerOptions } = options;
   const runners = new ThreadRunners(runnerOptions);
-  const tools: Partial<Record<ToolName, SbxTool<ToolName, SbxRunContext>>> = {};
+  const tools: Partial<Record<ToolName, SbxTool<ToolName>>> = {};
   for (const { name } of runners.base.definitions) {
-    tools[name] = aiSdkTool(runners, name, options.strict, threadFromContext);
+    tools[name] = aiSdkTool(runners, name, options.strict, threadFromContext !== false);
   }
   return tools;
 }
