@@ -17,3 +17,4 @@ export type {
 export { blockedAddressReason, parseIpLiteral } from './egress-address.js';
 export { MAX_CLIENT_HELLO_BYTES, parseClientHello } from './tls-client-hello.js';
 export type { ClientHelloResult } from './tls-client-hello.js';
+export { EgressProxyGateway, type EgressProxyGatewayOptions } from './egress-gateway.js';

@@ -1,0 +1,110 @@
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isSbxError, parseNetworkPolicy, type NetworkPolicyInput } from '@sbx/core';
+import { EgressProxy } from './egress-proxy.js';
+import { EgressProxyGateway } from './egress-gateway.js';
+
+const LOOPBACK = '127.0.0.1';
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setup() {
+  const upstream: Server = createServer((_req, res) => res.end('upstream says hi'));
+  await new Promise<void>((resolve) => upstream.listen(0, LOOPBACK, resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        upstream.closeAllConnections();
+        upstream.close(() => resolve());
+      }),
+  );
+  const proxy = new EgressProxy({
+    resolve: async () => [LOOPBACK],
+    allowPrivate: (address) => address === LOOPBACK,
+  });
+  cleanups.push(() => proxy.close());
+  const root = await mkdtemp(path.join(tmpdir(), 'egw-'));
+  cleanups.push(() => rm(root, { recursive: true, force: true }));
+  return {
+    gateway: new EgressProxyGateway(proxy, { socketRoot: root }),
+    port: (upstream.address() as AddressInfo).port,
+  };
+}
+
+const policy = (input: NetworkPolicyInput) => parseNetworkPolicy(input);
+
+/** One plain-HTTP request through the socket; the status line and body. */
+function request(socketPath: string, host: string, port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(socketPath);
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (text += chunk));
+    socket.on('error', reject);
+    socket.on('close', () => resolve(text));
+    socket.write(`GET http://${host}:${port}/ HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`);
+  });
+}
+
+describe('EgressProxyGateway', () => {
+  it('gives each sandbox a unix socket in a private directory, enforcing its policy', async () => {
+    const { gateway, port } = await setup();
+    const attachment = await gateway.open({
+      sandboxId: 'local:u:t',
+      threadId: 't',
+      userId: 'u',
+      policy: policy({ mode: 'allowlist', allow: ['allowed.test'] }),
+    });
+    expect(attachment.env).toEqual({});
+    expect((await stat(path.dirname(attachment.socketPath))).mode & 0o777).toBe(0o700);
+    expect((await stat(attachment.socketPath)).isSocket()).toBe(true);
+    expect(await request(attachment.socketPath, 'allowed.test', port)).toMatch(
+      /^HTTP\/1\.1 200[\s\S]*upstream says hi/,
+    );
+    expect(await request(attachment.socketPath, 'denied.test', port)).toMatch(/^HTTP\/1\.1 403/);
+    await attachment.close();
+    await attachment.close();
+    await expect(stat(path.dirname(attachment.socketPath))).rejects.toThrow();
+  });
+
+  it('attack: a policy with credentials is refused, not opened without them', async () => {
+    const { gateway } = await setup();
+    const error = await gateway
+      .open({
+        sandboxId: 's',
+        policy: {
+          ...policy({ mode: 'open' }),
+          credentials: [
+            { host: 'api.test', header: 'authorization', source: { kind: 'env', name: 'T' } },
+          ],
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(isSbxError(error) && error.code).toBe('NETWORK_POLICY_UNENFORCEABLE');
+  });
+
+  it('a second listener for one sandbox is refused and leaves no directory behind', async () => {
+    const { gateway } = await setup();
+    const first = await gateway.open({ sandboxId: 's', policy: policy({ mode: 'open' }) });
+    const root = path.dirname(path.dirname(first.socketPath));
+    const error = await gateway
+      .open({ sandboxId: 's', policy: policy({ mode: 'open' }) })
+      .catch((e: unknown) => e);
+    expect(isSbxError(error) && error.code).toBe('INVALID_ARGUMENT');
+    expect(await readdir(root)).toEqual([path.basename(path.dirname(first.socketPath))]);
+    await first.close();
+  });
+
+  it('refuses a socket root too long for a unix socket path at construction', () => {
+    const proxy = new EgressProxy();
+    expect(() => new EgressProxyGateway(proxy, { socketRoot: `/${'d'.repeat(100)}` })).toThrow(
+      /too long for a unix socket path/,
+    );
+  });
+});

@@ -1,0 +1,89 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import {
+  InvalidArgumentError,
+  NetworkPolicyUnenforceableError,
+  type EgressAttachment,
+  type EgressGateway,
+  type EgressGatewayRequest,
+} from '@sbx/core';
+import type { EgressProxy } from './egress-proxy.js';
+
+/** `sun_path` holds 108 bytes with its terminating NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
+const SOCKET_NAME = 'proxy.sock';
+/** What `mkdtemp` adds to the prefix: `sbx-egress-` and six characters, and the separators. */
+const DIRECTORY_BYTES = '/sbx-egress-XXXXXX/'.length;
+
+export interface EgressProxyGatewayOptions {
+  /**
+   * Where each sandbox's private socket directory is made. Default the system temporary
+   * directory. Must be short: a unix socket path has at most 107 bytes.
+   */
+  readonly socketRoot?: string;
+}
+
+/**
+ * The `EgressGateway` of `@sbx/core` over an `EgressProxy`: each sandbox's listener is a unix
+ * socket in a directory of its own (`0700`, the gateway's), so no other host user can reach it,
+ * and the provider binds the socket itself into the sandbox. The socket is `0666` because the
+ * sandbox's host user may not be the gateway's (a root gateway confines commands as `nobody`); the
+ * directory is what keeps everyone else out.
+ */
+export class EgressProxyGateway implements EgressGateway {
+  readonly #proxy: EgressProxy;
+  readonly #socketRoot: string;
+
+  constructor(proxy: EgressProxy, options: EgressProxyGatewayOptions = {}) {
+    this.#proxy = proxy;
+    this.#socketRoot = path.resolve(options.socketRoot ?? tmpdir());
+    const longest = Buffer.byteLength(this.#socketRoot) + DIRECTORY_BYTES + SOCKET_NAME.length;
+    if (longest > MAX_SOCKET_PATH_BYTES) {
+      throw new InvalidArgumentError(
+        `egress socketRoot ${JSON.stringify(this.#socketRoot)} is too long for a unix socket path (at most ${MAX_SOCKET_PATH_BYTES - DIRECTORY_BYTES - SOCKET_NAME.length} bytes)`,
+      );
+    }
+  }
+
+  /** Not yet: the proxy does not terminate TLS to put secrets into headers. */
+  get brokersCredentials(): boolean {
+    return false;
+  }
+
+  /**
+   * @throws NetworkPolicyUnenforceableError for a policy with credentials (see
+   *   `brokersCredentials`); InvalidArgumentError when the sandbox has a listener already
+   */
+  async open(request: EgressGatewayRequest): Promise<EgressAttachment> {
+    if (request.policy.credentials.length > 0 && !this.brokersCredentials) {
+      throw new NetworkPolicyUnenforceableError('EgressProxyGateway', request.policy.mode);
+    }
+    const directory = await mkdtemp(path.join(this.#socketRoot, 'sbx-egress-'));
+    const socketPath = path.join(directory, SOCKET_NAME);
+    let listener;
+    try {
+      listener = await this.#proxy.openSandbox({
+        sandboxId: request.sandboxId,
+        threadId: request.threadId,
+        policy: request.policy,
+        listen: { path: socketPath },
+      });
+      await chmod(socketPath, 0o666);
+    } catch (error) {
+      await listener?.close();
+      await rm(directory, { recursive: true, force: true });
+      throw error;
+    }
+    const opened = listener;
+    let closing: Promise<void> | undefined;
+    return {
+      socketPath,
+      env: {},
+      close: () => {
+        closing ??= opened.close().finally(() => rm(directory, { recursive: true, force: true }));
+        return closing;
+      },
+    };
+  }
+}
