@@ -211,7 +211,7 @@ describe('@sbx/openai-agents with the real Agents SDK and a scripted model', () 
   });
 });
 
-describe('@sbx/openai-agents: one agent, many threads (threadFromContext)', () => {
+describe('@sbx/openai-agents: one agent, many threads by run context', () => {
   let baseDir: string;
   let provider: LocalSandboxProvider;
 
@@ -240,12 +240,8 @@ describe('@sbx/openai-agents: one agent, many threads (threadFromContext)', () =
       ],
       { perConversation: true },
     );
-    const tools = await createSbxTools({
-      provider,
-      userId: 'alice',
-      threadId: 'unused',
-      threadFromContext: true,
-    });
+    // No flag: a thread in the run context is used whenever one is there.
+    const tools = await createSbxTools({ provider, userId: 'alice', threadId: 'unused' });
     const agent = new Agent<{ threadId: string }>({ name: 'coder', model, tools });
     const converse = async (threadId: string) => {
       const result = await run(agent, threadId, { maxTurns: 10, context: { threadId } });
@@ -265,7 +261,7 @@ describe('@sbx/openai-agents: one agent, many threads (threadFromContext)', () =
       acquires += 1;
       return acquire(options);
     };
-    const tools = await createSbxTools({ provider, threadId: 't1', threadFromContext: true });
+    const tools = await createSbxTools({ provider, threadId: 't1' });
     for (const threadId of [['.', '.'].join(''), 'x'.repeat(300), 42]) {
       const model = new ScriptedModel([[{ tool: 'ls', args: { path: '/mnt/user-data' } }]]);
       const agent = new Agent<{ threadId: unknown }>({ name: 'coder', model, tools });
@@ -276,16 +272,30 @@ describe('@sbx/openai-agents: one agent, many threads (threadFromContext)', () =
     expect(acquires).toBe(0);
   });
 
-  it('without threadFromContext every call runs in the thread given at creation', async () => {
+  it('a run without a thread in its context runs in the thread given at creation', async () => {
+    const tools = await createSbxTools({ provider, userId: 'alice', threadId: 'configured' });
+    for (const context of [undefined, { tenant: 'acme' }]) {
+      const model = new ScriptedModel([
+        [{ tool: 'bash', args: { command: 'printf fallback >> w.txt' } }],
+      ]);
+      const agent = new Agent<unknown>({ name: 'coder', model, tools });
+      await run(agent, 'go', { maxTurns: 5, ...(context ? { context } : {}) });
+    }
+    const configured = provider.get(
+      await provider.acquire({ threadId: 'configured', userId: 'alice' }),
+    );
+    expect(await configured?.readFile('/mnt/user-data/workspace/w.txt')).toBe('fallbackfallback');
+  });
+
+  it('threadFromContext: false runs every call in the thread given at creation', async () => {
     const model = new ScriptedModel([[{ tool: 'bash', args: { command: 'printf here > w.txt' } }]]);
-    const tools = await createSbxTools({ provider, threadId: 'bound' });
+    const tools = await createSbxTools({ provider, threadId: 'bound', threadFromContext: false });
     const agent = new Agent<{ threadId: string }>({ name: 'coder', model, tools });
     await run(agent, 'go', { maxTurns: 5, context: { threadId: 'elsewhere' } });
     const bound = provider.get(await provider.acquire({ threadId: 'bound' }));
     expect(await bound?.readFile('/mnt/user-data/workspace/w.txt')).toBe('here');
   });
 });
-
 describe('@sbx/openai-agents streams bash output to onToolOutput', () => {
   let baseDir: string;
   let provider: LocalSandboxProvider;

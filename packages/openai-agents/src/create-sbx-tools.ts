@@ -22,10 +22,13 @@ type AgentsModule = typeof Agents;
  */
 export type CreateSbxToolsOptions = ToolRunnerOptions & {
   /**
-   * Each call runs in the thread and for the user its run's context names (`run(agent, input,
-   * { context: { threadId, userId } })`), falling back to `threadId` / `userId` given here, each
-   * thread with its own sandbox and read-before-write marks: one agent serves many
-   * conversations. Default false: every call runs in the thread given here.
+   * Whether the run's context picks the thread. By default (unset) each call runs in the thread
+   * and for the user its run's context names (`run(agent, input, { context: { threadId, userId }
+   * })`) whenever it names one, else in `threadId` / `userId` given here, each thread with its own
+   * sandbox and read-before-write marks: one agent serves many conversations. `false`: every call
+   * runs in the thread given here, whatever the context says.
+   *
+   * @deprecated `true`, the former opt-in, is the default now.
    */
   threadFromContext?: boolean;
   /**
@@ -147,8 +150,8 @@ function agentsTool(
  *     const tools = await createSbxTools({ provider, threadId: 't1' });
  *     const agent = new Agent({ name: 'coder', model, tools });
  *
- * Every call runs through `runToolCall` on the tool context of its thread (with
- * `threadFromContext`, the one the run's context names): per thread the same sandbox, lease owner,
+ * Every call runs through `runToolCall` on the tool context of its thread (the one the run's
+ * context names when it names one, else the one given here): per thread the same sandbox, lease owner,
  * read-before-write marks and authorization hook as `runTool`. The model reads sbx's text for
  * every outcome (function outputs have no error flag); the structured outcome is attached to the
  * output item as custom data (`{ sbx: { isError, code } }`). The run's abort signal cancels the
@@ -156,7 +159,7 @@ function agentsTool(
  */
 export async function createSbxTools(options: CreateSbxToolsOptions): Promise<FunctionTool[]> {
   const agents = await loadOptionalDependency<AgentsModule>('@openai/agents', '@sbx/openai-agents');
-  const { threadFromContext = false, onToolOutput, ...runnerOptions } = options;
+  const { threadFromContext = true, onToolOutput, ...runnerOptions } = options;
   const strict = options.strict ?? true;
   const runners = new ThreadRunners({ ...runnerOptions, strict });
   return runners.base.definitions.map((definition) =>
