@@ -1,6 +1,8 @@
 // @sbx/provisioner/testing: a local Kubernetes API stand-in with a fake kubelet, for testing a
 // provisioner deployment (or anything else that manages Pods and Services) without a cluster.
-export { KubeStandin, invalidStatus, matchesSelector } from './testing/kube-standin.js';
+export { KubeStandin } from './testing/kube-standin.js';
+export { invalidStatus } from './testing/kube-status.js';
+export { matchesSelector } from './testing/label-selector.js';
 export type {
   KubeFault,
   KubeRequestRecord,
