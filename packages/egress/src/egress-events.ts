@@ -1,3 +1,6 @@
+/** `HTTPS`: one request inside an intercepted CONNECT tunnel. */
+export type EgressMethod = 'CONNECT' | 'HTTP' | 'HTTPS' | 'unknown';
+
 /**
  * One decision of the egress proxy: a request of `sandboxId` (for `threadId`) to `host:port`,
  * allowed or denied and why. Emitted for every request the proxy read a target of, and for every
@@ -7,12 +10,19 @@
  * `not-allowed`, `ip-literal`, `blocked-address:<class>` (loopback, private, link-local, ...),
  * `resolve-failed`, `sni-mismatch`, `no-sni`, `not-tls`, `host-mismatch`, `bad-request`,
  * `header-too-large`, `header-timeout`, `connection-limit`, `upstream-failed`.
+ *
+ * Brokering (see docs/egress.md): `credential-swapped` (allowed, a placeholder was replaced by its
+ * secret); `placeholder-in-header`, `placeholder-in-request-line`, `placeholder-in-body`,
+ * `placeholder-in-connect` (a placeholder sent where it is not swapped), `credential-over-cleartext`,
+ * `upgrade-refused`, `trailers-refused`, `secret-unavailable`, `upstream-tls-failed`,
+ * `client-tls-failed`, `certificate-failed`. Never the placeholder or the secret itself.
  */
+
 export interface EgressDecisionEvent {
   readonly type: 'egress-decision';
   readonly sandboxId: string;
   readonly threadId: string | undefined;
-  readonly method: 'CONNECT' | 'HTTP' | 'unknown';
+  readonly method: EgressMethod;
   readonly host: string;
   readonly port: number;
   readonly verdict: 'allow' | 'deny';

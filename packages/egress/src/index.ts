@@ -13,7 +13,22 @@ export type {
   EgressEvent,
   EgressEventListener,
   EgressEvents,
+  EgressMethod,
 } from './egress-events.js';
+export {
+  EgressCertificateAuthority,
+  MAX_CA_PEM_BYTES,
+  type EgressCaPem,
+  type EgressCertificateAuthorityOptions,
+} from './egress-certificate-authority.js';
+export {
+  EgressSecretUnavailableError,
+  type EgressBrokeredEnv,
+  type EgressBrokeredSecret,
+  type EgressPlaceholder,
+  type EgressSecretProvider,
+} from './credential-broker.js';
+export { PLACEHOLDER_PREFIX } from './placeholder-scanner.js';
 export { blockedAddressReason, parseIpLiteral } from './egress-address.js';
 export { MAX_CLIENT_HELLO_BYTES, parseClientHello } from './tls-client-hello.js';
 export type { ClientHelloResult } from './tls-client-hello.js';
