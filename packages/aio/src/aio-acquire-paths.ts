@@ -9,6 +9,7 @@ import type { AcquirePath, Sandbox } from '@sbx/core';
 import { checkIdentity, checkWarmIdentity, identityKey } from './aio-identity.js';
 import type { AioThreadIdentity } from './aio-identity.js';
 import { renewLease } from './aio-lease-renewal.js';
+import type { AioPauses } from './aio-pauses.js';
 import type { AioProviderContext } from './aio-provider-context.js';
 import type { AioTeardown } from './aio-teardown.js';
 import type { SandboxInfo } from './sandbox-info.js';
@@ -28,15 +29,18 @@ export class AioAcquirePaths {
   readonly #ctx: AioProviderContext;
   readonly #teardown: AioTeardown;
   readonly #sandboxIdFor: (identity: AioThreadIdentity) => string;
+  readonly #pauses: AioPauses;
 
   constructor(
     ctx: AioProviderContext,
     teardown: AioTeardown,
     sandboxIdFor: (identity: AioThreadIdentity) => string,
+    pauses: AioPauses,
   ) {
     this.#ctx = ctx;
     this.#teardown = teardown;
     this.#sandboxIdFor = sandboxIdFor;
+    this.#pauses = pauses;
   }
 
   async acquireAnonymous(): Promise<string> {
@@ -112,7 +116,9 @@ export class AioAcquirePaths {
     } catch (err) {
       return this.#startAfresh(id, err);
     }
-    // Re-taken after the round trip: a reaper may have reserved the id, or a renewal that saw
+    // Owned again, so ours to resume: a paused sandbox is handed out running.
+    await this.#pauses.resumeForAcquire(id, entry.info, false);
+    // Re-taken after the round trips: a reaper may have reserved the id, or a renewal that saw
     // LOST before our intent mark may have forgotten it. Either way, fall through.
     if (book.pool.isReserved(id) || !book.isActive(id)) return undefined;
     return id;
@@ -140,6 +146,7 @@ export class AioAcquirePaths {
     } catch (err) {
       return this.#startAfresh(id, err);
     }
+    await this.#pauses.resumeForAcquire(id, warm.value.info, false);
     if (book.pool.isReserved(id)) return undefined;
     const current = book.pool.get(id);
     if (current === undefined) return undefined;
@@ -174,6 +181,8 @@ export class AioAcquirePaths {
     const client = this.#ctx.createClient(info);
     try {
       await this.#publish(id);
+      // Paused by another instance (or an earlier run): resumed now that it is ours.
+      await this.#pauses.resumeForAcquire(id, info, true);
       if (book.pool.isReserved(id)) throw new SandboxBeingDestroyedError(id);
       checkIdentity(book, id, identity);
       this.#install(id, client, info, identity, key);
@@ -289,8 +298,11 @@ export class AioAcquirePaths {
   ): void {
     // Published again by this instance: its own now, whatever a renewal heard before.
     this.#ctx.supersededHere.delete(id);
+    // Every path resumed a paused sandbox before installing it: what the engine said when the info
+    // was read is no longer so, and a stale mark would unpause it again on every reuse.
+    const running: SandboxInfo = info.paused === true ? { ...info, paused: false } : info;
     // An entry still active here: a discovery or create that landed after a refused stop kept it.
-    const previous = this.#ctx.book.install(id, { client, info, identity }, key);
+    const previous = this.#ctx.book.install(id, { client, info: running, identity }, key);
     if (previous !== undefined && previous.client !== client) {
       void this.#ctx.closeClient(previous.client, id, 'replace');
     }

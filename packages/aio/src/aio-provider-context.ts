@@ -38,6 +38,12 @@ export interface AioProviderContext {
    * the entry instead; the container stays with the peer.
    */
   readonly supersededHere: Set<string>;
+  /**
+   * Ids this instance paused (see `AioPauses`): `get` does not hand them out and an acquire
+   * resumes them. The container's own state is the record every instance reads; this is only
+   * this instance's knowledge of its own pauses, so `get` stays a pure in-memory lookup.
+   */
+  readonly paused: Set<string>;
   /** The ownership client; throws before the store is up (every caller awaits it first). */
   ownership(): OwnershipClient;
   /** The ownership client if the store is up. */
@@ -83,6 +89,7 @@ export function createAioContext(parts: AioContextParts): AioProviderContext {
     renewalIntervalMs: parts.renewalIntervalMs,
     parkedLapses: new Sightings(),
     supersededHere: new Set<string>(),
+    paused: new Set<string>(),
     ownership: () => parts.link().client,
     ownershipIfReady: () => parts.link().clientIfReady,
     isClosed: parts.isClosed,

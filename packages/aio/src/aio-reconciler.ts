@@ -187,7 +187,7 @@ export class AioReconciler {
         out.push({
           id,
           ...identityFields(active.identity),
-          state: 'active',
+          state: info.paused === true ? 'paused' : 'active',
           ...(at !== undefined ? { updatedAt: new Date(at).toISOString() } : {}),
           location,
           ...labelled,
@@ -199,14 +199,17 @@ export class AioReconciler {
         out.push({
           id,
           ...identityFields(warm.value.identity),
-          state: 'warm',
+          state: info.paused === true ? 'paused' : 'warm',
           updatedAt: new Date(warm.releasedAt).toISOString(),
           location,
           ...labelled,
         });
         continue;
       }
-      out.push({ id, state: await this.#ownerState(id), location, ...labelled });
+      const owner = await this.#ownerState(id);
+      // Paused is the container's own state, whoever owns it: said first, the owner after it.
+      const state = info.paused === true ? `paused, ${owner}` : owner;
+      out.push({ id, state, location, ...labelled });
     }
     return out;
   }

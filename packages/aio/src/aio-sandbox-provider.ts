@@ -21,6 +21,7 @@ import type {
   SandboxProviderCounts,
   SandboxProviderEventListener,
   SandboxProviderEvents,
+  SandboxLifecycleSupport,
   SandboxSpec,
   SandboxSpecPolicy,
   SandboxSpecSupport,
@@ -44,6 +45,7 @@ import {
 import { AioAcquirePaths } from './aio-acquire-paths.js';
 import { aioClientFactory, closeQuietly } from './aio-backend-hooks.js';
 import { AioLeaseRenewal } from './aio-lease-renewal.js';
+import { AioPauses } from './aio-pauses.js';
 import { openOwnershipStore } from './aio-ownership-store.js';
 import type {
   AioListSandboxesOptions,
@@ -114,6 +116,7 @@ export class AioSandboxProvider
   readonly #book: AioBook;
   readonly #teardown: AioTeardown;
   readonly #paths: AioAcquirePaths;
+  readonly #pauses: AioPauses;
   readonly #reconciler: AioReconciler;
   readonly #leases: AioLeaseRenewal;
   readonly #renewal: PeriodicTask;
@@ -176,8 +179,12 @@ export class AioSandboxProvider
       leaseOwner: this,
     });
     this.#teardown = new AioTeardown(ctx);
-    this.#paths = new AioAcquirePaths(ctx, this.#teardown, (identity) =>
-      this.sandboxIdFor(identity),
+    this.#pauses = new AioPauses(ctx, (key, work) => this.#serializer.hold(key, work));
+    this.#paths = new AioAcquirePaths(
+      ctx,
+      this.#teardown,
+      (identity) => this.sandboxIdFor(identity),
+      this.#pauses,
     );
     this.#reconciler = new AioReconciler(ctx, this.#teardown);
     this.#leases = new AioLeaseRenewal(ctx, this.#teardown);
@@ -329,8 +336,13 @@ export class AioSandboxProvider
     return work;
   }
 
-  /** A pure in-memory lookup: no store, backend or other I/O (it runs on every tool call). */
+  /**
+   * A pure in-memory lookup: no store, backend or other I/O (it runs on every tool call). A
+   * sandbox this instance paused is not handed out (its calls would hang): the caller acquires it
+   * again, which resumes it.
+   */
   override get(sandboxId: string): Sandbox | undefined {
+    if (this.#pauses.isPaused(sandboxId)) return undefined;
     const entry = this.#book.active(sandboxId);
     if (entry === undefined) return undefined;
     this.#book.touch(sandboxId);
@@ -354,6 +366,32 @@ export class AioSandboxProvider
   async destroy(sandboxId: string): Promise<void> {
     await this.#link.ready();
     await this.#teardown.destroyTracked(sandboxId, () => true);
+  }
+
+  // --------------------------------------------------------------------------------------------
+  // pause and resume (see `AioPauses`)
+
+  /** Pause on a local container backend; a provisioner's Pods cannot (refused, typed). */
+  override get lifecycleSupport(): SandboxLifecycleSupport {
+    return { pause: this.#pauses.supported, snapshot: false };
+  }
+
+  /**
+   * `docker pause` of a sandbox this instance holds (active or warm), its ownership kept.
+   * `SandboxBusyError` while a turn holds an execution lease on it; `SandboxNotFoundError` for one
+   * this instance does not hold.
+   */
+  override async pause(sandboxId: string): Promise<void> {
+    await this.#link.ready();
+    if (this.#closed || this.#retired) throw new ProviderClosedError();
+    await this.#pauses.pause(sandboxId);
+  }
+
+  /** Unpauses a sandbox this instance holds; one not paused is fine. */
+  override async resume(sandboxId: string): Promise<void> {
+    await this.#link.ready();
+    if (this.#closed || this.#retired) throw new ProviderClosedError();
+    await this.#pauses.resume(sandboxId);
   }
 
   // --------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ export interface DockerInspectInfo {
   Id: string;
   Name?: string;
   Created?: string;
-  State?: { Running?: boolean; Status?: string };
+  State?: { Running?: boolean; Paused?: boolean; Status?: string };
   Config?: { Labels?: Record<string, string> | null };
   NetworkSettings?: { Ports?: Record<string, DockerPortBinding[] | null> | null } | null;
   HostConfig?: { NetworkMode?: string };
@@ -72,6 +72,8 @@ export interface DockerContainerHandle {
   inspect(options?: DockerSignalOption): Promise<DockerInspectInfo>;
   stop(options?: DockerSignalOption & { t?: number }): Promise<unknown>;
   remove(options?: DockerSignalOption & { force?: boolean }): Promise<unknown>;
+  pause(options?: DockerSignalOption): Promise<unknown>;
+  unpause(options?: DockerSignalOption): Promise<unknown>;
 }
 
 export interface DockerClient {

@@ -55,6 +55,8 @@ class FakeDocker implements DockerClient {
       inspect: async () => this.inspectDefault(name),
       stop: async () => undefined,
       remove: async () => undefined,
+      pause: async () => undefined,
+      unpause: async () => undefined,
     };
   }
 
@@ -79,6 +81,8 @@ class FakeDocker implements DockerClient {
         return undefined;
       },
       remove: async () => undefined,
+      pause: async () => undefined,
+      unpause: async () => undefined,
     };
   }
 

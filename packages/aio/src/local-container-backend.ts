@@ -34,6 +34,7 @@ import type {
   SandboxBackend,
   SandboxHealth,
 } from './sandbox-backend.js';
+import { setContainerPaused } from './container-pause.js';
 import { parseDockerTimestamp } from './sandbox-info.js';
 import type { SandboxInfo } from './sandbox-info.js';
 import { aioRequestHeaders } from './aio-http.js';
@@ -401,12 +402,17 @@ export class LocalContainerBackend implements SandboxBackend {
     if (port === undefined || !Number.isInteger(port)) return null;
     const hostNetwork = inspected.HostConfig?.NetworkMode === 'host';
     const url = hostNetwork ? `http://127.0.0.1:${port}` : this.urlFor(port);
-    const ready = await waitForSandboxReady(url, {
-      timeoutMs: this.options.discoverReadyTimeoutMs ?? DISCOVER_READY_TIMEOUT_MS,
-      headers: aioRequestHeaders(this.options),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    if (!ready) return null;
+    // A paused container answers nothing until unpaused: reported as such (the acquire resumes it
+    // and then waits for it), not waited for here until the readiness budget runs out.
+    const paused = inspected.State?.Paused === true;
+    if (!paused) {
+      const ready = await waitForSandboxReady(url, {
+        timeoutMs: this.options.discoverReadyTimeoutMs ?? DISCOVER_READY_TIMEOUT_MS,
+        headers: aioRequestHeaders(this.options),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      if (!ready) return null;
+    }
     const labels = inspected.Config?.Labels ?? {};
     return {
       sandboxId,
@@ -417,7 +423,28 @@ export class LocalContainerBackend implements SandboxBackend {
       ...(labels[LABEL_SKILLS_ROOT] ? { skillsRoot: labels[LABEL_SKILLS_ROOT] } : {}),
       ...userLabelsOf(labels),
       managed: labels[LABEL_MANAGED] === 'true',
+      ...(paused ? { paused } : {}),
     };
+  }
+
+  /** `docker pause` of the sandbox's container; see `setContainerPaused`. */
+  async pause(info: SandboxInfo, options: BackendCallOptions = {}): Promise<void> {
+    await setContainerPaused(await this.docker(), this.targetOf(info), info, 'pause', {
+      ...options,
+      logger: this.logger,
+    });
+  }
+
+  /** `docker unpause`; one not paused is fine (see `setContainerPaused`). */
+  async unpause(info: SandboxInfo, options: BackendCallOptions = {}): Promise<void> {
+    await setContainerPaused(await this.docker(), this.targetOf(info), info, 'unpause', {
+      ...options,
+      logger: this.logger,
+    });
+  }
+
+  private targetOf(info: SandboxInfo): string {
+    return info.containerId ?? info.containerName ?? this.containerNameFor(info.sandboxId);
   }
 
   private infoFromSummary(summary: DockerContainerSummary, name: string): SandboxInfo {
@@ -438,6 +465,7 @@ export class LocalContainerBackend implements SandboxBackend {
       ...(labels[LABEL_SKILLS_ROOT] ? { skillsRoot: labels[LABEL_SKILLS_ROOT] } : {}),
       ...userLabelsOf(labels),
       managed: labels[LABEL_MANAGED] === 'true',
+      ...(summary.State === 'paused' ? { paused: true } : {}),
     };
   }
 

@@ -65,4 +65,14 @@ export interface SandboxBackend {
   discover(sandboxId: string, options?: BackendCallOptions): Promise<SandboxInfo | null>;
   /** Every sandbox of this backend that is running now (reconciliation); `[]` when unknowable. */
   listRunning(options?: BackendCallOptions): Promise<SandboxInfo[]>;
+  /**
+   * Suspends every process of the sandbox, keeping them and its files (`docker pause`). One
+   * already paused is fine. Absent: the backend cannot pause (the provider refuses, typed).
+   */
+  pause?(info: SandboxInfo, options?: BackendCallOptions): Promise<void>;
+  /**
+   * Continues a paused sandbox. One not paused is fine: two instances resuming one sandbox at once
+   * both succeed. A sandbox that is gone throws.
+   */
+  unpause?(info: SandboxInfo, options?: BackendCallOptions): Promise<void>;
 }

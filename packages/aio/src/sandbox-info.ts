@@ -17,6 +17,12 @@ export interface SandboxInfo {
   readonly managed?: boolean;
   /** The labels of the acquire spec it was created with (container labels other than sbx's). */
   readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * Seen paused by the backend when this info was read (`discover`, `listRunning`): its processes
+   * are suspended, so it answers nothing until unpaused. The container's own state is the record
+   * every instance reads; this field is only what one reading saw.
+   */
+  readonly paused?: boolean;
 }
 
 /** The reference's persisted shape (`sandbox_id`, `sandbox_url`, ...). */

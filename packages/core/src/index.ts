@@ -4,7 +4,12 @@
 export * from './errors/errors.js';
 export * from './errors/process-errors.js';
 export { SkillPolicyViewError } from './errors/skill-policy-errors.js';
-export { CapabilityNotSupportedError, SnapshotNotFoundError } from './errors/capability-errors.js';
+export {
+  CapabilityNotSupportedError,
+  SandboxBusyError,
+  SnapshotExpiredError,
+  SnapshotNotFoundError,
+} from './errors/capability-errors.js';
 export type { SandboxCapability } from './errors/capability-errors.js';
 export {
   CheckpointEntryRefusedError,

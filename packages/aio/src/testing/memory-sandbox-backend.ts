@@ -1,4 +1,4 @@
-import { Sandbox, SandboxRuntimeError } from '@sbx/core';
+import { Sandbox, SandboxNotFoundError, SandboxRuntimeError } from '@sbx/core';
 import { MemorySandbox } from '@sbx/core/testing';
 import type {
   ExecOptions,
@@ -32,6 +32,8 @@ export interface FakeContainer {
   readonly request: CreateSandboxRequest | undefined;
   running: boolean;
   ready: boolean;
+  /** `docker pause`d: every client call is refused until unpaused (a real one hangs). */
+  paused: boolean;
   readonly state: MemorySandbox;
 }
 
@@ -41,7 +43,8 @@ export interface MemorySandboxBackendOptions {
 }
 
 export interface BackendCallRecord {
-  readonly method: 'create' | 'destroy' | 'checkHealth' | 'discover' | 'listRunning';
+  readonly method:
+    'create' | 'destroy' | 'checkHealth' | 'discover' | 'listRunning' | 'pause' | 'unpause';
   readonly sandboxId: string | undefined;
 }
 
@@ -86,6 +89,7 @@ export class MemorySandboxBackend implements SandboxBackend {
       request,
       running: true,
       ready: !this.startUnready,
+      paused: false,
       state: new MemorySandbox(sandboxId, { onCommand: (command) => echo(command) }),
     };
     this.containers.set(sandboxId, container);
@@ -122,13 +126,40 @@ export class MemorySandboxBackend implements SandboxBackend {
     this.calls.push({ method: 'discover', sandboxId });
     const c = this.containers.get(sandboxId);
     // A fresh object per answer, as a real backend builds one per call.
+    if (c?.running && c.paused) return { ...c.info, paused: true };
     return c?.running && c.ready ? { ...c.info } : null;
+  }
+
+  /** The engine's rules: a gone container is an error, one already paused is fine. */
+  async pause(info: SandboxInfo, _options?: BackendCallOptions): Promise<void> {
+    this.calls.push({ method: 'pause', sandboxId: info.sandboxId });
+    this.#running(info.sandboxId).paused = true;
+  }
+
+  /** One not paused is fine (two instances resuming at once). */
+  async unpause(info: SandboxInfo, _options?: BackendCallOptions): Promise<void> {
+    this.calls.push({ method: 'unpause', sandboxId: info.sandboxId });
+    this.#running(info.sandboxId).paused = false;
+  }
+
+  #running(sandboxId: string): FakeContainer {
+    const c = this.containers.get(sandboxId);
+    if (c === undefined || !c.running) {
+      throw new SandboxNotFoundError(`container ${sandboxId} is gone`, sandboxId);
+    }
+    return c;
+  }
+
+  isPaused(sandboxId: string): boolean {
+    return this.containers.get(sandboxId)?.paused === true;
   }
 
   async listRunning(_options?: BackendCallOptions): Promise<SandboxInfo[]> {
     this.calls.push({ method: 'listRunning', sandboxId: undefined });
     if (this.failList) throw this.failList;
-    return [...this.containers.values()].filter((c) => c.running).map((c) => ({ ...c.info }));
+    return [...this.containers.values()]
+      .filter((c) => c.running)
+      .map((c) => (c.paused ? { ...c.info, paused: true } : { ...c.info }));
   }
 
   /** The provider's readiness probe for these containers. */
@@ -138,7 +169,7 @@ export class MemorySandboxBackend implements SandboxBackend {
   /** The provider's client factory: a client over the container's state. */
   clientFor = (info: SandboxInfo): Sandbox => {
     const container = this.containers.get(info.sandboxId);
-    const client = new FakeContainerClient(info, container?.state);
+    const client = new FakeContainerClient(info, container);
     this.clients.push(client);
     return client;
   };
@@ -169,7 +200,7 @@ export class MemorySandboxBackend implements SandboxBackend {
 /** A client of one fake container; `close()` closes the client, never the container. */
 export class FakeContainerClient extends Sandbox {
   readonly info: SandboxInfo;
-  readonly #state: MemorySandbox | undefined;
+  readonly #container: FakeContainer | undefined;
   closed = false;
   closeCount = 0;
   /** Scope ids released, in order. */
@@ -177,16 +208,21 @@ export class FakeContainerClient extends Sandbox {
   /** When set, `close()` rejects with it (after marking the client closed). */
   failClose: Error | undefined;
 
-  constructor(info: SandboxInfo, state: MemorySandbox | undefined) {
+  constructor(info: SandboxInfo, container: FakeContainer | undefined) {
     super(info.sandboxId);
     this.info = info;
-    this.#state = state;
+    this.#container = container;
   }
 
   #use(): MemorySandbox {
     if (this.closed) throw new SandboxRuntimeError(`client of ${this.id} is closed`);
-    if (this.#state === undefined) throw new SandboxRuntimeError(`container ${this.id} is gone`);
-    return this.#state;
+    if (this.#container === undefined) {
+      throw new SandboxRuntimeError(`container ${this.id} is gone`);
+    }
+    // A real paused container accepts the connection and never answers; refusing makes a test
+    // that reached one fail at once instead of hanging.
+    if (this.#container.paused) throw new SandboxRuntimeError(`container ${this.id} is paused`);
+    return this.#container.state;
   }
 
   exec(command: string, options?: ExecOptions): Promise<ExecResult> {

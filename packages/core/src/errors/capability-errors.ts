@@ -52,3 +52,33 @@ export class SnapshotNotFoundError extends SbxError {
     this.snapshotId = snapshotId;
   }
 }
+
+/**
+ * A lifecycle change (a pause) was asked of a sandbox a turn is using now: it holds an execution
+ * lease. Refused rather than waited for, so a caller never blocks behind a turn of unknown length
+ * and a running command is never frozen half-way by someone who is not running it.
+ */
+export class SandboxBusyError extends SbxError {
+  static override readonly CODE = 'SANDBOX_BUSY';
+  readonly sandboxId: string;
+  constructor(sandboxId: string, operation: string, options: SbxErrorOptions = {}) {
+    super(`Sandbox ${sandboxId} is in use by a turn; ${operation} refused`, {
+      ...options,
+      details: { sandbox_id: sandboxId, operation, ...options.details },
+    });
+    this.sandboxId = sandboxId;
+  }
+}
+
+/** A snapshot reference is past its expiry (`SnapshotRef.expiresAt`): it restores nothing. */
+export class SnapshotExpiredError extends SbxError {
+  static override readonly CODE = 'SNAPSHOT_EXPIRED';
+  readonly snapshotId: string;
+  constructor(snapshotId: string, expiresAt: string, options: SbxErrorOptions = {}) {
+    super('Snapshot expired', {
+      ...options,
+      details: { snapshot_id: snapshotId, expires_at: expiresAt },
+    });
+    this.snapshotId = snapshotId;
+  }
+}

@@ -70,6 +70,21 @@ export function describeLifecycleContract(
       expect(await (await sandboxOf(provider, id)).readFile(PROBE)).toBe('before pause\n');
     });
 
+    it("pause: an acquire of a paused sandbox's thread resumes it, and a resume after that is fine", async () => {
+      if (!provider.lifecycleSupport.pause) return;
+      const threadId = thread('pause-acquire');
+      const id = await provider.acquire({ userId: 'u1', threadId });
+      await (await sandboxOf(provider, id)).writeFile(PROBE, 'kept while paused\n');
+      await provider.pause(id);
+      // Transparent: the thread's next acquire hands its sandbox out running, with its data.
+      const again = await provider.acquire({ userId: 'u1', threadId });
+      expect(again).toBe(id);
+      expect(await (await sandboxOf(provider, again)).readFile(PROBE)).toBe('kept while paused\n');
+      // Resuming what is already running is not an error (two resumes racing both succeed).
+      await provider.resume(id);
+      expect(await (await sandboxOf(provider, id)).readFile(PROBE)).toBe('kept while paused\n');
+    });
+
     it('snapshot: refused with a typed error, or a fork starts with the files and diverges from its source', async () => {
       const source = await provider.acquire({ userId: 'u1', threadId: thread('snap-src') });
       const sourceBox = await sandboxOf(provider, source);
