@@ -1,25 +1,15 @@
 import { OwnershipBackendError, SandboxIdentityCollisionError } from '@sbx/core';
 import { track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
 import { AioSandboxProvider } from './aio-sandbox-provider.js';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
 
 // The acquire paths' guards: a take that cannot be answered is not a teardown marker (the acquire
 // fails and this instance keeps what it tracks; only a `del:` makes the path start afresh); the
 // checks before the first await, and those taken again after the take.
 
 const BEING_DESTROYED = 'SANDBOX_BEING_DESTROYED';
-const T = (threadId: string) => ({ userId: 'u1', threadId });
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness } = harnessContext();
 
 describe('a store error on the acquire paths', () => {
   it('reuse: the take failing raises, and the active sandbox stays tracked and mapped', async () => {

@@ -1,26 +1,12 @@
 import { track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
+import type { Harness } from './testing/provider-harness.js';
 
 // Lease renewal against the other paths: what a renewal may conclude from an answer that is stale
 // by the time it acts, and who re-establishes a lease a flush erased.
 
-const T = (threadId: string) => ({ userId: 'u1', threadId });
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-async function peerOf(h: Harness): Promise<Harness> {
-  const p = await h.peer();
-  harnesses.push(p);
-  return p;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness, peerOf } = harnessContext();
 
 async function warmSandbox(h: Harness, thread = 't'): Promise<string> {
   const id = await h.provider.acquire(T(thread));

@@ -1,27 +1,13 @@
 import { OwnershipBackendError } from '@sbx/core';
 import { track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
+import type { Harness } from './testing/provider-harness.js';
 
 // Reconciliation's adoption of untracked containers: what it re-checks after its claim, and what
 // its grace counts as "seen unowned".
 
-const T = (threadId: string) => ({ userId: 'u1', threadId });
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-async function peerOf(h: Harness): Promise<Harness> {
-  const p = await h.peer();
-  harnesses.push(p);
-  return p;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness, peerOf } = harnessContext();
 
 const STORE_METHODS = ['take', 'claim', 'renew', 'release', 'owner'] as const;
 /** The shared store stops answering for every instance given, then comes back. */

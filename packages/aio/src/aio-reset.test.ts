@@ -1,23 +1,13 @@
 import { settle, track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
 
 // reset() hands everything over to a replacement without stopping a container. What it must not
 // hand over: the `del:` marker of a stop still in flight here. What it must not leave behind: a
 // sandbox an acquire or an adoption in flight installs after the hand-over, whose lease nothing
 // would renew or release.
 
-const T = (threadId: string) => ({ userId: 'u1', threadId });
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness } = harnessContext();
 
 describe('reset()', () => {
   it('keeps the del: marker of a warm stop in flight until that stop ends', async () => {

@@ -1,27 +1,17 @@
 import { settle, track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
+import type { Harness } from './testing/provider-harness.js';
 
 // `listSandboxes` / `reapOrphans`, the capabilities behind `sbx ls` and `sbx gc`. Instances share
 // one lease table and one fake container backend; time is a manual clock (lease TTL 120 s). The
 // rules every provider shares are in aio-inspection-contract.test.ts; these pin aio's own.
 
-const T = (threadId: string) => ({ userId: 'u1', threadId });
 const TTL_MS = 120_000;
 const ORPHAN = 'c0ffee0123456789';
 const PEERS = 'feedface01234567';
 
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness } = harnessContext();
 
 async function warmSandbox(h: Harness, thread: string): Promise<string> {
   const id = await h.provider.acquire(T(thread));

@@ -1,9 +1,9 @@
 import { OwnershipBackendError, RenewOutcome, SandboxIdentityCollisionError } from '@sbx/core';
 import { settle, track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
 import { AioSandboxProvider } from './aio-sandbox-provider.js';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import type { Harness } from './testing/provider-harness.js';
 import type { FakeContainerClient } from './testing/memory-sandbox-backend.js';
 
 // aio-ownership.md §7.13: for every row, the exact interleaving forced with pausable stores and
@@ -11,23 +11,8 @@ import type { FakeContainerClient } from './testing/memory-sandbox-backend.js';
 // container backend; time is a manual clock.
 
 const BEING_DESTROYED = 'SANDBOX_BEING_DESTROYED';
-const T = (threadId: string) => ({ userId: 'u1', threadId });
 
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-async function peerOf(h: Harness, options: Parameters<Harness['peer']>[0] = {}) {
-  const p = await h.peer(options);
-  harnesses.push(p);
-  return p;
-}
-
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness, peerOf } = harnessContext();
 
 /** Short leases for the rows about time: renewal every 1 s, TTL 2 s. */
 const SHORT_LEASES = {

@@ -1,21 +1,11 @@
 import { settle, track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
 
 // Bugs found where the provider's paths meet (issue #16), each pinned by the interleaving that
 // produced it: the test fails on the code before the fix.
 
-const T = (threadId: string) => ({ userId: 'u1', threadId });
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness, peerOf } = harnessContext();
 
 describe('the readiness window of a create (#16 bug 4)', () => {
   it('reconciliation does not adopt a container still inside its create’s readiness wait', async () => {
@@ -55,8 +45,7 @@ describe('the readiness window of a create (#16 bug 4)', () => {
 describe('a flush after a paused gateway resumed (#16 bug 5)', () => {
   it('a stale warm entry whose renewal heard LOST is never stopped, even once the peer’s lease is flushed', async () => {
     const a = await harness({ crossProcess: true });
-    const b = await a.peer();
-    harnesses.push(b);
+    const b = await peerOf(a);
     const x = await a.provider.acquire(T('t'));
     await a.provider.release(x); // parked on A
     // While A was paused, later turns of the thread were served by B.
@@ -88,8 +77,7 @@ describe('a flush after a paused gateway resumed (#16 bug 5)', () => {
 describe('a flush after a paused gateway resumed: the idle reaper of active sandboxes (#16 bug 5)', () => {
   it('a stale active entry whose renewal heard LOST is forgotten, not stopped, once the lease is flushed', async () => {
     const a = await harness({ crossProcess: true });
-    const b = await a.peer();
-    harnesses.push(b);
+    const b = await peerOf(a);
     const x = await a.provider.acquire(T('t')); // active on A, then A pauses
     expect(await b.provider.acquire(T('t'))).toBe(x);
     for (let t = 0; t < 21; t++) {

@@ -17,34 +17,21 @@ import {
   deriveSandboxScopeToken,
 } from '@sbx/core/provider-kit';
 import { settle, track } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
 import { AioSandboxProvider, createAioProvider } from './aio-sandbox-provider.js';
 import { LocalContainerBackend } from './local-container-backend.js';
 import { provisionerExtraMounts } from './provisioner-mounts.js';
 import { RemoteSandboxBackend } from './remote-sandbox-backend.js';
 import { MemorySandboxBackend } from './testing/memory-sandbox-backend.js';
 import type { FakeContainerClient } from './testing/memory-sandbox-backend.js';
-import { RecordingLogger, makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import { RecordingLogger } from './testing/provider-harness.js';
+import type { Harness } from './testing/provider-harness.js';
 import { MemoryOwnershipStore } from '@sbx/core';
 
 const BEING_DESTROYED = 'SANDBOX_BEING_DESTROYED';
-const T = (threadId: string) => ({ userId: 'u1', threadId });
 
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-async function peerOf(h: Harness, options: Parameters<Harness['peer']>[0] = {}) {
-  const p = await h.peer(options);
-  harnesses.push(p);
-  return p;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness, peerOf } = harnessContext();
 
 async function warmSandbox(h: Harness, thread = 't'): Promise<string> {
   const id = await h.provider.acquire(T(thread));

@@ -1,25 +1,20 @@
 import path from 'node:path';
 import { createToolContext, ensureSandboxInitialized, isSbxError } from '@sbx/core';
 import type { AgentSkillPolicy, ToolContext } from '@sbx/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { harnessContext } from './aio-test-context.js';
 import type { Harness } from './testing/provider-harness.js';
-import { makeHarness } from './testing/provider-harness.js';
 
 // A run under an explicit skill policy gets a container of its own whose skills mounts come from
 // the thread's projection; every way the tool layer reaches the thread again must keep it there.
 
 const POLICY: AgentSkillPolicy = { allowedSkills: ['allowed-skill'] };
-const harnesses: Harness[] = [];
+const made = harnessContext();
 
-async function harness(peerOf?: Harness): Promise<Harness> {
-  const h = peerOf ? await peerOf.peer() : await makeHarness();
-  harnesses.push(h);
-  return h;
+/** A new instance, or a peer of `of`. */
+function harness(of?: Harness): Promise<Harness> {
+  return of ? made.peerOf(of) : made.harness();
 }
-
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
 
 /** Where the sandbox the run got takes its custom skills from. */
 function customSkillsSource(h: Harness, sandboxId: string): string | undefined {

@@ -1,21 +1,16 @@
 import { isSbxError } from '@sbx/core';
 import type { SandboxResources } from '@sbx/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { harnessContext } from './aio-test-context.js';
 import type { Harness } from './testing/provider-harness.js';
-import { makeHarness } from './testing/provider-harness.js';
 
 // Without sandbox.spec.max_*, an acquire's spec may only narrow the container limits: the pids
 // limit a fork bomb stops at is the operator's, never the tenant's.
 
-const harnesses: Harness[] = [];
-afterEach(async () => {
-  for (const h of harnesses.splice(0)) await h.cleanup();
-});
+const context = harnessContext();
 
-async function harness(config: Record<string, unknown> = {}): Promise<Harness> {
-  const h = await makeHarness({ config });
-  harnesses.push(h);
-  return h;
+function harness(config: Record<string, unknown> = {}): Promise<Harness> {
+  return context.harness({ config });
 }
 
 async function refusal(h: Harness, resources: SandboxResources): Promise<unknown> {
