@@ -15,18 +15,15 @@ function codeOf(error: unknown): string | undefined {
   return isSbxError(error) ? error.code : undefined;
 }
 
-// The stand-in's files live in memory, not in bind-mounted host directories, so it does not claim
-// thread data mounts: snapshot (which reads those directories) takes the contract's refused branch
-// here and is run for real in aio-pause.int.test.ts (the contract on real Docker).
 describeLifecycleContract('AioSandboxProvider (in-memory backend)', async () => {
-  const h = await makeHarness({ config: { thread_data_mounts: false } });
+  const h = await makeHarness();
   return { provider: h.provider, cleanup: () => h.cleanup() };
 });
 
 describe('AIO pause and resume', () => {
   it('declares pause on a backend that can pause, and pauses the container itself', async () => {
     const h = await harness();
-    expect(h.provider.lifecycleSupport.pause).toBe(true);
+    expect(h.provider.lifecycleSupport).toEqual({ pause: true, snapshot: false });
     const id = await h.provider.acquire(T('t'));
     await h.provider.pause(id);
     expect(h.backend.isPaused(id)).toBe(true);
