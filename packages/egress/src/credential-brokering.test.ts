@@ -572,4 +572,29 @@ describe('credential brokering', () => {
     expect(tls.alpnProtocol).toBe('http/1.1');
     tls.destroy();
   });
+
+  it('a client offering only h2 fails the handshake instead of getting frames nobody reads', async () => {
+    const h = harness();
+    const upstream = await httpsUpstream();
+    const listener = await h.open(POLICY);
+    const error = await tlsThrough(portOf(listener), 'api.test', upstream.port, ['h2']).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(Error);
+    await expect.poll(() => reasons(h.events)).toEqual(['CONNECT:deny:client-tls-failed']);
+    expect(upstream.seen).toEqual([]);
+  });
+
+  it('a request head sent a few bytes per write is read whole, and the swap still happens', async () => {
+    const h = harness();
+    const upstream = await httpsUpstream();
+    const listener = await h.open(POLICY);
+    const placeholder = listener.placeholders[0]!.placeholder;
+    const tls = await tlsThrough(portOf(listener), 'api.test', upstream.port);
+    const request = `GET /slow HTTP/1.1\r\nHost: api.test:${upstream.port}\r\nAuthorization: Bearer ${placeholder}\r\nConnection: close\r\n\r\n`;
+    const parts: string[] = [];
+    for (let i = 0; i < request.length; i += 7) parts.push(request.slice(i, i + 7));
+    expect(await converse(tls, parts)).toMatch(/^HTTP\/1\.1 200/);
+    expect(upstream.seen[0]!.headers.authorization).toBe(`Bearer ${SECRET}`);
+  });
 });

@@ -88,20 +88,27 @@ export class StreamReader {
    * byte of a new message, or the refusal (over `max`, or ended mid-head).
    */
   async readHead(max: number): Promise<Buffer | 'end' | Refusal> {
-    let data: Buffer = Buffer.alloc(0);
+    // Chunks are kept apart and joined once: a head sent a byte at a time costs linear work.
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let tail = Buffer.alloc(0);
     for (;;) {
       const chunk = await this.read();
-      if (chunk === null) return data.length === 0 ? 'end' : new Refusal(400, 'bad-request');
-      // Searched from 3 bytes before the new chunk, so a terminator split across chunks is found.
-      const from = Math.max(0, data.length - 3);
-      data = data.length === 0 ? chunk : Buffer.concat([data, chunk]);
-      const end = data.indexOf('\r\n\r\n', from, 'latin1');
-      if (end !== -1) {
+      if (chunk === null) return total === 0 ? 'end' : new Refusal(400, 'bad-request');
+      // The terminator may straddle chunks: searched in the previous 3 bytes and this chunk.
+      const window = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
+      const at = window.indexOf('\r\n\r\n', 0, 'latin1');
+      if (at !== -1) {
+        const end = total - tail.length + at;
         if (end + 4 > max) return new Refusal(431, 'header-too-large');
+        const data = Buffer.concat([...chunks, chunk]);
         this.unshift(data.subarray(end + 4));
         return data.subarray(0, end);
       }
-      if (data.length >= max) return new Refusal(431, 'header-too-large');
+      chunks.push(chunk);
+      total += chunk.length;
+      if (total >= max) return new Refusal(431, 'header-too-large');
+      tail = Buffer.from(window.subarray(Math.max(0, window.length - 3)));
     }
   }
 }
