@@ -64,6 +64,7 @@ describe('EgressProxyGateway', () => {
     expect(attachment.env).toEqual({});
     expect((await stat(path.dirname(attachment.socketPath))).mode & 0o777).toBe(0o700);
     expect((await stat(attachment.socketPath)).isSocket()).toBe(true);
+    expect((await stat(attachment.socketPath)).mode & 0o777).toBe(0o600);
     expect(await request(attachment.socketPath, 'allowed.test', port)).toMatch(
       /^HTTP\/1\.1 200[\s\S]*upstream says hi/,
     );
@@ -72,6 +73,23 @@ describe('EgressProxyGateway', () => {
     await attachment.close();
     await expect(stat(path.dirname(attachment.socketPath))).rejects.toThrow();
   });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'hands the socket and its directory to the sandbox user it names (a root gateway)',
+    async () => {
+      const { gateway } = await setup();
+      const attachment = await gateway.open({
+        sandboxId: 's',
+        policy: policy({ mode: 'none' }),
+        socketOwner: { uid: 65534, gid: 65534 },
+      });
+      for (const entry of [attachment.socketPath, path.dirname(attachment.socketPath)]) {
+        const info = await stat(entry);
+        expect([info.uid, info.gid]).toEqual([65534, 65534]);
+      }
+      await attachment.close();
+    },
+  );
 
   it('attack: a policy with credentials is refused, not opened without them', async () => {
     const { gateway } = await setup();

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import {
@@ -26,10 +26,9 @@ export interface EgressProxyGatewayOptions {
 
 /**
  * The `EgressGateway` of `@sbx/core` over an `EgressProxy`: each sandbox's listener is a unix
- * socket in a directory of its own (`0700`, the gateway's), so no other host user can reach it,
- * and the provider binds the socket itself into the sandbox. The socket is `0666` because the
- * sandbox's host user may not be the gateway's (a root gateway confines commands as `nobody`); the
- * directory is what keeps everyone else out.
+ * socket (`0600`) in a directory of its own (`0700`), owned by the gateway's user or, when the
+ * request names one, by the sandbox's host user (`socketOwner`): no other host user can reach
+ * it, and the provider binds the socket itself into the sandbox.
  */
 export class EgressProxyGateway implements EgressGateway {
   readonly #proxy: EgressProxy;
@@ -69,7 +68,14 @@ export class EgressProxyGateway implements EgressGateway {
         policy: request.policy,
         listen: { path: socketPath },
       });
-      await chmod(socketPath, 0o666);
+      await chmod(socketPath, 0o600);
+      const owner = request.socketOwner;
+      if (owner) {
+        // The sandbox's host user resolves the socket's path itself (bubblewrap binds it as that
+        // user), so it must own the directory; no other host user can enter it.
+        await chown(socketPath, owner.uid, owner.gid);
+        await chown(directory, owner.uid, owner.gid);
+      }
     } catch (error) {
       await listener?.close();
       await rm(directory, { recursive: true, force: true });

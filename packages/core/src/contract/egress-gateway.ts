@@ -7,6 +7,11 @@ export interface EgressGatewayRequest {
   readonly userId?: string | undefined;
   /** The effective policy (already narrowed, see `narrowNetworkPolicy`). */
   readonly policy: NetworkPolicy;
+  /**
+   * The host user that must reach the socket when it is not the gateway's own (a root gateway's
+   * unprivileged sandbox user): the socket and its private directory are handed to it.
+   */
+  readonly socketOwner?: { readonly uid: number; readonly gid: number } | undefined;
 }
 
 /**
