@@ -323,16 +323,18 @@ export class LocalSandbox extends Sandbox {
       cwd = normalizeVirtualRoot(options.cwd);
     }
     const shell = this.shell ?? (await sharedDefaultShell());
-    const env = buildSandboxEnv(options.env, {
-      mode: this.envPolicy,
-      allow: this.envAllow,
-      baseEnv: confinedBaseEnv(shell),
-    });
     // The tool layer (and any caller written for the host) may have turned virtual paths into
     // host paths; in the namespace only the virtual ones exist, so they are turned back.
     const native = (await this.masker()).mask(command);
     this.commandsSinceReap = true;
     const plan = await confinement.namespace.entry(shell, shellArgs(shell, native), cwd);
+    // The namespace's own variables (its egress proxy) pass the policy, as the call's do; the
+    // call's win (a command that drops the proxy only loses its way out).
+    const env = buildSandboxEnv(plan.env ? { ...plan.env, ...options.env } : options.env, {
+      mode: this.envPolicy,
+      allow: this.envAllow,
+      baseEnv: confinedBaseEnv(shell),
+    });
     return { shell, command: native, env, plan };
   }
 

@@ -46,6 +46,8 @@ export interface MountPlanInput {
   readonly tmpBytes: number;
   /** Working directory of the namespace's init (the workspace, or `/tmp` without one). */
   readonly initCwd: string;
+  /** Read-only binds of the sandbox's egress (`openNamespaceEgress`), after its own mounts. */
+  readonly egressArgs?: readonly string[];
 }
 
 type Kind = 'dir' | 'file' | 'link' | 'other' | undefined;
@@ -126,6 +128,7 @@ export function buildMountPlan(input: MountPlanInput): string[] {
       source.destination,
     );
   }
+  args.push(...(input.egressArgs ?? []));
   args.push('--remount-ro', '/', '--chdir', input.initCwd);
   return args;
 }

@@ -19,6 +19,8 @@ export interface SpawnPlan {
    * opens when it resolves; when it rejects, the process is killed instead.
    */
   readonly admit?: (pid: number) => Promise<void>;
+  /** Variables the namespace adds to the command's environment (its egress proxy's). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**

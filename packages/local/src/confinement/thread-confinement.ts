@@ -1,12 +1,13 @@
 import path from 'node:path';
-import type { Logger, PathMapping } from '@sbx/core';
+import type { EgressAttachment, Logger, PathMapping } from '@sbx/core';
 import type { CommandMode, IsolationMode } from './isolation-mode.js';
 import type { ConfinementProbe, ConfinementTools } from './bwrap-probe.js';
 import { ConfinementUnavailableError } from './confinement-errors.js';
 import type { SandboxOwner } from './sandbox-owner.js';
 import { ThreadNamespace } from './thread-namespace.js';
 import { buildMountPlan } from './mount-plan.js';
-import { openMountSources } from './mount-sources.js';
+import { FIRST_SOURCE_FD, openMountSources } from './mount-sources.js';
+import { openNamespaceEgress, type NamespaceEgress } from './namespace-egress.js';
 import { grantTraversal } from './host-traversal.js';
 import { namespaceLimits } from './namespace-limits.js';
 import type { ConfinementLimits } from './cgroup-limits.js';
@@ -143,8 +144,17 @@ export class ThreadConfinement {
     return { mode: { kind: 'off', reason } };
   }
 
-  /** The namespace of a sandbox id (one per id, shared by every sandbox object of it). */
-  of(sandboxId: string, layout: ThreadConfinementLayout): SandboxConfinement | undefined {
+  /**
+   * The namespace of a sandbox id (one per id, shared by every sandbox object of it). With
+   * `egress`, each start of it opens an attachment (closed when that start ends) and the
+   * namespace's way out is that attachment's socket, through a forwarder; without, it has
+   * loopback only.
+   */
+  of(
+    sandboxId: string,
+    layout: ThreadConfinementLayout,
+    egress?: () => Promise<EgressAttachment>,
+  ): SandboxConfinement | undefined {
     const tools = this.tools;
     if (this.commandMode.kind !== 'confined' || !tools) return undefined;
     const { baseDir, logger } = this.options;
@@ -167,12 +177,29 @@ export class ThreadConfinement {
             layout.mappings,
             await this.sandboxIdentityFiles(),
           );
+          let network: NamespaceEgress | undefined;
+          try {
+            network = egress
+              ? await openNamespaceEgress(egress, FIRST_SOURCE_FD + handles.length, logger)
+              : undefined;
+          } catch (error) {
+            await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+            throw error;
+          }
           const args = buildMountPlan({
             sources,
             tmpBytes: this.options.tmpBytes,
             initCwd: layout.initCwd,
+            ...(network ? { egressArgs: network.args } : {}),
           });
-          return { args, handles };
+          if (!network) return { args, handles };
+          return {
+            args,
+            handles: [...handles, ...network.handles],
+            companion: network.companion,
+            env: network.env,
+            release: network.release,
+          };
         },
         ...(this.seccomp ? { seccomp: this.seccomp } : {}),
         limits,

@@ -41,7 +41,7 @@ export interface ThreadNamespaceOptions {
    * `buildMountPlan`'s arguments, and the descriptors its sources are bound from (handed to
    * bubblewrap from `FIRST_SOURCE_FD` on, closed here once it started).
    */
-  readonly mountPlan: () => Promise<{ args: readonly string[]; handles: readonly FileHandle[] }>;
+  readonly mountPlan: () => Promise<NamespacePlan>;
   /** Host user the namespace and its commands run as; `undefined`: the gateway's own. */
   readonly owner: SandboxOwner | undefined;
   /** The seccomp program every command gets (`seccompProgram()`), when there is one. */
@@ -51,11 +51,48 @@ export interface ThreadNamespaceOptions {
   readonly sandboxId: string;
 }
 
+/** What one start of a namespace is built from (see `ThreadNamespaceOptions.mountPlan`). */
+export interface NamespacePlan {
+  readonly args: readonly string[];
+  readonly handles: readonly FileHandle[];
+  /**
+   * A program started with the namespace's init, in its pid namespace (so it ends with it), that
+   * prints `ready` once it serves; the namespace counts as started then. Its failure ends the
+   * namespace. (The egress forwarder.)
+   */
+  readonly companion?: readonly string[];
+  /** Variables every command entered into this start gets (the egress proxy's). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Frees what this start holds outside the namespace (the egress attachment), once it ended. */
+  readonly release?: () => Promise<void>;
+}
+
 interface Running {
   readonly child: ChildProcess;
   /** Host pid of the namespace's pid 1 (bubblewrap's reaper inside). */
   readonly initPid: number;
   readonly ended: Promise<void>;
+  readonly env: Readonly<Record<string, string>>;
+  /** `NamespacePlan.release`, at most once. */
+  readonly release: () => Promise<void>;
+}
+
+/** `release` at most once, its failure logged (the namespace is gone either way). */
+function releaseOnce(
+  release: (() => Promise<void>) | undefined,
+  logger: Logger,
+  sandboxId: string,
+): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => {
+    done ??= (release?.() ?? Promise.resolve()).catch((error: unknown) => {
+      logger.error('What a sandbox namespace held outside could not be freed', {
+        sandboxId,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    });
+    return done;
+  };
 }
 
 /**
@@ -149,9 +186,11 @@ export class ThreadNamespace {
     } else {
       argv = limits?.wrapEntry ? limits.wrapEntry(enter) : enter;
     }
+    const env = this.#running?.env;
     return {
       file: argv[0] as string,
       args: argv.slice(1),
+      ...(env && Object.keys(env).length > 0 ? { env } : {}),
       ...(o.owner ? { uid: o.owner.uid, gid: o.owner.gid } : {}),
       ...(seccomp ? { fd3: seccomp } : {}),
       ...(admit ? { admit } : {}),
@@ -190,33 +229,35 @@ export class ThreadNamespace {
     // Waited for with the loop held: a gateway shutting down from a script must see it through.
     running.child.ref();
     await within(running.ended, KILL_WAIT_MS);
+    await running.release();
     await this.#options.limits?.release?.();
   }
 
   async #start(): Promise<Running> {
     const o = this.#options;
     const plan = await o.mountPlan();
+    const release = releaseOnce(plan.release, o.logger, o.sandboxId);
     try {
-      return await this.#spawn(plan.args, plan.handles);
+      return await this.#spawn(plan, release);
+    } catch (error) {
+      await release();
+      throw error;
     } finally {
       await Promise.all(plan.handles.map((h) => h.close().catch(() => undefined)));
     }
   }
 
-  async #spawn(mountArgs: readonly string[], handles: readonly FileHandle[]): Promise<Running> {
+  async #spawn(plan: NamespacePlan, release: () => Promise<void>): Promise<Running> {
     const o = this.#options;
-    const args = [
-      ...mountArgs,
-      '--info-fd',
-      '3',
-      '--',
-      '/bin/sh',
-      '-c',
-      // Says the namespace is built (bubblewrap reports its pid before the mounts are done, and
-      // a command entered before then would find no root), then waits for the gateway: its
-      // pipe ends (EOF) only when the gateway is gone.
-      'echo ready; read -r _ || true',
-    ];
+    const { handles } = plan;
+    // Says the namespace is built (bubblewrap reports its pid before the mounts are done, and a
+    // command entered before then would find no root), then waits for the gateway: its pipe ends
+    // (EOF) only when the gateway is gone. With a companion, its own `ready` says it, and its
+    // end ends the init (and so the namespace): a sandbox never runs on without its forwarder.
+    const init = plan.companion
+      ? ['-c', '{ "$@" </dev/null || kill $$; } & read -r _ || true', 'sh', ...plan.companion]
+      : ['-c', 'echo ready; read -r _ || true'];
+    const args = [...plan.args, '--info-fd', '3', '--', '/bin/sh', ...init];
     let child: ChildProcess;
     try {
       child = spawn(o.bwrap, args, {
@@ -284,10 +325,11 @@ export class ThreadNamespace {
         void closed.then(() => fail(`bubblewrap exited (${signal ?? code})`));
       });
     });
-    const running: Running = { child, initPid, ended };
+    const running: Running = { child, initPid, ended, env: plan.env ?? {}, release };
     child.once('exit', (code, signal) => {
       if (this.#running !== running) return;
       this.#running = undefined;
+      void release();
       o.logger.warn('A sandbox namespace ended on its own; the next command starts a new one', {
         sandboxId: o.sandboxId,
         code,
