@@ -1,4 +1,4 @@
-import type { EnvPolicyMode, Logger } from '@sbx/core';
+import type { EgressGateway, EnvPolicyMode, Logger, SandboxSpecPolicy } from '@sbx/core';
 import type { IsolationMode } from './confinement/isolation-mode.js';
 import type { ConfinementLimits } from './confinement/cgroup-limits.js';
 import type { ConfinementProbe } from './confinement/bwrap-probe.js';
@@ -23,6 +23,8 @@ export interface LocalProviderConfig {
   readonly mounts?: readonly LocalMountConfig[];
   readonly skills?: { readonly containerPath?: string };
   readonly baseDir?: string;
+  /** `sandbox.spec` and `sandbox.network`: the configured network policy binds every acquire. */
+  readonly specPolicy?: SandboxSpecPolicy;
   /**
    * `sandbox.local` block: `max_cached_threads`, `shell`, `thread_max_age_days`, `isolation`,
    * `sandbox_uid`, `sandbox_gid`.
@@ -89,6 +91,14 @@ export interface LocalProviderOptions {
   shell?: string;
   /** User of acquires that name none. Default `default`. */
   defaultUserId?: string;
+  /**
+   * The egress gateway (`EgressProxyGateway` of `@sbx/egress`) through which confined sandboxes
+   * reach the network under their policy: each namespace's only way out is the gateway's socket
+   * for that sandbox, through a forwarder at `127.0.0.1:3128` inside it that `HTTP(S)_PROXY`
+   * names. Without it a confined sandbox has loopback only, and a policy other than mode `none` or
+   * plain open is refused. Ignored (and every restricting policy refused) unconfined.
+   */
+  egress?: EgressGateway;
   /** Environment consulted for `SBX_HOME`. Default `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
 }

@@ -30,6 +30,9 @@ import {
   VIRTUAL_WORKSPACE_PATH,
   normalizeVirtualRoot,
   sharedSkillsViewPath,
+  DEFAULT_SPEC_POLICY,
+  NO_SPEC_SUPPORT,
+  checkSandboxSpec,
 } from '@sbx/core/internal';
 import { LocalSnapshotStore, localPauseRefusal } from './local-snapshots.js';
 import type {
@@ -39,7 +42,11 @@ import type {
   SandboxProviderEventListener,
   SandboxProviderEvents,
   AcquireOptions,
+  EgressGateway,
   EnvPolicyMode,
+  NetworkPolicy,
+  SandboxSpecPolicy,
+  SandboxSpecSupport,
   Logger,
   OrphanReapReport,
   PathMapping,
@@ -58,7 +65,14 @@ import {
 } from './local-config-block.js';
 import { collectIdleThreads } from './thread-gc.js';
 import { LocalSandbox } from './local-sandbox.js';
-import { localSandboxId, type SkillsMode } from './local-sandbox-id.js';
+import { localSandboxId, localSandboxIdMode, type SkillsMode } from './local-sandbox-id.js';
+import {
+  assertGenericNetwork,
+  effectiveNetworkPolicy,
+  egressOpener,
+  localNetworkKey,
+  localNetworkSupport,
+} from './local-sandbox-network.js';
 import { CommandSessions } from './command-sessions.js';
 import {
   DEFAULT_ISOLATION_MODE,
@@ -94,6 +108,7 @@ interface ThreadEntry {
   readonly mode: SkillsMode;
   readonly userId: string;
   readonly threadId: string;
+  readonly network: NetworkPolicy;
 }
 
 const requiredLogger: Logger = {
@@ -147,6 +162,9 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   readonly limits: ConfinementLimits;
   /** The command mode and the live namespace of each thread. */
   private readonly confinement: ThreadConfinement;
+  /** The way out of confined sandboxes with a network policy (see `localNetworkSupport`). */
+  private readonly egress: EgressGateway | undefined;
+  private readonly configuredSpecPolicy: SandboxSpecPolicy;
 
   constructor(options: LocalProviderOptions = {}) {
     super();
@@ -199,6 +217,8 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       ...(options.seccompProgram ? { seccompProgram: options.seccompProgram } : {}),
       logger: this.logger,
     });
+    this.egress = options.egress;
+    this.configuredSpecPolicy = config.specPolicy ?? DEFAULT_SPEC_POLICY;
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.envPolicy = options.envPolicy ?? config.envPolicy;
@@ -249,6 +269,15 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       defaultUserId: this.defaultUserId,
       logger: this.logger,
     });
+  }
+
+  /** Network policies only (see `localNetworkSupport`); every other spec field is refused. */
+  override get specSupport(): SandboxSpecSupport {
+    return { ...NO_SPEC_SUPPORT, network: localNetworkSupport(this.confined, this.egress) };
+  }
+
+  protected override get specPolicy(): SandboxSpecPolicy {
+    return this.configuredSpecPolicy;
   }
 
   /** How this provider's commands run, decided once at construction. */
@@ -340,7 +369,12 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       throw new ProviderClosedError('LocalSandboxProvider has been reset or shut down');
     const { signal } = options;
     if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
+    const network = effectiveNetworkPolicy(
+      checkSandboxSpec(options.spec, this.specSupport, this.specPolicy, this.constructor.name),
+      this.specPolicy,
+    );
     if (options.threadId === undefined) {
+      assertGenericNetwork(network);
       const reused = this.genericSandbox !== undefined;
       this.generic();
       return this.acquired(GENERIC_LOCAL_SANDBOX_ID, reused ? 'reuse' : 'create');
@@ -348,7 +382,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     const userId = options.userId ?? this.defaultUserId;
     const layout = this.threadLayout(userId, options.threadId);
     const mode: SkillsMode = options.skillPolicy ? 'policy' : 'shared';
-    const id = localSandboxId(userId, options.threadId, mode);
+    const id = localSandboxId(userId, options.threadId, mode, localNetworkKey(network));
     const { fromSnapshot } = options;
     if (fromSnapshot && (this.threads.get(id) || this.inflight.has(`${mode}\0${id}`))) {
       throw new InvalidArgumentError('fromSnapshot needs a thread that has no sandbox yet');
@@ -365,7 +399,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
         ? this.snapshotStore.restore(fromSnapshot, layout)
         : Promise.resolve();
       pending = restored
-        .then(() => this.createThreadSandbox(id, userId, threadId, layout, mode))
+        .then(() => this.createThreadSandbox(id, userId, threadId, layout, mode, network))
         .finally(() => {
           this.inflight.delete(key);
         });
@@ -401,10 +435,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     identity: { userId?: string; threadId: string },
   ): boolean {
     const userId = identity.userId ?? this.defaultUserId;
-    return (
-      sandboxId === localSandboxId(userId, identity.threadId, 'shared') ||
-      sandboxId === localSandboxId(userId, identity.threadId, 'policy')
-    );
+    return localSandboxIdMode(sandboxId, userId, identity.threadId) !== undefined;
   }
 
   /**
@@ -418,9 +449,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     identity: { userId?: string; threadId: string },
   ): SkillsView | undefined {
     const userId = identity.userId ?? this.defaultUserId;
-    if (sandboxId === localSandboxId(userId, identity.threadId, 'policy')) return 'policy';
-    if (sandboxId === localSandboxId(userId, identity.threadId, 'shared')) return 'shared';
-    return undefined;
+    return localSandboxIdMode(sandboxId, userId, identity.threadId);
   }
 
   /**
@@ -514,8 +543,20 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     return this.genericSandbox;
   }
 
-  private sandboxOptions(sandboxId: string, layout: ThreadConfinementLayout) {
-    const confinement = this.confinement.of(sandboxId, layout);
+  private sandboxOptions(
+    sandboxId: string,
+    layout: ThreadConfinementLayout,
+    network?: { userId: string; threadId: string; policy: NetworkPolicy },
+  ) {
+    const egress =
+      network &&
+      egressOpener(this.egress, network.policy, {
+        sandboxId,
+        userId: network.userId,
+        threadId: network.threadId,
+        owner: this.confinement.owner,
+      });
+    const confinement = this.confinement.of(sandboxId, layout, egress);
     return {
       ...(confinement ? { confinement } : {}),
       processTags: { sandbox: this.processTagOf(sandboxId), provider: this.processTag },
@@ -536,6 +577,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     threadId: string,
     layout: ThreadLayout,
     mode: SkillsMode,
+    network: NetworkPolicy,
   ): Promise<ThreadEntry> {
     const skills = this.skillsContainerPath;
     const skillMappings: PathMapping[] =
@@ -591,14 +633,14 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
           readOnly: m.readOnly,
         })),
       },
-      ...this.sandboxOptions(id, {
-        mappings,
-        initCwd: VIRTUAL_WORKSPACE_PATH,
-        ownedRoots,
-      }),
+      ...this.sandboxOptions(
+        id,
+        { mappings, initCwd: VIRTUAL_WORKSPACE_PATH, ownedRoots },
+        { userId, threadId, policy: network },
+      ),
       agentWrittenPaths: previous?.sandbox.agentWrittenPaths,
     });
-    const entry: ThreadEntry = { sandbox, mode, userId, threadId };
+    const entry: ThreadEntry = { sandbox, mode, userId, threadId, network };
     this.threads.set(id, entry);
     return entry;
   }

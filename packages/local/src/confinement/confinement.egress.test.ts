@@ -1,0 +1,226 @@
+import { createServer, type Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { isSbxError, silentLogger, type EgressGateway } from '@sbx/core';
+import { EgressProxy, EgressProxyGateway } from '@sbx/egress';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LocalSandboxProvider } from '../local-sandbox-provider.js';
+import type { LocalSandbox } from '../local-sandbox.js';
+import { confinementForTests, hidden } from './confinement-test-support.js';
+
+/**
+ * A confined sandbox with an egress gateway reaches the network only through the proxy, under its
+ * policy. Every probe is sent base64-encoded (`hidden`), so nothing on the way sees its text; the
+ * upstream is an HTTP server on the host's loopback (outside the namespace), which the proxy may
+ * reach (`allowPrivate`) under the test names its resolver maps there.
+ */
+const confinable = confinementForTests();
+const LOOPBACK = '127.0.0.1';
+
+describe.runIf(confinable)('a confined sandbox gets out through its egress gateway only', () => {
+  let base: string;
+  let socketRoot: string;
+  let upstream: Server;
+  let port: number;
+  let proxy: EgressProxy;
+  let provider: LocalSandboxProvider;
+  let gatewayNone: LocalSandboxProvider;
+  let sandbox: LocalSandbox;
+  const token = `UPSTREAM${randomBytes(8).toString('hex')}`;
+  const attachments = { opened: 0, closed: 0 };
+
+  const run = async (target: LocalSandbox, script: string) => {
+    const r = await target.exec(hidden(`${script}\necho PROBE_RAN`), { timeoutMs: 60_000 });
+    expect(r.stdout).toContain('PROBE_RAN');
+    return `${r.stdout}${r.stderr}`;
+  };
+
+  beforeAll(async () => {
+    base = await mkdtemp(path.join(os.tmpdir(), 'sbx-egress-'));
+    socketRoot = await mkdtemp(path.join(os.tmpdir(), 'sbx-egs-'));
+    // As /tmp: the sandbox's host user must be able to search the root of the socket directories.
+    await chmod(socketRoot, 0o711);
+    upstream = createServer((_req, res) => res.end(token));
+    await new Promise<void>((resolve) => upstream.listen(0, LOOPBACK, resolve));
+    port = (upstream.address() as AddressInfo).port;
+    proxy = new EgressProxy({
+      resolve: async (host) => {
+        if (host === 'allowed.test' || host === 'denied.test') return [LOOPBACK];
+        throw new Error(`no test address for ${host}`);
+      },
+      allowPrivate: (address) => address === LOOPBACK,
+    });
+    const real = new EgressProxyGateway(proxy, { socketRoot });
+    // Counts what the provider opens and closes; the gateway itself is the real one.
+    const counting: EgressGateway = {
+      brokersCredentials: real.brokersCredentials,
+      async open(request) {
+        const attachment = await real.open(request);
+        attachments.opened += 1;
+        return {
+          ...attachment,
+          close: async () => {
+            attachments.closed += 1;
+            await attachment.close();
+          },
+        };
+      },
+    };
+    provider = new LocalSandboxProvider({
+      baseDir: base,
+      isolation: 'bwrap',
+      egress: counting,
+      logger: silentLogger,
+    });
+    gatewayNone = new LocalSandboxProvider({
+      baseDir: base,
+      isolation: 'bwrap',
+      logger: silentLogger,
+    });
+    const id = await provider.acquire({
+      userId: 'u',
+      threadId: 'egress',
+      spec: { network: { mode: 'allowlist', allow: ['allowed.test'] } },
+    });
+    sandbox = provider.get(id)!;
+  }, 120_000);
+
+  afterAll(async () => {
+    await provider?.shutdown();
+    await gatewayNone?.shutdown();
+    await proxy?.close();
+    await new Promise<void>((resolve) => (upstream ? upstream.close(() => resolve()) : resolve()));
+    await rm(base, { recursive: true, force: true });
+    await rm(socketRoot, { recursive: true, force: true });
+  });
+
+  it('an allowed host answers through HTTP_PROXY (curl)', async () => {
+    const out = await run(sandbox, `curl -sS --max-time 20 http://allowed.test:${port}/`);
+    expect(out).toContain(token);
+  }, 120_000);
+
+  it('an allowed host answers through HTTP_PROXY (a node client speaking to the proxy)', async () => {
+    const client = [
+      'const u = new URL(process.env.HTTP_PROXY);',
+      "const s = require('net').connect(Number(u.port), u.hostname);",
+      `s.write('GET http://allowed.test:${port}/ HTTP/1.1\\r\\nHost: allowed.test:${port}\\r\\n\\r\\n');`,
+      's.pipe(process.stdout);',
+    ].join('\n');
+    const out = await run(
+      sandbox,
+      `node -e "$(printf %s ${Buffer.from(client).toString('base64')} | base64 -d)"`,
+    );
+    expect(out).toMatch(/HTTP\/1\.1 200/);
+    expect(out).toContain(token);
+  }, 120_000);
+
+  it('attack: a host off the allow list is refused by the proxy with 403', async () => {
+    const out = await run(
+      sandbox,
+      `curl -sS --max-time 20 -o /dev/null -w 'CODE=%{http_code}\\n' http://denied.test:${port}/`,
+    );
+    expect(out).toContain('CODE=403');
+    expect(out).not.toContain(token);
+  }, 120_000);
+
+  it('attack: a direct TCP connection to a host loopback service does not leave the namespace', async () => {
+    const out = await run(
+      sandbox,
+      `curl -sS --noproxy '*' --max-time 10 http://${LOOPBACK}:${port}/ || echo DIRECT_FAILED`,
+    );
+    expect(out).toContain('DIRECT_FAILED');
+    expect(out).not.toContain(token);
+  }, 120_000);
+
+  it('attack: unsetting HTTP_PROXY gives no route out (no resolver, no route to any address)', async () => {
+    const host = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    const out = await run(
+      sandbox,
+      [
+        'unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy ALL_PROXY all_proxy',
+        `curl -sS --max-time 10 http://allowed.test:${port}/ || echo NAME_FAILED`,
+        host
+          ? `curl -sS --max-time 10 http://${host}:${port}/ || echo ADDRESS_FAILED`
+          : 'echo ADDRESS_FAILED',
+        "node -e \"require('dns').lookup('example.com', (e) => console.log(e ? 'DNS_FAILED' : 'DNS_WORKED'))\"",
+      ].join('\n'),
+    );
+    expect(out).toContain('NAME_FAILED');
+    expect(out).toContain('ADDRESS_FAILED');
+    expect(out).toContain('DNS_FAILED');
+    expect(out).not.toContain(token);
+  }, 120_000);
+
+  it('attack: the forwarder reaches nothing but the proxy (CONNECT to a loopback address, origin-form GET)', async () => {
+    const out = await run(
+      sandbox,
+      [
+        // NO_PROXY names loopback: the proxy is named explicitly so the request goes to it.
+        `curl -sS --max-time 10 --noproxy '' -x "$HTTP_PROXY" -p -o /dev/null -w 'TUNNEL=%{http_code}\\n' https://${LOOPBACK}:${port}/ || true`,
+        "curl -sS --max-time 10 -o /dev/null -w 'ORIGIN=%{http_code}\\n' --noproxy '*' http://127.0.0.1:3128/ || true",
+      ].join('\n'),
+    );
+    expect(out).toMatch(/CONNECT tunnel failed, response 403/);
+    expect(out).toContain('ORIGIN=400');
+    expect(out).not.toContain(token);
+  }, 120_000);
+
+  it('mode none: no forwarder and no proxy variables, even with a gateway', async () => {
+    const id = await provider.acquire({
+      userId: 'u',
+      threadId: 'egress',
+      spec: { network: { mode: 'none' } },
+    });
+    expect(id).not.toBe(sandbox.id);
+    const before = attachments.opened;
+    const out = await run(
+      provider.get(id)!,
+      [
+        'echo "PROXY=${HTTP_PROXY:-unset}"',
+        `curl -sS --max-time 10 -x http://127.0.0.1:3128 http://allowed.test:${port}/ || echo NONE_FAILED`,
+      ].join('\n'),
+    );
+    expect(out).toContain('PROXY=unset');
+    expect(out).toContain('NONE_FAILED');
+    expect(out).not.toContain(token);
+    expect(attachments.opened).toBe(before);
+  }, 120_000);
+
+  it('the attachment lives with the namespace: closed at release, opened again by the next command', async () => {
+    await run(sandbox, 'true');
+    const opened = attachments.opened;
+    const closed = attachments.closed;
+    await provider.release(sandbox.id);
+    expect(attachments.closed).toBe(closed + 1);
+    expect(await readdir(socketRoot)).toHaveLength(attachments.opened - attachments.closed);
+    const out = await run(sandbox, `curl -sS --max-time 20 http://allowed.test:${port}/`);
+    expect(out).toContain(token);
+    expect(attachments.opened).toBe(opened + 1);
+  }, 120_000);
+
+  it('without a gateway a filtered policy is refused, and mode none is enforced', async () => {
+    const error = await gatewayNone
+      .acquire({
+        userId: 'u',
+        threadId: 'nogw',
+        spec: { network: { mode: 'allowlist', allow: ['allowed.test'] } },
+      })
+      .catch((e: unknown) => e);
+    expect(isSbxError(error) && error.code).toBe('NETWORK_POLICY_UNENFORCEABLE');
+    const id = await gatewayNone.acquire({
+      userId: 'u',
+      threadId: 'nogw',
+      spec: { network: { mode: 'none' } },
+    });
+    const out = await run(
+      gatewayNone.get(id)!,
+      `curl -sS --noproxy '*' --max-time 10 http://${LOOPBACK}:${port}/ || echo NONE_FAILED`,
+    );
+    expect(out).toContain('NONE_FAILED');
+  }, 120_000);
+});
