@@ -1,10 +1,13 @@
 // The egress proxy against a direct connection, same run, loopback only: the added p50 latency of
-// one plain-HTTP request (target: under 1 ms) and the throughput of a CONNECT tunnel (target: at
-// least half of direct). Writes bench/results/egress-proxy.json and .md.
+// one plain-HTTP request (target: under 1 ms), the throughput of a CONNECT tunnel (target: at
+// least half of direct), and one HTTPS request with a brokered credential through TLS
+// interception against the same request over direct TLS. Writes bench/results/egress-proxy.json
+// and .md.
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import { request, createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -12,12 +15,14 @@ import { performance } from 'node:perf_hooks';
 import { connect as tlsConnect } from 'node:tls';
 import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { parseNetworkPolicy } from '@sbx/core';
-import { EgressProxy } from '../src/index.js';
+import { EgressCertificateAuthority, EgressProxy } from '../src/index.js';
 
 const LOOPBACK = '127.0.0.1';
 const REQUESTS = 2_000;
 const BULK_BYTES = 256 * 1024 * 1024;
 const BULK_RUNS = 5;
+/** TLS handshakes dominate these; fewer than the plain requests. */
+const TLS_REQUESTS = 400;
 
 async function repoRoot(): Promise<string> {
   let dir = process.cwd();
@@ -163,6 +168,7 @@ async function main(): Promise<void> {
   await worker.terminate();
   http.close();
   bulk.close();
+  const intercepted = await interceptedLatencies();
 
   const mbps = (ms: number) => BULK_BYTES / 1024 / 1024 / (ms / 1000);
   const latencyRow = (label: string, m: { direct: number[]; proxied: number[] }) => {
@@ -189,6 +195,13 @@ async function main(): Promise<void> {
       baseline_ms: Number(bulkDirect.toFixed(1)),
       ratio: Number((bulkProxied / bulkDirect).toFixed(2)),
       note: `${mbps(bulkProxied).toFixed(0)} vs ${mbps(bulkDirect).toFixed(0)} MiB/s, throughput ratio ${(bulkDirect / bulkProxied).toFixed(2)} (target >= 0.5); median of ${BULK_RUNS}`,
+    },
+    {
+      ...latencyRow('unused', intercepted),
+      benchmark:
+        "HTTPS request, brokered credential through TLS interception (p50, fresh connection; proxy on the client's thread)",
+      baseline: 'direct TLS',
+      note: `added p50 ${(median(intercepted.proxied) - median(intercepted.direct)).toFixed(3)} ms: a second TLS handshake (client to proxy) and the request read and re-written; ${TLS_REQUESTS} requests each`,
     },
   ];
   const report = {
@@ -231,6 +244,92 @@ async function startProxy(): Promise<{ port: number; close: () => Promise<void> 
     listen: { host: LOOPBACK, port: 0 },
   });
   return { port: (listener.address as { port: number }).port, close: () => proxy.close() };
+}
+
+/** One GET over TLS on `socket` (fresh), resolved when the server closes it. */
+function tlsGet(
+  socket: Socket | undefined,
+  port: number,
+  ca: string,
+  authorization: string,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const tls = tlsConnect({
+      ...(socket ? { socket } : { host: LOOPBACK, port }),
+      servername: 'bench.test',
+      ca,
+    });
+    tls.on('error', reject);
+    tls.on('data', () => {});
+    tls.on('close', () => resolve());
+    tls.once('secureConnect', () =>
+      tls.write(
+        `GET / HTTP/1.1\r\nHost: bench.test:${port}\r\nAuthorization: Bearer ${authorization}\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+  });
+}
+
+/** Alternating direct TLS and intercepted requests (the placeholder swapped), same thread. */
+async function interceptedLatencies(): Promise<{ direct: number[]; proxied: number[] }> {
+  const [gatewayCa, upstreamCa] = await Promise.all([
+    EgressCertificateAuthority.generate(),
+    EgressCertificateAuthority.generate(),
+  ]);
+  const https = createHttpsServer(
+    {
+      SNICallback: (name, done) =>
+        void upstreamCa.secureContextFor(name).then(
+          (context) => done(null, context),
+          (error: Error) => done(error),
+        ),
+    },
+    (_req, res) => res.end('ok'),
+  );
+  const port = await listen(https as unknown as ReturnType<typeof createServer>);
+  const secret = 'bench-secret-value';
+  const proxy = new EgressProxy({
+    resolve: async () => [LOOPBACK],
+    allowPrivate: (a) => a === LOOPBACK,
+    certificateAuthority: gatewayCa,
+    upstreamCa: [upstreamCa.certificatePem],
+    secretEnv: { BENCH_TOKEN: secret },
+  });
+  const listener = await proxy.openSandbox({
+    sandboxId: 'bench-tls',
+    policy: parseNetworkPolicy({
+      mode: 'allowlist',
+      allow: ['bench.test'],
+      credentials: [
+        {
+          host: 'bench.test',
+          header: 'authorization',
+          source: { kind: 'env', name: 'BENCH_TOKEN' },
+        },
+      ],
+    }),
+    listen: { host: LOOPBACK, port: 0 },
+  });
+  const proxyPort = (listener.address as { port: number }).port;
+  const placeholder = listener.placeholders[0]!.placeholder;
+  const direct: number[] = [];
+  const proxied: number[] = [];
+  const timedGet = async (through: boolean) =>
+    through
+      ? tlsGet(await tunnel(proxyPort, port), port, gatewayCa.certificatePem, placeholder)
+      : tlsGet(undefined, port, upstreamCa.certificatePem, secret);
+  for (let i = 0; i < 40; i += 1) await timedGet(i % 2 === 1);
+  for (let i = 0; i < TLS_REQUESTS; i += 1) {
+    let t = performance.now();
+    await timedGet(false);
+    direct.push(performance.now() - t);
+    t = performance.now();
+    await timedGet(true);
+    proxied.push(performance.now() - t);
+  }
+  await proxy.close();
+  https.close();
+  return { direct, proxied };
 }
 
 /** The worker: one proxy; posts its port. */
