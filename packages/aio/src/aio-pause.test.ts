@@ -1,29 +1,41 @@
 import { getSandboxLeaseManager, isSbxError } from '@sbx/core';
 import { describeLifecycleContract, rejectionOf } from '@sbx/core/testing';
-import { describe, expect, it } from 'vitest';
-import { T, harnessContext } from './aio-test-context.js';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { SandboxBackend } from './sandbox-backend.js';
 import { makeHarness } from './testing/provider-harness.js';
+import type { Harness, HarnessOptions } from './testing/provider-harness.js';
 
 // Pause and resume on the AIO provider over the in-memory container backend, whose stand-in keeps
 // the engine's rules (a paused container answers nothing; pausing one already paused and
 // unpausing one not paused are both fine; a gone one is an error). Real Docker: aio-pause.int.test.ts.
 
-const { harness } = harnessContext();
+const T = (threadId: string) => ({ userId: 'u1', threadId });
+const harnesses: Harness[] = [];
+async function harness(options: HarnessOptions = {}): Promise<Harness> {
+  const h = await makeHarness(options);
+  harnesses.push(h);
+  return h;
+}
+afterEach(async () => {
+  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
+});
 
 function codeOf(error: unknown): string | undefined {
   return isSbxError(error) ? error.code : undefined;
 }
 
+// The stand-in's files live in memory, not in bind-mounted host directories, so it does not claim
+// thread data mounts: snapshot (which reads those directories) takes the contract's refused branch
+// here and is run for real in aio-pause.int.test.ts (the contract on real Docker).
 describeLifecycleContract('AioSandboxProvider (in-memory backend)', async () => {
-  const h = await makeHarness();
+  const h = await makeHarness({ config: { thread_data_mounts: false } });
   return { provider: h.provider, cleanup: () => h.cleanup() };
 });
 
 describe('AIO pause and resume', () => {
   it('declares pause on a backend that can pause, and pauses the container itself', async () => {
     const h = await harness();
-    expect(h.provider.lifecycleSupport).toEqual({ pause: true, snapshot: false });
+    expect(h.provider.lifecycleSupport.pause).toBe(true);
     const id = await h.provider.acquire(T('t'));
     await h.provider.pause(id);
     expect(h.backend.isPaused(id)).toBe(true);

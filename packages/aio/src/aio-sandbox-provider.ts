@@ -23,6 +23,8 @@ import type {
   SandboxProviderEvents,
   SandboxLifecycleSupport,
   SandboxSpec,
+  SnapshotArchiveStore,
+  SnapshotRef,
   SandboxSpecPolicy,
   SandboxSpecSupport,
   SkillsView,
@@ -46,6 +48,7 @@ import { AioAcquirePaths } from './aio-acquire-paths.js';
 import { aioClientFactory, closeQuietly } from './aio-backend-hooks.js';
 import { AioLeaseRenewal } from './aio-lease-renewal.js';
 import { AioPauses } from './aio-pauses.js';
+import { AioSnapshots } from './aio-snapshots.js';
 import { openOwnershipStore } from './aio-ownership-store.js';
 import type {
   AioListSandboxesOptions,
@@ -117,6 +120,7 @@ export class AioSandboxProvider
   readonly #teardown: AioTeardown;
   readonly #paths: AioAcquirePaths;
   readonly #pauses: AioPauses;
+  readonly #snapshots: AioSnapshots;
   readonly #reconciler: AioReconciler;
   readonly #leases: AioLeaseRenewal;
   readonly #renewal: PeriodicTask;
@@ -179,7 +183,9 @@ export class AioSandboxProvider
       leaseOwner: this,
     });
     this.#teardown = new AioTeardown(ctx);
-    this.#pauses = new AioPauses(ctx, (key, work) => this.#serializer.hold(key, work));
+    const hold = <T>(key: string, work: () => Promise<T>) => this.#serializer.hold(key, work);
+    this.#pauses = new AioPauses(ctx, hold);
+    this.#snapshots = new AioSnapshots(ctx, hold, () => this.usesThreadDataMounts);
     this.#paths = new AioAcquirePaths(
       ctx,
       this.#teardown,
@@ -292,10 +298,18 @@ export class AioSandboxProvider
       explicitSkillPolicy: options.skillPolicy !== undefined,
       ...(spec ? { spec } : {}),
     };
+    const { fromSnapshot } = options;
     return this.#track(
       this.#serializer.hold(
         serializerKey(userId, threadId),
-        () => this.#afterStartup(() => this.#paths.acquireThread(identity)),
+        () =>
+          this.#afterStartup(async () => {
+            // Under the thread's lock, before any path: the container starts with the files.
+            if (fromSnapshot !== undefined && fromSnapshot !== null) {
+              await this.#snapshots.restoreBeforeAcquire(fromSnapshot, identity);
+            }
+            return this.#paths.acquireThread(identity);
+          }),
         { signal: options.signal },
       ),
     );
@@ -371,9 +385,24 @@ export class AioSandboxProvider
   // --------------------------------------------------------------------------------------------
   // pause and resume (see `AioPauses`)
 
-  /** Pause on a local container backend; a provisioner's Pods cannot (refused, typed). */
+  /**
+   * Pause on a local container backend (a provisioner's Pods cannot); snapshot where the thread
+   * data is on this host (`usesThreadDataMounts`). Otherwise refused, typed.
+   */
   override get lifecycleSupport(): SandboxLifecycleSupport {
-    return { pause: this.#pauses.supported, snapshot: false };
+    return { pause: this.#pauses.supported, snapshot: this.#snapshots.supported };
+  }
+
+  /** A workspace checkpoint of the thread of a sandbox this instance holds (see `AioSnapshots`). */
+  override async snapshot(sandboxId: string): Promise<SnapshotRef> {
+    await this.#link.ready();
+    if (this.#closed || this.#retired) throw new ProviderClosedError();
+    return this.#snapshots.snapshot(sandboxId);
+  }
+
+  /** The store of this provider's snapshots (`sweep()` removes expired ones). */
+  get snapshotStore(): SnapshotArchiveStore {
+    return this.#snapshots.store;
   }
 
   /**

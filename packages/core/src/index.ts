@@ -223,6 +223,11 @@ export type {
   CheckpointManifestEntry,
   CheckpointRootName,
 } from './checkpoint/checkpoint-format.js';
+export {
+  SNAPSHOT_SWEEP_MAX_ENTRIES,
+  SnapshotArchiveStore,
+} from './checkpoint/snapshot-archive-store.js';
+export type { SnapshotArchiveStoreOptions } from './checkpoint/snapshot-archive-store.js';
 
 // @section warm-pool
 export type { WarmPoolRegistryOptions, WarmPoolSettings } from './warm-pool/warm-pool-registry.js';

@@ -25,4 +25,9 @@ export interface SnapshotRef {
   readonly createdAt: string;
   /** Size of what was recorded, when the provider knows it. */
   readonly sizeBytes?: number;
+  /**
+   * ISO 8601: when the snapshot stops restoring (`SnapshotExpiredError`), when the provider
+   * expires them. Informational: the provider decides from its own record, never from this field.
+   */
+  readonly expiresAt?: string;
 }
