@@ -1,12 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSbxError } from '../errors/errors.js';
-import type { SandboxProvider } from '../contract/sandbox-provider.js';
+import { expect, it } from 'vitest';
 import { parseNetworkPolicy, type NetworkPolicyInput } from '../contract/network-policy.js';
 import { networkPolicyEnforced } from '../contract/sandbox-spec.js';
-import type { ProviderUnderTest } from './provider-contract.js';
+import { describeProviderSuite, errorCode as codeOf, threadIds } from './provider-suite.js';
+import type { ProviderUnderTest } from './provider-suite.js';
 
-let unique = 0;
-const thread = (label: string) => `netpolicy-${label}-${process.pid}-${++unique}`;
+const thread = threadIds('netpolicy');
 
 async function outcome(promise: Promise<unknown>): Promise<{ ok: string } | { error: unknown }> {
   try {
@@ -15,8 +13,6 @@ async function outcome(promise: Promise<unknown>): Promise<{ ok: string } | { er
     return { error };
   }
 }
-
-const codeOf = (error: unknown): string | undefined => (isSbxError(error) ? error.code : undefined);
 
 /** Policies that restrict egress: each must be enforced or refused, never ignored. */
 const RESTRICTING: readonly (readonly [string, NetworkPolicyInput])[] = [
@@ -37,21 +33,9 @@ export function describeNetworkPolicyContract(
   name: string,
   make: () => Promise<ProviderUnderTest>,
 ): void {
-  describe(`SandboxProvider network policy contract: ${name}`, () => {
-    let put: ProviderUnderTest;
-    let provider: SandboxProvider;
-
-    beforeAll(async () => {
-      put = await make();
-      provider = put.provider;
-    });
-    afterAll(async () => {
-      await put?.provider.shutdown();
-      await put?.cleanup?.();
-    });
-
+  describeProviderSuite(`SandboxProvider network policy contract: ${name}`, make, (provider) => {
     it('declares whether it enforces network policies (absent: it does not)', () => {
-      const support = provider.specSupport.network;
+      const support = provider().specSupport.network;
       if (typeof support === 'object') {
         expect(Object.keys(support).sort()).toEqual(['credentials', 'filtered', 'none']);
       } else {
@@ -63,10 +47,10 @@ export function describeNetworkPolicyContract(
       it(`${label}: enforced with a sandbox of its own, or refused with a typed error`, async () => {
         const threadId = thread('restrict');
         const result = await outcome(
-          provider.acquire({ userId: 'u1', threadId, spec: { network } }),
+          provider().acquire({ userId: 'u1', threadId, spec: { network } }),
         );
         const enforced = networkPolicyEnforced(
-          provider.specSupport.network,
+          provider().specSupport.network,
           parseNetworkPolicy(network),
         );
         if (!enforced) {
@@ -74,14 +58,14 @@ export function describeNetworkPolicyContract(
           return;
         }
         if ('error' in result) throw result.error;
-        const open = await provider.acquire({ userId: 'u1', threadId });
+        const open = await provider().acquire({ userId: 'u1', threadId });
         expect(open).not.toBe('ok' in result ? result.ok : undefined);
       });
     }
 
     it('a malformed policy is refused with the key path, whatever the provider supports', async () => {
       const result = await outcome(
-        provider.acquire({
+        provider().acquire({
           userId: 'u1',
           threadId: thread('malformed'),
           spec: { network: { mode: 'allowlist', allow: ['exa mple.com'] } },
@@ -93,7 +77,7 @@ export function describeNetworkPolicyContract(
 
     it('plain open egress is accepted by every provider', async () => {
       const result = await outcome(
-        provider.acquire({
+        provider().acquire({
           userId: 'u1',
           threadId: thread('open'),
           spec: { network: { mode: 'open' } },

@@ -1,14 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ProviderClosedError, isSbxError } from '../errors/errors.js';
 import { hasProviderEvents } from '../contract/provider-events.js';
 import type { SandboxProviderEvent } from '../contract/provider-events.js';
-import type { SandboxProvider } from '../contract/sandbox-provider.js';
 import type { SandboxResourceName, SandboxSpec } from '../contract/sandbox-spec.js';
+import { describeProviderSuite, threadIds } from './provider-suite.js';
+import type { ProviderUnderTest } from './provider-suite.js';
 
-export interface ProviderUnderTest {
-  provider: SandboxProvider;
-  cleanup?: () => Promise<void>;
-}
+export type { ProviderUnderTest } from './provider-suite.js';
 
 export interface ProviderContractOptions {
   /** The provider supports `acquire()` without a thread (a generic/anonymous sandbox). Default true. */
@@ -28,8 +26,7 @@ const RESOURCE_VALUES: Readonly<Record<SandboxResourceName, readonly [number, nu
   diskGb: [5, 10],
 };
 
-let unique = 0;
-const thread = (label: string) => `contract-${label}-${process.pid}-${++unique}`;
+const thread = threadIds('contract');
 
 /**
  * Lifecycle behaviour every `SandboxProvider` must share. `make` is called once per suite; the
@@ -40,22 +37,10 @@ export function describeProviderContract(
   make: () => Promise<ProviderUnderTest>,
   options: ProviderContractOptions = {},
 ): void {
-  describe(`SandboxProvider contract: ${name}`, () => {
-    let put: ProviderUnderTest;
-    let provider: SandboxProvider;
-
-    beforeAll(async () => {
-      put = await make();
-      provider = put.provider;
-    });
-    afterAll(async () => {
-      await put?.provider.shutdown();
-      await put?.cleanup?.();
-    });
-
+  describeProviderSuite(`SandboxProvider contract: ${name}`, make, (provider) => {
     it('acquire returns an id whose sandbox get() returns synchronously', async () => {
-      const id = await provider.acquire({ userId: 'u1', threadId: thread('get') });
-      const sandbox = provider.get(id);
+      const id = await provider().acquire({ userId: 'u1', threadId: thread('get') });
+      const sandbox = provider().get(id);
       expect(sandbox).toBeDefined();
       expect(sandbox).not.toBeInstanceOf(Promise);
       expect(sandbox?.id).toBe(id);
@@ -64,10 +49,10 @@ export function describeProviderContract(
 
     it('the same user and thread get the same sandbox; other threads and users do not', async () => {
       const t = thread('same');
-      const a = await provider.acquire({ userId: 'u1', threadId: t });
-      const b = await provider.acquire({ userId: 'u1', threadId: t });
-      const otherThread = await provider.acquire({ userId: 'u1', threadId: thread('other') });
-      const otherUser = await provider.acquire({ userId: 'u2', threadId: t });
+      const a = await provider().acquire({ userId: 'u1', threadId: t });
+      const b = await provider().acquire({ userId: 'u1', threadId: t });
+      const otherThread = await provider().acquire({ userId: 'u1', threadId: thread('other') });
+      const otherUser = await provider().acquire({ userId: 'u2', threadId: t });
       expect(b).toBe(a);
       expect(otherThread).not.toBe(a);
       expect(otherUser).not.toBe(a);
@@ -82,16 +67,18 @@ export function describeProviderContract(
         { userId: `acme${colon}bob`, threadId: t },
       ];
       for (const attempt of attempts) {
-        const failure = await provider.acquire(attempt).then(
-          (id) => `acquired ${id}`,
-          (err: unknown) => err,
-        );
+        const failure = await provider()
+          .acquire(attempt)
+          .then(
+            (id) => `acquired ${id}`,
+            (err: unknown) => err,
+          );
         expect(isSbxError(failure) && failure.code, JSON.stringify(attempt)).toBe(
           'INVALID_ARGUMENT',
         );
         let admitted: unknown;
         try {
-          provider.admit(attempt);
+          provider().admit(attempt);
         } catch (err) {
           admitted = err;
         }
@@ -100,49 +87,49 @@ export function describeProviderContract(
         );
       }
       // The lookalikes the rule lets through stay two tenants.
-      const a = await provider.acquire({ userId: 'acme', threadId: `bob-${t}` });
-      const b = await provider.acquire({ userId: 'acme-bob', threadId: t });
+      const a = await provider().acquire({ userId: 'acme', threadId: `bob-${t}` });
+      const b = await provider().acquire({ userId: 'acme-bob', threadId: t });
       expect(a).not.toBe(b);
     });
 
     it('concurrent acquires for one thread converge on one sandbox', async () => {
       const t = thread('race');
       const ids = await Promise.all(
-        Array.from({ length: 8 }, () => provider.acquire({ userId: 'u1', threadId: t })),
+        Array.from({ length: 8 }, () => provider().acquire({ userId: 'u1', threadId: t })),
       );
       expect(new Set(ids).size).toBe(1);
     });
 
     it('get() of an unknown id is undefined', () => {
-      expect(provider.get('sbx-contract-unknown-id')).toBeUndefined();
+      expect(provider().get('sbx-contract-unknown-id')).toBeUndefined();
     });
 
     it('a released sandbox can be acquired again for the next turn', async () => {
       const t = thread('turns');
-      const first = await provider.acquire({ userId: 'u1', threadId: t });
-      await provider.release(first);
-      const second = await provider.acquire({ userId: 'u1', threadId: t });
-      expect(await provider.get(second)?.executeCommand('echo next-turn')).toContain('next-turn');
+      const first = await provider().acquire({ userId: 'u1', threadId: t });
+      await provider().release(first);
+      const second = await provider().acquire({ userId: 'u1', threadId: t });
+      expect(await provider().get(second)?.executeCommand('echo next-turn')).toContain('next-turn');
     });
 
     it('files written in one turn are visible in the next turn of the same thread', async () => {
       const t = thread('persist');
-      const first = await provider.acquire({ userId: 'u1', threadId: t });
-      await provider.get(first)?.writeFile('/mnt/user-data/workspace/keep.txt', 'kept\n');
-      await provider.release(first);
-      const second = await provider.acquire({ userId: 'u1', threadId: t });
-      expect(await provider.get(second)?.readFile('/mnt/user-data/workspace/keep.txt')).toBe(
+      const first = await provider().acquire({ userId: 'u1', threadId: t });
+      await provider().get(first)?.writeFile('/mnt/user-data/workspace/keep.txt', 'kept\n');
+      await provider().release(first);
+      const second = await provider().acquire({ userId: 'u1', threadId: t });
+      expect(await provider().get(second)?.readFile('/mnt/user-data/workspace/keep.txt')).toBe(
         'kept\n',
       );
     });
 
     it('threads do not see each other’s user data', async () => {
-      const a = await provider.acquire({ userId: 'u1', threadId: thread('iso-a') });
-      const b = await provider.acquire({ userId: 'u1', threadId: thread('iso-b') });
-      await provider.get(a)?.writeFile('/mnt/user-data/workspace/secret.txt', 'a-only\n');
+      const a = await provider().acquire({ userId: 'u1', threadId: thread('iso-a') });
+      const b = await provider().acquire({ userId: 'u1', threadId: thread('iso-b') });
+      await provider().get(a)?.writeFile('/mnt/user-data/workspace/secret.txt', 'a-only\n');
       let seen: unknown;
       try {
-        seen = await provider.get(b)?.readFile('/mnt/user-data/workspace/secret.txt');
+        seen = await provider().get(b)?.readFile('/mnt/user-data/workspace/secret.txt');
       } catch (err) {
         seen = err;
       }
@@ -150,10 +137,10 @@ export function describeProviderContract(
     });
 
     it('fails closed before acquisition for an explicit skill policy it cannot enforce', () => {
-      if (provider.supportsAgentSkillIsolation) return;
+      if (provider().supportsAgentSkillIsolation) return;
       let err: unknown;
       try {
-        provider.admit({
+        provider().admit({
           userId: 'u1',
           threadId: thread('policy'),
           skillPolicy: { allowedSkills: [] },
@@ -169,13 +156,13 @@ export function describeProviderContract(
 
     if (options.anonymousAcquire ?? true) {
       it('acquire without a thread returns a usable sandbox', async () => {
-        const id = await provider.acquire();
-        expect(await provider.get(id)?.executeCommand('echo anon')).toContain('anon');
+        const id = await provider().acquire();
+        expect(await provider().get(id)?.executeCommand('echo anon')).toContain('anon');
       });
     }
 
     it('refuses every spec field the provider does not honour, typed, before acquiring', async () => {
-      const support = provider.specSupport;
+      const support = provider().specSupport;
       const refused: SandboxSpec[] = [];
       if (!support.image) refused.push({ image: options.specImage ?? 'contract/image:1' });
       for (const name of Object.keys(RESOURCE_VALUES) as SandboxResourceName[]) {
@@ -186,7 +173,7 @@ export function describeProviderContract(
       if (!support.timeout) refused.push({ timeoutSeconds: 600 });
       if (!support.labels) refused.push({ labels: { 'sbx.dev/tenant': 'contract' } });
       for (const spec of refused) {
-        const failure = await provider
+        const failure = await provider()
           .acquire({ userId: 'u1', threadId: thread('spec-refused'), spec })
           .then(
             () => undefined,
@@ -197,7 +184,7 @@ export function describeProviderContract(
     });
 
     it('attack: a resource or timeout past every bound (2^31 pids, 1e300 MiB, a million CPUs) is refused, typed, before acquiring', async () => {
-      const support = provider.specSupport;
+      const support = provider().specSupport;
       // Past the ceilings no configuration lifts, so this holds whatever sandbox.spec.max_* says.
       const huge: Record<SandboxResourceName, number> = {
         pids: 2 ** 31,
@@ -210,7 +197,7 @@ export function describeProviderContract(
       }));
       if (support.timeout) specs.push({ timeoutSeconds: Number(`1e${300}`) });
       for (const spec of specs) {
-        const failure = await provider
+        const failure = await provider()
           .acquire({ userId: 'u1', threadId: thread('spec-huge'), spec })
           .then(
             () => undefined,
@@ -221,7 +208,7 @@ export function describeProviderContract(
     });
 
     it('a spec changing what the sandbox is names another sandbox; the same spec the same one', async (ctx) => {
-      const support = provider.specSupport;
+      const support = provider().specSupport;
       const resource = (['cpus', 'memoryMb', 'pids'] as const).find((r) =>
         support.resources.includes(r),
       );
@@ -231,32 +218,32 @@ export function describeProviderContract(
         return;
       }
       const t = thread('spec-identity');
-      const base = await provider.acquire({ userId: 'u1', threadId: t });
+      const base = await provider().acquire({ userId: 'u1', threadId: t });
       const specA: SandboxSpec = resource
         ? { resources: { [resource]: RESOURCE_VALUES[resource][0] } }
         : { image };
       const specB: SandboxSpec = resource
         ? { resources: { [resource]: RESOURCE_VALUES[resource][1] } }
         : { image, resources: undefined, labels: undefined, timeoutSeconds: undefined };
-      const a = await provider.acquire({ userId: 'u1', threadId: t, spec: specA });
-      const again = await provider.acquire({ userId: 'u1', threadId: t, spec: specA });
+      const a = await provider().acquire({ userId: 'u1', threadId: t, spec: specA });
+      const again = await provider().acquire({ userId: 'u1', threadId: t, spec: specA });
       expect(again).toBe(a);
       expect(a).not.toBe(base);
       if (resource) {
-        const b = await provider.acquire({ userId: 'u1', threadId: t, spec: specB });
+        const b = await provider().acquire({ userId: 'u1', threadId: t, spec: specB });
         expect(b).not.toBe(a);
         expect(b).not.toBe(base);
       }
     });
 
     it('labels alone do not change which sandbox a thread gets', async (ctx) => {
-      if (!provider.specSupport.labels) {
+      if (!provider().specSupport.labels) {
         ctx.skip();
         return;
       }
       const t = thread('spec-labels');
-      const plain = await provider.acquire({ userId: 'u1', threadId: t });
-      const labelled = await provider.acquire({
+      const plain = await provider().acquire({ userId: 'u1', threadId: t });
+      const labelled = await provider().acquire({
         userId: 'u1',
         threadId: t,
         spec: { labels: { 'sbx.dev/tenant': 'contract' } },
@@ -265,14 +252,15 @@ export function describeProviderContract(
     });
 
     it('reports every acquire path through SandboxProviderEvents (reuse for the second turn)', async () => {
-      expect(hasProviderEvents(provider)).toBe(true);
-      if (!hasProviderEvents(provider)) return;
+      const p = provider();
+      expect(hasProviderEvents(p)).toBe(true);
+      if (!hasProviderEvents(p)) return;
       const events: SandboxProviderEvent[] = [];
-      const off = provider.onEvent((e) => events.push(e));
+      const off = p.onEvent((e) => events.push(e));
       try {
         const t = thread('events');
-        const id = await provider.acquire({ userId: 'u1', threadId: t });
-        await provider.acquire({ userId: 'u1', threadId: t });
+        const id = await provider().acquire({ userId: 'u1', threadId: t });
+        await provider().acquire({ userId: 'u1', threadId: t });
         const paths = events
           .filter((e) => e.type === 'acquire' && e.sandboxId === id)
           .map((e) => (e.type === 'acquire' ? e.path : undefined));
@@ -285,11 +273,11 @@ export function describeProviderContract(
 
     // Last: it retires the provider (the reset contract of docs/architecture.md).
     it('reset() retires the instance: further acquires are refused, typed; what it held is released; twice is safe', async () => {
-      const id = await provider.acquire({ userId: 'u1', threadId: thread('reset') });
-      await provider.reset();
-      await provider.reset();
-      expect(provider.get(id)).toBeUndefined();
-      const refused = await provider
+      const id = await provider().acquire({ userId: 'u1', threadId: thread('reset') });
+      await provider().reset();
+      await provider().reset();
+      expect(provider().get(id)).toBeUndefined();
+      const refused = await provider()
         .acquire({ userId: 'u1', threadId: thread('after-reset') })
         .then(
           () => undefined,
