@@ -597,4 +597,24 @@ describe('credential brokering', () => {
     expect(await converse(tls, parts)).toMatch(/^HTTP\/1\.1 200/);
     expect(upstream.seen[0]!.headers.authorization).toBe(`Bearer ${SECRET}`);
   });
+
+  it('with interceptAllHosts off, only credential hosts are intercepted; others stay blind tunnels', async () => {
+    const h = harness({ interceptAllHosts: false });
+    const upstream = await httpsUpstream();
+    const listener = await h.open(POLICY);
+    const port = portOf(listener);
+    // other.test: the sandbox sees the upstream's own certificate, not one of the gateway CA.
+    const { socket } = await connectThrough(port, `other.test:${upstream.port}`);
+    const blind = tlsConnect({ socket, servername: 'other.test', ca: upstreamCa.certificatePem });
+    await new Promise<void>((resolve, reject) => {
+      blind.once('secureConnect', resolve);
+      blind.once('error', reject);
+    });
+    expect(blind.authorized).toBe(true);
+    blind.destroy();
+    // api.test: intercepted, the gateway CA's leaf.
+    const tls = await tlsThrough(port, 'api.test', upstream.port);
+    expect(tls.authorized).toBe(true);
+    tls.destroy();
+  });
 });
