@@ -29,6 +29,11 @@ export interface E2BConnectOptions {
   signal?: AbortSignal;
 }
 
+/** `SandboxPauseOpts` subset. */
+export interface E2BPauseOptions {
+  signal?: AbortSignal;
+}
+
 /** `SandboxListOpts` subset. */
 export interface E2BListOptions {
   query?: {
@@ -168,5 +173,11 @@ export interface E2BClient {
   create(opts: E2BCreateOptions): Promise<E2BRemoteSandbox>;
   /** Resumes a paused VM; `SandboxNotFoundError` for a dead or unknown id. */
   connect(sandboxId: string, opts?: E2BConnectOptions): Promise<E2BRemoteSandbox>;
+  /**
+   * `Sandbox.pause(id)` (memory kept): `true` paused, `false` already paused;
+   * `SandboxNotFoundError` for a dead or unknown id. Until a `connect` resumes it, every call
+   * through a connection of the VM fails.
+   */
+  pause(sandboxId: string, opts?: E2BPauseOptions): Promise<boolean>;
   list(opts?: E2BListOptions): E2BPaginator;
 }

@@ -73,7 +73,15 @@ export class E2BInspection {
       return {
         id,
         ...(key !== undefined ? { userId: key.userId, threadId: key.threadId } : {}),
-        state: active !== undefined ? 'active' : warm !== undefined ? 'warm' : info.state,
+        // A warm VM the control plane says is paused is shown paused (`sbx ls`).
+        state:
+          active !== undefined
+            ? 'active'
+            : warm !== undefined
+              ? info.state === 'paused'
+                ? 'paused'
+                : 'warm'
+              : info.state,
         ...(updatedAt !== undefined ? { updatedAt } : {}),
         location: info.templateId ? `e2b:${info.templateId}` : 'e2b',
         ...specLabelsOf(info),

@@ -15,6 +15,7 @@ import type {
   Logger,
   ResolvedOwnershipConfig,
   SandboxProviderEventListener,
+  SandboxLifecycleSupport,
   SandboxSpecPolicy,
   SandboxSpecSupport,
   SyncAgentSkillsOptions,
@@ -38,6 +39,7 @@ import type { E2BSettings } from './e2b-config.js';
 import { errorMessage } from './e2b-errors.js';
 import { E2BInspection } from './e2b-inspection.js';
 import { E2BLeaseRenewal } from './e2b-lease-renewal.js';
+import { E2BPauses } from './e2b-pauses.js';
 import type {
   E2BListSandboxesOptions,
   E2BOrphanReapReport,
@@ -83,6 +85,7 @@ export class E2BSandboxProvider extends SandboxProvider {
   readonly #teardown: E2BTeardown;
   readonly #capacity: E2BCapacity;
   readonly #paths: E2BAcquirePaths;
+  readonly #pauses: E2BPauses;
   readonly #uploads: E2BUploads;
   readonly #reconciler: E2BReconciler;
   readonly #inspection: E2BInspection;
@@ -155,6 +158,13 @@ export class E2BSandboxProvider extends SandboxProvider {
     this.#capacity = new E2BCapacity(this.#ctx, this.#teardown);
     this.#uploads = new E2BUploads(this.#ctx);
     this.#paths = new E2BAcquirePaths(this.#ctx, this.#teardown, this.#capacity, this.#uploads);
+    this.#pauses = new E2BPauses({
+      ctx: this.#ctx,
+      teardown: this.#teardown,
+      paths: this.#paths,
+      hold: (key, work) => this.#holdThread(key, work),
+      leaseOwner: this,
+    });
     this.#reconciler = new E2BReconciler(this.#ctx, this.#teardown, this.#capacity);
     this.#inspection = new E2BInspection(this.#ctx, this.#reconciler);
     this.#leases = new E2BLeaseRenewal(this.#ctx);
@@ -295,6 +305,34 @@ export class E2BSandboxProvider extends SandboxProvider {
 
   // ------------------------------------------------------------------------------------------
   // lifecycle
+
+  /** Pause and resume on the SDK's terms (see `E2BPauses`); snapshot not offered. */
+  override get lifecycleSupport(): SandboxLifecycleSupport {
+    return { pause: true, snapshot: false };
+  }
+
+  /** `Sandbox.pause` of a VM this instance holds, parked warm first. See `E2BPauses`. */
+  override async pause(sandboxId: string): Promise<void> {
+    this.#assertOpen();
+    await this.#stores_();
+    await this.#tracked(this.#pauses.pause(sandboxId));
+  }
+
+  /** Takes a paused (or warm) VM back active; `connect` resumes it. */
+  override async resume(sandboxId: string): Promise<void> {
+    this.#assertOpen();
+    await this.#stores_();
+    await this.#tracked(this.#pauses.resume(sandboxId));
+  }
+
+  async #holdThread<T>(key: ThreadKey, work: () => Promise<T>): Promise<T> {
+    try {
+      return await this.#serializer.hold(this.#serializerKey(key), work);
+    } catch (error) {
+      if (error instanceof SerializerClosedError) throw this.#closedError();
+      throw error;
+    }
+  }
 
   override get(sandboxId: string): E2BSandbox | undefined {
     return this.#book.active(sandboxId)?.sandbox;

@@ -4,6 +4,7 @@ import type {
   E2BConnectOptions,
   E2BCreateOptions,
   E2BListOptions,
+  E2BPauseOptions,
   E2BPaginator,
   E2BRemoteSandbox,
 } from './e2b-client.js';
@@ -31,6 +32,7 @@ interface SdkSandboxInstance {
 interface SdkSandboxClass {
   create(opts: Record<string, unknown>): Promise<SdkSandboxInstance>;
   connect(sandboxId: string, opts?: Record<string, unknown>): Promise<SdkSandboxInstance>;
+  pause(sandboxId: string, opts?: Record<string, unknown>): Promise<boolean>;
   list(opts?: Record<string, unknown>): E2BPaginator;
 }
 
@@ -131,6 +133,13 @@ export class SdkE2BClient implements E2BClient {
           defined({ ...this.#connection, timeoutMs: opts.timeoutMs, signal: opts.signal }),
         ),
       ),
+    );
+  }
+
+  async pause(sandboxId: string, opts: E2BPauseOptions = {}): Promise<boolean> {
+    const { Sandbox } = await this.#sdk();
+    return reachable(this.#connection, () =>
+      Sandbox.pause(sandboxId, defined({ ...this.#connection, signal: opts.signal })),
     );
   }
 

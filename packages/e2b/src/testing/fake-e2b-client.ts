@@ -7,6 +7,7 @@ import type {
   E2BConnectOptions,
   E2BCreateOptions,
   E2BListOptions,
+  E2BPauseOptions,
   E2BPaginator,
   E2BRemoteSandbox,
   E2BSandboxInfo,
@@ -19,6 +20,7 @@ import { fakeRemoteSandbox, type FakeOpRunner } from './fake-e2b-remote-sandbox.
 export type FakeE2BOp =
   | 'create'
   | 'connect'
+  | 'pause'
   | 'list'
   | 'run'
   | 'read'
@@ -42,6 +44,11 @@ export interface FakeVmRecord {
   readonly envs: Record<string, string>;
   timeoutMs: number | undefined;
   alive: boolean;
+  /**
+   * Paused by `pause` (the SDK's `Sandbox.pause`): every call through a connection is refused, as
+   * the VM's envd is not there to answer, until a `connect` resumes it.
+   */
+  paused: boolean;
   readonly startedAt: Date;
   readonly vm: LocalVm;
 }
@@ -177,10 +184,26 @@ export class FakeE2BClient implements E2BClient {
     return this.#op('connect', sandboxId, opts, async () => {
       const record = this.vms.get(sandboxId);
       if (!record?.alive) throw fakeErrors.connectNotFound(sandboxId);
+      // The SDK's rule: connecting to a paused sandbox resumes it.
+      record.paused = false;
       if (opts.timeoutMs !== undefined && (record.timeoutMs ?? 0) < opts.timeoutMs) {
         record.timeoutMs = opts.timeoutMs;
       }
       return fakeRemoteSandbox(record, this.#runOp);
+    });
+  }
+
+  /**
+   * `Sandbox.pause(id)`: `true` when it got paused, `false` when it already was (the SDK's
+   * answers); a dead or unknown id is `SandboxNotFoundError`.
+   */
+  pause(sandboxId: string, opts: E2BPauseOptions = {}): Promise<boolean> {
+    return this.#op('pause', sandboxId, opts, async () => {
+      const record = this.vms.get(sandboxId);
+      if (!record?.alive) throw fakeErrors.notFound(sandboxId);
+      if (record.paused) return false;
+      record.paused = true;
+      return true;
     });
   }
 
@@ -190,8 +213,9 @@ export class FakeE2BClient implements E2BClient {
     let started = false;
     const matches = (record: FakeVmRecord): boolean => {
       if (!record.alive) return false;
+      // The SDK's default: running and paused.
       const states = opts.query?.state;
-      if (states && !states.includes('running')) return false;
+      if (states && !states.includes(record.paused ? 'paused' : 'running')) return false;
       const wanted = opts.query?.metadata ?? {};
       return Object.entries(wanted).every(([k, v]) => record.metadata[k] === v);
     };
@@ -215,7 +239,7 @@ export class FakeE2BClient implements E2BClient {
             templateId: r.template,
             metadata: { ...r.metadata },
             startedAt: r.startedAt,
-            state: 'running',
+            state: r.paused ? 'paused' : 'running',
           }));
         }),
     };
@@ -250,6 +274,7 @@ export class FakeE2BClient implements E2BClient {
       envs: { ...envs },
       timeoutMs,
       alive: true,
+      paused: false,
       startedAt: startedAt ?? new Date(),
       vm,
     };

@@ -27,8 +27,10 @@ export type FakeOpRunner = <T>(
 export function fakeRemoteSandbox(record: FakeVmRecord, op: FakeOpRunner): E2BRemoteSandbox {
   const id = record.sandboxId;
   const vm = record.vm;
+  // A paused VM's envd does not answer: to a caller it looks as gone as a dead one, until a
+  // `connect` resumes it.
   const ensureAlive = (gone: () => Error): void => {
-    if (!record.alive) throw gone();
+    if (!record.alive || record.paused) throw gone();
   };
   const files = {
     read: ((p: string, opts?: { format?: 'text' | 'bytes' | 'stream' }) =>
