@@ -242,6 +242,16 @@ export class EgressProxy implements EgressEvents {
           logger: this.#logger,
         })
       : undefined;
+    const ca = this.#options.certificateAuthority;
+    if (broker && ca) {
+      // Issued now, in WebCrypto's thread pool, so the first request to a credential host does
+      // not wait for a signature. A failure here is retried at that request (and refused there).
+      for (const host of new Set(policy.credentials.map((c) => c.host))) {
+        ca.secureContextFor(host).catch((error: unknown) =>
+          this.#logger.warn('egress leaf certificate failed', { host, error }),
+        );
+      }
+    }
     // No Nagle delay: a proxy's small writes (heads, TLS records) would otherwise wait for ACKs.
     const server = createServer({ noDelay: true });
     const state: SandboxState = {
