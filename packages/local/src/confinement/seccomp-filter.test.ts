@@ -19,44 +19,15 @@ import {
   type SeccompArch,
 } from './seccomp-filter.js';
 import { SYSCALL_TABLES, type SyscallName } from './seccomp-syscalls.js';
+import {
+  ALWAYS_EPERM,
+  ENOSYS as ENOSYS_ERRNO,
+  EPERM as EPERM_ERRNO,
+} from './seccomp-test-support.js';
 
 const ARCHES: readonly SeccompArch[] = ['x86_64', 'aarch64'];
-const EPERM = SECCOMP_RET_ERRNO | 1;
-const ENOSYS = SECCOMP_RET_ERRNO | 38;
-
-// Written out here, not derived from the policy, so dropping a refusal from the policy fails.
-const ALWAYS_EPERM: readonly SyscallName[] = [
-  'ptrace',
-  'process_vm_readv',
-  'process_vm_writev',
-  'mount',
-  'umount2',
-  'pivot_root',
-  'move_mount',
-  'open_tree',
-  'fsopen',
-  'fsconfig',
-  'fsmount',
-  'fspick',
-  'mount_setattr',
-  'unshare',
-  'setns',
-  'keyctl',
-  'add_key',
-  'request_key',
-  'bpf',
-  'perf_event_open',
-  'userfaultfd',
-  'kexec_load',
-  'kexec_file_load',
-  'init_module',
-  'finit_module',
-  'delete_module',
-  'open_by_handle_at',
-  'io_uring_setup',
-  'io_uring_enter',
-  'io_uring_register',
-];
+const EPERM = SECCOMP_RET_ERRNO | EPERM_ERRNO;
+const ENOSYS = SECCOMP_RET_ERRNO | ENOSYS_ERRNO;
 
 const NAMESPACE_FLAGS: Readonly<Record<string, number>> = {
   CLONE_NEWTIME: 0x80,
