@@ -203,6 +203,33 @@ describe.runIf(confinable)('a confined sandbox gets out through its egress gatew
     expect(attachments.opened).toBe(opened + 1);
   }, 120_000);
 
+  it('attack: killing the forwarder (to take its port) ends the namespace; the next command gets a fresh one', async () => {
+    await run(sandbox, 'true');
+    const initBefore = provider.confinedInitPid(sandbox.id);
+    const opened = attachments.opened;
+    const closed = attachments.closed;
+    const takeover = [
+      'for p in /proc/[0-9]*; do',
+      `  if tr '\\0' ' ' < "$p/cmdline" 2>/dev/null | grep -q '^/run/sbx-egress/'; then kill -9 "\${p#/proc/}"; fi`,
+      'done',
+      'sleep 2',
+      // Had the namespace survived, this listener would now be HTTP_PROXY.
+      `node -e "require('net').createServer((c) => c.end('HIJACKED')).listen(3128, '127.0.0.1')" &`,
+      'sleep 2; echo SURVIVED',
+    ].join('\n');
+    const killed = await sandbox
+      .exec(hidden(takeover), { timeoutMs: 60_000 })
+      .then((r) => `${r.stdout}${r.stderr}`)
+      .catch((error: unknown) => String(error));
+    expect(killed).not.toContain('SURVIVED');
+    const out = await run(sandbox, `curl -sS --max-time 20 http://allowed.test:${port}/`);
+    expect(out).toContain(token);
+    expect(out).not.toContain('HIJACKED');
+    expect(provider.confinedInitPid(sandbox.id)).not.toBe(initBefore);
+    expect(attachments.opened).toBe(opened + 1);
+    expect(attachments.closed).toBe(closed + 1);
+  }, 120_000);
+
   it('without a gateway a filtered policy is refused, and mode none is enforced', async () => {
     const error = await gatewayNone
       .acquire({
