@@ -329,3 +329,55 @@ describe('SbxDeepAgentsBackend with hostile arguments', () => {
     expect((await backend.read('/etc/passwd')).error).toContain('Only paths under');
   });
 });
+
+describe('SbxDeepAgentsBackend streams execute’s output', () => {
+  let baseDir: string;
+  let provider: LocalSandboxProvider;
+
+  beforeEach(async () => {
+    baseDir = await mkdtemp(join(tmpdir(), 'sbx-deepagents-stream-'));
+    provider = new LocalSandboxProvider({ baseDir, allowHostBash: true, logger: silentLogger });
+  });
+  afterEach(async () => {
+    await provider.shutdown();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+
+  // Waits (bounded) for a file the test writes only once it saw the first line.
+  const GATED =
+    'echo first; for i in $(seq 400); do [ -f go ] && break; sleep 0.05; done; echo second';
+
+  it('a deep agent’s streamEvents get execute’s first line before the tool ends', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 'ds1' });
+    const model = new ScriptedChatModel([[{ tool: 'execute', args: { command: GATED } }]]);
+    const agent = createDeepAgent({ model, backend });
+    const seen: string[] = [];
+    const events = agent.streamEvents(
+      { messages: [{ role: 'user', content: 'go' }] },
+      { version: 'v2' },
+    );
+    for await (const event of events) {
+      if (event.event === 'on_custom_event' && event.name === 'sbx_tool_output') {
+        const data = event.data as { tool: string; text: string };
+        expect(data).toMatchObject({ type: 'sbx_tool_output', tool: 'execute', stream: 'stdout' });
+        seen.push(`custom:${data.text}`);
+        if (data.text === 'first\n') {
+          const sandbox = provider.get(await provider.acquire({ threadId: 'ds1' }));
+          await sandbox?.writeFile(`${W}/go`, '');
+        }
+      } else if (event.event === 'on_tool_end' && event.name === 'execute') {
+        seen.push('tool-end');
+      }
+    }
+    expect(seen).toEqual(['custom:first\n', 'custom:second\n', 'tool-end']);
+  });
+
+  it('called outside a run, execute streams to no one and still answers', async () => {
+    const backend = new SbxDeepAgentsBackend({ provider, threadId: 'ds2' });
+    expect(await backend.execute('echo plain')).toEqual({
+      output: 'plain\n',
+      exitCode: 0,
+      truncated: false,
+    });
+  });
+});

@@ -41,6 +41,7 @@ import type {
 import { downloadFiles, uploadFiles } from './deepagents-transfer.js';
 import { langChainModules } from './langchain-modules.js';
 import { runIdentityOf } from './run-identity.js';
+import { toolOutputEvents } from './tool-output-events.js';
 import { ThreadRunners } from '@sbx/core';
 
 /** deepagents' default page when the model gives no `limit`. */
@@ -268,7 +269,7 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
   }
 
   /** A tool call on the current operation's thread; a bad run thread id is its failure. */
-  async #call(name: string, input: unknown): Promise<ToolCallResult> {
+  async #call(name: string, input: unknown, streamAs?: string): Promise<ToolCallResult> {
     let runner: ToolRunner;
     try {
       runner = await this.#runner();
@@ -277,7 +278,17 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
       const code = isSbxError(err) ? err.code : 'UNEXPECTED';
       return { text: `Error: ${message}`, isError: true, error: { code, message } };
     }
-    return runner.call(name, input);
+    if (streamAs === undefined) return runner.call(name, input);
+    // deepagents passes execute no config: the run's config (its stream writer, the tool call)
+    // is the one LangChain keeps for the running tool.
+    const modules = await langChainModules();
+    const config: unknown =
+      modules.singletons.AsyncLocalStorageProviderSingleton.getRunnableConfig();
+    if (typeof config !== 'object' || config === null) return runner.call(name, input);
+    const events = toolOutputEvents(modules, config, streamAs, runner.context.logger);
+    const result = await runner.call(name, input, { onOutput: events.onOutput });
+    await events.settled();
+    return result;
   }
 
   async write(filePath: string, content: string): Promise<WriteResult> {
@@ -355,14 +366,17 @@ export class SbxDeepAgentsBackend implements SandboxBackendProtocolV2 {
    * The `bash` tool. `exitCode` is the command's exit status as data (deepagents then adds its
    * `[Command failed with exit code n]` line, so sbx's own `Exit Code: n` line is left out of the
    * output); `null` when there is none: still running (yield mode), ended by its time limit or a
-   * signal, or never started (the output says why).
+   * signal, or never started (the output says why). Its output goes out while it runs as
+   * `sbx_tool_output` custom events with `tool: 'execute'` (`streamEvents`), all before the
+   * result; not to LangGraph's `streamMode: 'custom'`, whose writer deepagents does not hand a
+   * backend.
    */
   async execute(command: string): Promise<ExecuteResponse> {
     const input =
       this.#executeYieldMs === undefined
         ? { command }
         : { command, yield_time_ms: this.#executeYieldMs };
-    const result = await this.#call('bash', input);
+    const result = await this.#call('bash', input, 'execute');
     const details = result.command;
     if (details === undefined) return { output: result.text, exitCode: null, truncated: false };
     const exitCode = details.running || details.timedOut ? null : details.exitCode;
