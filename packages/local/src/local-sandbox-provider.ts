@@ -466,7 +466,10 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     if (namespace) {
       // Confined: the namespace holds everything the thread started, cached or evicted.
       if (cached) await cached.processes.killRunning();
-      this.confinement.forget(sandboxId);
+      // A cached sandbox's next command starts this namespace again: it stays tracked, so that
+      // eviction and shutdown still end it (and close its egress attachment). An evicted one's is
+      // forgotten; a rebuilt sandbox gets a new one.
+      if (!cached) this.confinement.forget(sandboxId);
       await namespace.kill();
       return;
     }

@@ -29,8 +29,25 @@ describe.runIf(confinable)('a confined sandbox gets out through its egress gatew
   let provider: LocalSandboxProvider;
   let gatewayNone: LocalSandboxProvider;
   let sandbox: LocalSandbox;
+  let real: EgressProxyGateway;
   const token = `UPSTREAM${randomBytes(8).toString('hex')}`;
   const attachments = { opened: 0, closed: 0 };
+
+  /** The real gateway, counting what a provider opens and closes through it. */
+  const counting = (counts: { opened: number; closed: number }): EgressGateway => ({
+    brokersCredentials: real.brokersCredentials,
+    async open(request) {
+      const attachment = await real.open(request);
+      counts.opened += 1;
+      return {
+        ...attachment,
+        close: async () => {
+          counts.closed += 1;
+          await attachment.close();
+        },
+      };
+    },
+  });
 
   const run = async (target: LocalSandbox, script: string) => {
     const r = await target.exec(hidden(`${script}\necho PROBE_RAN`), { timeoutMs: 60_000 });
@@ -53,26 +70,11 @@ describe.runIf(confinable)('a confined sandbox gets out through its egress gatew
       },
       allowPrivate: (address) => address === LOOPBACK,
     });
-    const real = new EgressProxyGateway(proxy, { socketRoot });
-    // Counts what the provider opens and closes; the gateway itself is the real one.
-    const counting: EgressGateway = {
-      brokersCredentials: real.brokersCredentials,
-      async open(request) {
-        const attachment = await real.open(request);
-        attachments.opened += 1;
-        return {
-          ...attachment,
-          close: async () => {
-            attachments.closed += 1;
-            await attachment.close();
-          },
-        };
-      },
-    };
+    real = new EgressProxyGateway(proxy, { socketRoot });
     provider = new LocalSandboxProvider({
       baseDir: base,
       isolation: 'bwrap',
-      egress: counting,
+      egress: counting(attachments),
       logger: silentLogger,
     });
     gatewayNone = new LocalSandboxProvider({
@@ -228,6 +230,23 @@ describe.runIf(confinable)('a confined sandbox gets out through its egress gatew
     expect(provider.confinedInitPid(sandbox.id)).not.toBe(initBefore);
     expect(attachments.opened).toBe(opened + 1);
     expect(attachments.closed).toBe(closed + 1);
+  }, 120_000);
+
+  it('shutdown closes every attachment, also one a command opened again after a release', async () => {
+    const counts = { opened: 0, closed: 0 };
+    const own = new LocalSandboxProvider({
+      baseDir: base,
+      isolation: 'bwrap',
+      egress: counting(counts),
+      logger: silentLogger,
+    });
+    const id = await own.acquire({ userId: 'u', threadId: 'lifecycle' });
+    await run(own.get(id)!, 'true');
+    await own.release(id);
+    await run(own.get(id)!, `curl -sS --max-time 20 http://allowed.test:${port}/ || true`);
+    expect(counts).toEqual({ opened: 2, closed: 1 });
+    await own.shutdown();
+    expect(counts).toEqual({ opened: 2, closed: 2 });
   }, 120_000);
 
   it('without a gateway a filtered policy is refused, and mode none is enforced', async () => {
