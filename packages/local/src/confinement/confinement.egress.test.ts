@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { isSbxError, silentLogger, type EgressGateway } from '@sbx/core';
 import { EgressProxy, EgressProxyGateway } from '@sbx/egress';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LocalSandboxProvider } from '../local-sandbox-provider.js';
 import type { LocalSandbox } from '../local-sandbox.js';
 import { confinementForTests, hidden } from './confinement-test-support.js';
@@ -135,6 +135,63 @@ describe.runIf(confinable)('a confined sandbox gets out through its egress gatew
     );
     expect(out).toContain('DIRECT_FAILED');
     expect(out).not.toContain(token);
+  }, 120_000);
+
+  it('attack: DNS from inside fails (no resolver, no route to a public one)', async () => {
+    const probe = [
+      "const dns = require('dns');",
+      "dns.lookup('example.com', (e) => console.log(e ? 'LOOKUP_FAILED' : 'LOOKUP_WORKED'));",
+      "const s = require('dgram').createSocket('udp4');",
+      "s.send(Buffer.alloc(12), 53, '8.8.8.8', (e) => { console.log(e ? 'UDP_FAILED ' + e.code : 'UDP_SENT'); s.close(); });",
+    ].join('\n');
+    const out = await run(
+      sandbox,
+      `node -e "$(printf %s ${Buffer.from(probe).toString('base64')} | base64 -d)"`,
+    );
+    expect(out).toContain('LOOKUP_FAILED');
+    expect(out).toMatch(/UDP_FAILED (ENETUNREACH|EPERM|EACCES)/);
+  }, 120_000);
+
+  it('a failing gateway fails the command with its error, and the next command tries again', async () => {
+    let fail = true;
+    const flaky: EgressGateway = {
+      brokersCredentials: false,
+      open: (request) =>
+        fail ? Promise.reject(new Error('gateway unavailable')) : real.open(request),
+    };
+    const own = new LocalSandboxProvider({
+      baseDir: base,
+      isolation: 'bwrap',
+      egress: flaky,
+      logger: silentLogger,
+    });
+    const id = await own.acquire({ userId: 'u', threadId: 'flaky' });
+    const error = await own
+      .get(id)!
+      .exec('true')
+      .catch((e: unknown) => e);
+    expect(String(error)).toContain('gateway unavailable');
+    expect(own.confinedInitPid(id)).toBeUndefined();
+    fail = false;
+    const out = await run(own.get(id)!, `curl -sS --max-time 20 http://allowed.test:${port}/`);
+    expect(out).toContain(token);
+    await own.shutdown();
+  }, 120_000);
+
+  it("eviction from the cache closes the evicted sandbox's attachment", async () => {
+    const counts = { opened: 0, closed: 0 };
+    const own = new LocalSandboxProvider({
+      baseDir: base,
+      isolation: 'bwrap',
+      egress: counting(counts),
+      maxCachedThreads: 1,
+      logger: silentLogger,
+    });
+    const first = await own.acquire({ userId: 'u', threadId: 'evict-1' });
+    await run(own.get(first)!, 'true');
+    await own.acquire({ userId: 'u', threadId: 'evict-2' });
+    await vi.waitFor(() => expect(counts.closed).toBe(1), { timeout: 30_000 });
+    await own.shutdown();
   }, 120_000);
 
   it('attack: unsetting HTTP_PROXY gives no route out (no resolver, no route to any address)', async () => {
