@@ -10,6 +10,7 @@ import type { Manifest, SandboxClient, SandboxClientCreateArgs } from '@openai/a
 import {
   SBX_WORKSPACE_ROOT,
   SbxSandboxSession,
+  type SbxExecOutputEvent,
   type SbxSandboxSessionState,
 } from './sbx-sandbox-session.js';
 import { ThreadRunners } from '@sbx/core';
@@ -24,9 +25,18 @@ export interface SbxSandboxClientOptions extends Record<string, unknown> {
 
 /**
  * The client's options: a new tool context (`provider`, `threadId`, `userId`, `config`,
- * `authorize`, `leaseManager`, ...) or an existing `context`, as `createSbxTools` takes.
+ * `authorize`, `leaseManager`, ...) or an existing `context`, as `createSbxTools` takes, plus
+ * `onExecOutput`.
  */
-export type SbxSandboxClientInit = ToolRunnerOptions;
+export type SbxSandboxClientInit = ToolRunnerOptions & {
+  /**
+   * Receives `exec_command`'s output while the command runs, a line at a time, masked, redacted
+   * and bounded as the result is, all before the call returns: the SDK has no stream event for a
+   * sandbox command's progress, so a host forwards these to its own stream. It must not block;
+   * one that throws is logged once and gets nothing more for that call.
+   */
+  onExecOutput?: (event: SbxExecOutputEvent) => void;
+};
 
 /**
  * An OpenAI Agents SDK `SandboxClient` backed by any sbx provider, for `SandboxAgent`:
@@ -45,9 +55,12 @@ export class SbxSandboxClient implements SandboxClient<
 > {
   readonly backendId = 'sbx';
   readonly #runners: ThreadRunners;
+  readonly #onExecOutput: ((event: SbxExecOutputEvent) => void) | undefined;
 
   constructor(options: SbxSandboxClientInit) {
-    this.#runners = new ThreadRunners(options);
+    const { onExecOutput, ...runnerOptions } = options;
+    this.#runners = new ThreadRunners(runnerOptions);
+    this.#onExecOutput = onExecOutput;
   }
 
   async create(
@@ -90,6 +103,10 @@ export class SbxSandboxClient implements SandboxClient<
       ...(userId !== undefined ? { userId } : {}),
       workspaceReady: true,
     };
-    return new SbxSandboxSession(state, runner, agents.applyDiff);
+    return new SbxSandboxSession(state, runner, {
+      applyDiff: agents.applyDiff,
+      errors: sandboxModule,
+      onExecOutput: this.#onExecOutput,
+    });
   }
 }

@@ -1,12 +1,14 @@
 import {
-  InvalidArgumentError,
+  CapabilityNotSupportedError,
   ensureSandboxInitialized,
+  isSbxError,
   errorMessage,
   fileOperationLock,
   runToolInvocation,
   type Sandbox,
   type ToolCallResult,
   type ToolContext,
+  type ToolOutputListener,
   type ToolRunner,
 } from '@sbx/core';
 import {
@@ -17,17 +19,28 @@ import {
   recordFileContent,
   resolveToolConfig,
 } from '@sbx/core/internal';
-import type { ApplyPatchResult, Editor } from '@openai/agents';
+import type { ApplyPatchResult, Editor, ToolOutputImage } from '@openai/agents';
+import type * as AgentsSandbox from '@openai/agents/sandbox';
 import type {
   ExecCommandArgs,
+  ExposedPortEndpoint,
   ListDirectoryArgs,
   ReadFileArgs,
+  SandboxArchiveLimits,
   SandboxDirectoryEntry,
   SandboxExecResult,
   SandboxSession,
   SandboxSessionState,
+  ViewImageArgs,
+  WorkspaceArchiveData,
+  WorkspaceArchiveOptions,
+  WriteStdinArgs,
 } from '@openai/agents/sandbox';
 import { posix } from 'node:path';
+import { execYielded, writeStdin } from './exec-sessions.js';
+import { viewImage } from './view-image.js';
+import { hydrateWorkspace, persistWorkspace } from './workspace-archive.js';
+import { removeWorkspaceFile } from './workspace-file-removal.js';
 
 /** The workspace every sbx sandbox has: the manifest root of an sbx session. */
 export const SBX_WORKSPACE_ROOT = '/mnt/user-data/workspace';
@@ -43,6 +56,26 @@ export interface SbxSandboxSessionState extends SandboxSessionState {
 
 type ApplyDiff = (input: string, diff: string, mode?: 'default' | 'create') => string;
 
+/** One piece of a running `exec_command`'s output (`onExecOutput`). */
+export interface SbxExecOutputEvent {
+  readonly threadId: string;
+  readonly stream: 'stdout' | 'stderr';
+  readonly text: string;
+}
+
+/**
+ * What a session takes: from the SDK, loaded with it, the diff applier and its error classes;
+ * from the client, the output listener.
+ */
+export interface SessionDeps {
+  readonly applyDiff: ApplyDiff;
+  readonly onExecOutput?: ((event: SbxExecOutputEvent) => void) | undefined;
+  readonly errors: Pick<
+    typeof AgentsSandbox,
+    'SandboxUnsupportedFeatureError' | 'SandboxPtyError' | 'SandboxExposedPortUnavailableError'
+  >;
+}
+
 /**
  * One SandboxAgent session over one sbx tool context: the shell capability's `exec_command` runs
  * sbx's `bash` tool and the filesystem capability's `apply_patch` writes through `write_file`, so
@@ -53,11 +86,19 @@ export class SbxSandboxSession implements SandboxSession<SbxSandboxSessionState>
   state: SbxSandboxSessionState;
   readonly #runner: ToolRunner;
   readonly #applyDiff: ApplyDiff;
+  readonly #errors: SessionDeps['errors'];
+  readonly #onOutput: ToolOutputListener | undefined;
+  #archiveLimits: SandboxArchiveLimits | null | undefined;
 
-  constructor(state: SbxSandboxSessionState, runner: ToolRunner, applyDiff: ApplyDiff) {
+  constructor(state: SbxSandboxSessionState, runner: ToolRunner, deps: SessionDeps) {
     this.state = state;
     this.#runner = runner;
-    this.#applyDiff = applyDiff;
+    this.#applyDiff = deps.applyDiff;
+    this.#errors = deps.errors;
+    const listener = deps.onExecOutput;
+    this.#onOutput = listener
+      ? (chunk) => listener({ threadId: state.threadId, stream: chunk.stream, text: chunk.text })
+      : undefined;
   }
 
   /** The tool context the session runs on (its sandbox id and read marks). */
@@ -72,21 +113,47 @@ export class SbxSandboxSession implements SandboxSession<SbxSandboxSessionState>
     return true;
   }
 
-  /** No pseudo-terminal: the shell capability then offers `exec_command` only. */
+  /**
+   * Whether the SDK offers `write_stdin`: it does so only for a session that says it has a PTY.
+   * sbx has none, but with the process tools on (`config.processTools`) a command still running
+   * after `yield_time_ms` keeps running as a session `write_stdin` feeds and polls over pipes;
+   * `tty: true` itself is refused.
+   */
   supportsPty(): boolean {
-    return false;
+    return resolveToolConfig(this.context.config).processTools;
   }
 
   /**
    * `exec_command`: sbx's `bash` tool, which starts in the workspace. A `workdir` other than the
-   * workspace is refused rather than composed into the command (`cd` in the command does it).
-   * The text is the tool's: output, then `Exit Code: n` for a failure.
+   * workspace is refused rather than composed into the command (`cd` in the command does it), as
+   * are `tty: true`, another `shell` and `run_as`. Without the process tools the text is the
+   * tool's (output, then `Exit Code: n` for a failure); with them the SDK's exec format, a
+   * session id for a command still running after `yield_time_ms`.
    */
   async execCommand(args: ExecCommandArgs): Promise<string> {
+    const refused = this.#refusal(args);
+    if (refused) return `Error: ${refused}`;
+    if (this.supportsPty()) return execYielded(this.#runner, args, this.#onOutput);
     return (await this.#bash(args)).text;
   }
 
+  /** `write_stdin`: input to a running session, or a poll; Ctrl-C interrupts it. */
+  async writeStdin(args: WriteStdinArgs): Promise<string> {
+    if (!this.supportsPty()) {
+      throw new this.#errors.SandboxPtyError(
+        'write_stdin needs the process tools (config.processTools); sbx has no PTY sessions',
+      );
+    }
+    return writeStdin(this.#runner, args);
+  }
+
   async exec(args: ExecCommandArgs): Promise<SandboxExecResult> {
+    const refused = this.#refusal(args);
+    if (refused) {
+      throw args.tty
+        ? new this.#errors.SandboxPtyError(refused)
+        : new this.#errors.SandboxUnsupportedFeatureError(refused);
+    }
     const started = Date.now();
     const result = await this.#bash(args);
     const command = result.command;
@@ -99,17 +166,85 @@ export class SbxSandboxSession implements SandboxSession<SbxSandboxSessionState>
     };
   }
 
-  #bash(args: ExecCommandArgs): Promise<ToolCallResult> {
+  /** Why sbx refuses these exec arguments, or undefined: what it cannot honour is not ignored. */
+  #refusal(args: ExecCommandArgs): string | undefined {
+    if (args.tty === true) {
+      return 'tty is not supported: sbx has no PTY; run the command without tty (pipes)';
+    }
+    if (args.shell !== undefined && args.shell !== '') {
+      return 'shell is not supported: commands run in the sandbox shell (bash -c)';
+    }
+    if (args.runAs !== undefined && args.runAs !== '') {
+      return 'run_as is not supported: commands run as the sandbox user';
+    }
     const workdir = args.workdir === undefined ? undefined : this.#resolve(args.workdir);
     if (workdir !== undefined && workdir !== SBX_WORKSPACE_ROOT) {
-      const message = `workdir ${workdir} is not supported: commands start in ${SBX_WORKSPACE_ROOT}; use cd in the command`;
-      return Promise.resolve({
-        text: `Error: ${message}`,
-        isError: true,
-        error: { code: InvalidArgumentError.CODE, message },
-      });
+      return `workdir ${workdir} is not supported: commands start in ${SBX_WORKSPACE_ROOT}; use cd in the command`;
     }
-    return this.#runner.call('bash', { command: args.cmd });
+    return undefined;
+  }
+
+  #bash(args: ExecCommandArgs): Promise<ToolCallResult> {
+    return this.#runner.call('bash', { command: args.cmd }, { onOutput: this.#onOutput });
+  }
+
+  /** `view_image`: a PNG, JPEG, GIF or WebP file of at most 10 MB, as the SDK's image output. */
+  viewImage(args: ViewImageArgs): Promise<ToolOutputImage> {
+    if (args.runAs !== undefined && args.runAs !== '') {
+      return Promise.reject(
+        new this.#errors.SandboxUnsupportedFeatureError('run_as is not supported by sbx'),
+      );
+    }
+    return viewImage(this.context, this.#resolve(args.path));
+  }
+
+  /**
+   * The workspace as an sbx checkpoint archive (gzip tar; links and special files left out), at
+   * most `MAX_WORKSPACE_ARCHIVE_BYTES` compressed. On a provider whose sandboxes are host
+   * directories (the local one); elsewhere refused with the SDK's unsupported-feature error.
+   */
+  async persistWorkspace(): Promise<Uint8Array> {
+    return this.#unsupportedAsSdk(() => persistWorkspace(this.context, this.#archiveLimits));
+  }
+
+  /**
+   * An archive from `persistWorkspace` (untrusted: every refusal of a checkpoint import applies)
+   * as the workspace, which must be empty. Same providers as `persistWorkspace`.
+   */
+  async hydrateWorkspace(
+    data: WorkspaceArchiveData,
+    options: WorkspaceArchiveOptions = {},
+  ): Promise<void> {
+    const limits =
+      options.archiveLimits === undefined ? this.#archiveLimits : options.archiveLimits;
+    await this.#unsupportedAsSdk(() => hydrateWorkspace(this.context, data, limits));
+  }
+
+  /** The SDK's archive limits: they lower sbx's own, never raise them. */
+  setArchiveLimits(limits?: SandboxArchiveLimits | null): void {
+    this.#archiveLimits = limits;
+  }
+
+  /** sbx's capability refusal as the SDK's unsupported-feature error; anything else as it is. */
+  async #unsupportedAsSdk<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (isSbxError(err) && err.code === CapabilityNotSupportedError.CODE) {
+        throw new this.#errors.SandboxUnsupportedFeatureError(err.message, { code: err.code });
+      }
+      throw err;
+    }
+  }
+
+  /** No provider of sbx exposes a sandbox port to the host: refused, never a made-up endpoint. */
+  resolveExposedPort(port: number): Promise<ExposedPortEndpoint> {
+    return Promise.reject(
+      new this.#errors.SandboxExposedPortUnavailableError(
+        `port ${String(port)} is not exposed: sbx sandboxes expose no ports`,
+        { port },
+      ),
+    );
   }
 
   /** A path the model gave, relative to the workspace unless absolute. */
@@ -169,21 +304,32 @@ export class SbxSandboxSession implements SandboxSession<SbxSandboxSessionState>
       updateFile: async (operation) => {
         const problem = patchProblem(operation.diff);
         if (problem) return { status: 'failed', output: `Error: ${problem}` };
-        if (operation.moveTo !== undefined) {
-          return { status: 'failed', output: 'Error: moving a file is not supported here' };
-        }
         try {
           const path = this.#resolve(operation.path);
           const current = await this.#readForPatch(path);
-          return await write(path, this.#applyDiff(current, operation.diff));
+          const next = this.#applyDiff(current, operation.diff);
+          if (operation.moveTo === undefined) return await write(path, next);
+          // A move: the new file written under write_file's rules (an existing unread file
+          // there is refused), then the old one removed.
+          const target = this.#resolve(operation.moveTo);
+          if (target === path) return await write(path, next);
+          const written = await write(target, next);
+          if (written.status === 'failed') return written;
+          await removeWorkspaceFile(this.context, SBX_WORKSPACE_ROOT, path);
+          return { status: 'completed', output: `Moved ${path} to ${target}` };
         } catch (err) {
           return { status: 'failed', output: `Error: ${await this.#masked(err)}` };
         }
       },
-      deleteFile: async () => ({
-        status: 'failed',
-        output: 'Error: deleting a file is not supported here; use the shell (rm)',
-      }),
+      deleteFile: async (operation) => {
+        try {
+          const path = this.#resolve(operation.path);
+          await removeWorkspaceFile(this.context, SBX_WORKSPACE_ROOT, path);
+          return { status: 'completed', output: `Deleted ${path}` };
+        } catch (err) {
+          return { status: 'failed', output: `Error: ${await this.#masked(err)}` };
+        }
+      },
     };
   }
 
