@@ -46,8 +46,10 @@ export type SbxSandboxClientInit = ToolRunnerOptions & {
  *
  * Each session is one thread's sandbox (the run's `options.threadId`, else the client's), its
  * workspace the manifest root `/mnt/user-data/workspace`. The shell and filesystem capabilities
- * run sbx's tools. Manifest entries, snapshots, PTY sessions, exposed ports and persisted
- * workspaces are not supported (refused, not ignored).
+ * run sbx's tools (`write_stdin` with the process tools on, over pipes). Manifest entries,
+ * snapshots, a terminal (`tty`), exposed ports and resuming a session in another process are not
+ * supported (refused with the SDK's errors, not ignored); a workspace persists and hydrates as an
+ * sbx checkpoint on host-directory providers only.
  */
 export class SbxSandboxClient implements SandboxClient<
   SbxSandboxClientOptions,
