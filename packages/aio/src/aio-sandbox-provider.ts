@@ -185,7 +185,12 @@ export class AioSandboxProvider
     this.#teardown = new AioTeardown(ctx);
     const hold = <T>(key: string, work: () => Promise<T>) => this.#serializer.hold(key, work);
     this.#pauses = new AioPauses(ctx, hold);
-    this.#snapshots = new AioSnapshots(ctx, hold, () => this.usesThreadDataMounts);
+    this.#snapshots = new AioSnapshots(
+      ctx,
+      hold,
+      () => this.usesThreadDataMounts,
+      init.config.checkpoint,
+    );
     this.#paths = new AioAcquirePaths(
       ctx,
       this.#teardown,

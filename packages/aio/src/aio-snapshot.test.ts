@@ -135,3 +135,29 @@ describe('AIO snapshot', () => {
     expect(codeOf(await rejectionOf(h.provider.snapshot(anonymous)))).toBe('INVALID_ARGUMENT');
   });
 });
+
+describe('AIO snapshot under sandbox.checkpoint', () => {
+  it('a snapshot over max_entries fails with CHECKPOINT_LIMIT and leaves no archive', async () => {
+    const h = await harness({ config: { checkpoint: { max_entries: 4 } } });
+    const id = await h.provider.acquire(T('big'));
+    const ws = layoutOf(h, 'big').workspacePath;
+    for (let i = 0; i < 8; i++) await writeFile(path.join(ws, `f${i}.txt`), `${i}`);
+    expect(codeOf(await rejectionOf(h.provider.snapshot(id)))).toBe('CHECKPOINT_LIMIT');
+    const { readdir } = await import('node:fs/promises');
+    expect(await readdir(h.provider.snapshotStore.dir)).toEqual([]);
+  });
+
+  it('a snapshot past snapshot_ttl_seconds is SNAPSHOT_EXPIRED and creates nothing; the sweep removes it', async () => {
+    const h = await harness({ config: { checkpoint: { snapshot_ttl_seconds: 60 } } });
+    const src = await h.provider.acquire(T('ttl'));
+    const ref = await h.provider.snapshot(src);
+    expect(ref.expiresAt).toBeDefined();
+    h.clock.advance(61_000);
+    const creates = h.backend.count('create');
+    expect(
+      codeOf(await rejectionOf(h.provider.acquire({ ...T('ttl-fork'), fromSnapshot: ref }))),
+    ).toBe('SNAPSHOT_EXPIRED');
+    expect(h.backend.count('create')).toBe(creates);
+    expect(await h.provider.snapshotStore.sweep()).toEqual([ref.id]);
+  });
+});

@@ -4,9 +4,10 @@ import {
   InvalidArgumentError,
   SandboxNotFoundError,
   SnapshotArchiveStore,
+  checkpointLimitsOf,
   threadLayout,
 } from '@sbx/core';
-import type { SnapshotRef } from '@sbx/core';
+import type { CheckpointConfig, SnapshotRef } from '@sbx/core';
 import { serializerKey } from '@sbx/core/provider-kit';
 import type { AioThreadIdentity } from './aio-identity.js';
 import type { HoldThread } from './aio-pauses.js';
@@ -37,20 +38,22 @@ export class AioSnapshots {
     ctx: AioProviderContext,
     hold: HoldThread,
     onHost: () => boolean,
-    store?: SnapshotArchiveStore,
+    checkpoint: CheckpointConfig | undefined,
   ) {
     this.#ctx = ctx;
     this.#hold = hold;
     this.#onHost = onHost;
     const { settings } = ctx;
-    this.store =
-      store ??
-      new SnapshotArchiveStore({
-        dir: path.join(settings.baseDir, 'snapshots', AIO_SNAPSHOT_PROVIDER),
-        provider: AIO_SNAPSHOT_PROVIDER,
-        clock: ctx.clock,
-        logger: ctx.logger,
-      });
+    // `sandbox.checkpoint`: the export and the restore are bounded alike; snapshots expire after
+    // `snapshot_ttl_seconds` (0: never).
+    this.store = new SnapshotArchiveStore({
+      dir: path.join(settings.baseDir, 'snapshots', AIO_SNAPSHOT_PROVIDER),
+      provider: AIO_SNAPSHOT_PROVIDER,
+      limits: checkpointLimitsOf(checkpoint),
+      ttlSeconds: checkpoint?.snapshotTtlSeconds ?? 0,
+      clock: ctx.clock,
+      logger: ctx.logger,
+    });
   }
 
   get supported(): boolean {

@@ -34,6 +34,41 @@ describe('sbx snapshot and fork', () => {
     }
   });
 
+  it('export is bounded by sandbox.checkpoint: over max_entries it fails with CHECKPOINT_LIMIT, no archive', async () => {
+    const home = await tempDir('snapshot-limit');
+    try {
+      const env = { SBX_HOME: home.dir };
+      const config = path.join(home.dir, 'sbx.yaml');
+      await writeFile(
+        config,
+        [
+          'sandbox:',
+          '  use: "@sbx/local"',
+          `  base_dir: ${JSON.stringify(home.dir)}`,
+          '  checkpoint:',
+          '    max_entries: 3',
+          '',
+        ].join('\n'),
+      );
+      for (const name of ['a.md', 'b.md', 'c.md', 'd.md']) {
+        const run = await sbx([...write(name, name), '--thread', 'big', '--config', config], {
+          env,
+        });
+        expect(run.code, run.stderr).toBe(0);
+      }
+      const archive = path.join(home.dir, 'big.tar.gz');
+      const run = await sbx(
+        ['snapshot', 'export', '-t', 'big', '-o', archive, '--json', '--config', config],
+        { env },
+      );
+      expect(JSON.parse(run.stdout).error.code).toBe('CHECKPOINT_LIMIT');
+      expect(await readdir(home.dir)).not.toContain('big.tar.gz');
+      expect(await readdir(home.dir)).not.toContain('big.tar.gz.partial');
+    } finally {
+      await home.remove();
+    }
+  });
+
   it('attack: importing an archive that is not a checkpoint fails typed and writes no thread', async () => {
     const home = await tempDir('snapshot-bad');
     try {

@@ -4,8 +4,10 @@ import path from 'node:path';
 import {
   CapabilityNotSupportedError,
   InvalidArgumentError,
+  checkpointLimitsOf,
   readCheckpoint,
   writeCheckpoint,
+  type SandboxConfig,
   type SandboxProvider,
   type SnapshotRef,
 } from '@sbx/core';
@@ -30,7 +32,11 @@ export interface ForkOptions extends ThreadCommandOptions {
   from: string;
 }
 
-type Work = (provider: SandboxProvider, use: string) => Promise<Record<string, unknown>>;
+type Work = (
+  provider: SandboxProvider,
+  use: string,
+  config: SandboxConfig,
+) => Promise<Record<string, unknown>>;
 
 /** Opens the configured provider, runs `work`, prints its result (text: `key: value` lines). */
 async function withProvider(
@@ -44,7 +50,7 @@ async function withProvider(
   try {
     const { config } = await loadCliConfig(options, io);
     provider = await openProvider(config, { logger, importer, background: false });
-    const result = await work(provider, config.use);
+    const result = await work(provider, config.use, config);
     if (options.json) printJson(io, { ok: true, ...result });
     else for (const [k, v] of Object.entries(result)) writeLine(io.stdout, `${k}: ${String(v)}`);
     return ExitCode.OK;
@@ -83,7 +89,7 @@ export function snapshotExportCommand(
   options: SnapshotExportOptions,
   runtime: CommandRuntime,
 ): Promise<number> {
-  return withProvider(options, runtime, async (provider, use) => {
+  return withProvider(options, runtime, async (provider, use, config) => {
     const dirs = hostThread(provider, use, options);
     const output = path.resolve(options.output);
     // Written beside the target and renamed once complete: a refused export leaves no archive.
@@ -92,7 +98,10 @@ export function snapshotExportCommand(
       const summary = await writeCheckpoint(
         dirs,
         createWriteStream(partial, { flags: 'wx', mode: 0o600 }),
-        runtime.signal ? { signal: runtime.signal } : {},
+        {
+          limits: checkpointLimitsOf(config.checkpoint),
+          ...(runtime.signal ? { signal: runtime.signal } : {}),
+        },
       );
       await rename(partial, output);
       return { output, ...summary, skipped: summary.skipped.map((s) => `${s.path} (${s.reason})`) };
@@ -108,7 +117,7 @@ export function snapshotImportCommand(
   options: SnapshotImportOptions,
   runtime: CommandRuntime,
 ): Promise<number> {
-  return withProvider(options, runtime, async (provider, use) => {
+  return withProvider(options, runtime, async (provider, use, config) => {
     const dirs = hostThread(provider, use, options);
     const userData = path.dirname(dirs.workspace);
     if (path.dirname(dirs.uploads) !== userData || path.dirname(dirs.outputs) !== userData) {
@@ -118,11 +127,10 @@ export function snapshotImportCommand(
     const made = await mkdir(path.dirname(userData), { recursive: true });
     let summary;
     try {
-      summary = await readCheckpoint(
-        createReadStream(path.resolve(options.input)),
-        userData,
-        runtime.signal ? { signal: runtime.signal } : {},
-      );
+      summary = await readCheckpoint(createReadStream(path.resolve(options.input)), userData, {
+        limits: checkpointLimitsOf(config.checkpoint),
+        ...(runtime.signal ? { signal: runtime.signal } : {}),
+      });
     } catch (err) {
       if (made !== undefined) await rm(made, { recursive: true, force: true });
       throw err;

@@ -70,6 +70,7 @@ export type { SandboxLifecycleSupport, SnapshotRef } from './contract/sandbox-li
 // @section config
 
 export type {
+  CheckpointConfig,
   OpenConfigBlock,
   OverflowPolicy,
   OwnershipConfig,
@@ -228,6 +229,7 @@ export {
   SnapshotArchiveStore,
 } from './checkpoint/snapshot-archive-store.js';
 export type { SnapshotArchiveStoreOptions } from './checkpoint/snapshot-archive-store.js';
+export { checkpointLimitsOf } from './checkpoint/checkpoint-config.js';
 
 // @section warm-pool
 export type { WarmPoolRegistryOptions, WarmPoolSettings } from './warm-pool/warm-pool-registry.js';

@@ -50,6 +50,7 @@ describe('parseSandboxConfig defaults', () => {
         healthCheckSkipSeconds: undefined,
         ownership: undefined,
         warmPool: { idleCheckIntervalSeconds: 60 },
+        checkpoint: { maxTotalBytes: 1073741824, maxEntries: 100000, snapshotTtlSeconds: 0 },
         specPolicy: {
           images: [],
           maxMemoryMb: undefined,

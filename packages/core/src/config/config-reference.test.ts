@@ -76,3 +76,12 @@ describe('sandboxConfigJsonSchema', () => {
     expect(Object.keys(schema.properties ?? {})).toContain('bash_command_timeout');
   });
 });
+
+describe('sandbox.checkpoint', () => {
+  it("defaults to today's checkpoint limits and no expiry", () => {
+    const byPath = new Map(listSandboxConfigKeys().map((k) => [k.path, k]));
+    expect(byPath.get('sandbox.checkpoint.max_bytes')?.default).toBe(1024 ** 3);
+    expect(byPath.get('sandbox.checkpoint.max_entries')?.default).toBe(100_000);
+    expect(byPath.get('sandbox.checkpoint.snapshot_ttl_seconds')?.default).toBe(0);
+  });
+});

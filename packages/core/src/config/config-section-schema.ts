@@ -1,7 +1,15 @@
 import path from 'node:path';
 import type { z } from 'zod';
 import type { OpenConfigBlock, SandboxConfig } from './config.js';
-import { OVERFLOW_POLICIES, OWNERSHIP_TYPES } from './config.js';
+import {
+  DEFAULT_CHECKPOINT_MAX_BYTES,
+  DEFAULT_CHECKPOINT_MAX_ENTRIES,
+  MAX_CHECKPOINT_BYTES,
+  MAX_CHECKPOINT_ENTRIES,
+  MAX_SNAPSHOT_TTL_SECONDS,
+  OVERFLOW_POLICIES,
+  OWNERSHIP_TYPES,
+} from './config.js';
 import { DEFAULT_SKILLS_ROOT } from '../paths/virtual-paths.js';
 import {
   CONTAINER_NAME_RE,
@@ -299,6 +307,40 @@ function buildSectionInputSchema(z: Zod) {
       })
       .default({ idle_check_interval_seconds: 60 })
       .describe('Warm-pool housekeeping shared by providers that park released sandboxes.'),
+    checkpoint: z
+      .strictObject({
+        max_bytes: z
+          .number()
+          .int()
+          .gt(0)
+          .lte(MAX_CHECKPOINT_BYTES)
+          .default(DEFAULT_CHECKPOINT_MAX_BYTES)
+          .describe(
+            'Largest workspace checkpoint (snapshot, export, import): the sum of its file sizes, and the largest file.',
+          ),
+        max_entries: z
+          .number()
+          .int()
+          .gt(0)
+          .lte(MAX_CHECKPOINT_ENTRIES)
+          .default(DEFAULT_CHECKPOINT_MAX_ENTRIES)
+          .describe('Most files and directories a workspace checkpoint may hold.'),
+        snapshot_ttl_seconds: z
+          .number()
+          .int()
+          .gte(0)
+          .lte(MAX_SNAPSHOT_TTL_SECONDS)
+          .default(0)
+          .describe(
+            'Seconds a snapshot restores for; after that it is refused (SNAPSHOT_EXPIRED) and swept. 0: snapshots do not expire.',
+          ),
+      })
+      .default({
+        max_bytes: DEFAULT_CHECKPOINT_MAX_BYTES,
+        max_entries: DEFAULT_CHECKPOINT_MAX_ENTRIES,
+        snapshot_ttl_seconds: 0,
+      })
+      .describe('Bounds of workspace checkpoints and the life of snapshots.'),
     spec: z
       .strictObject({
         images: z
@@ -530,6 +572,11 @@ function toConfig(s: Section, ctx: SandboxSchemaContext): SandboxConfig {
       keyPrefix: s.ownership.key_prefix,
     },
     warmPool: { idleCheckIntervalSeconds: s.warm_pool.idle_check_interval_seconds },
+    checkpoint: {
+      maxTotalBytes: s.checkpoint.max_bytes,
+      maxEntries: s.checkpoint.max_entries,
+      snapshotTtlSeconds: s.checkpoint.snapshot_ttl_seconds,
+    },
     specPolicy: {
       images: s.spec.images,
       maxMemoryMb: s.spec.max_memory_mb,

@@ -90,6 +90,8 @@ export interface SandboxConfig {
   /** `undefined` when the section was omitted: resolveOwnershipConfig may then infer redis. */
   readonly ownership: OwnershipConfig | undefined;
   readonly warmPool: WarmPoolConfig;
+  /** `sandbox.checkpoint`: the bounds of workspace checkpoints and the life of snapshots. */
+  readonly checkpoint?: CheckpointConfig;
   /** `sandbox.spec`: what a per-acquire spec may ask for. */
   readonly specPolicy: SandboxSpecPolicy;
   readonly mounts: readonly VolumeMountConfig[];
@@ -125,4 +127,20 @@ export interface SandboxConfig {
   readonly provisioner: OpenConfigBlock | undefined;
   /** Block for a third-party provider package named by `use`. */
   readonly providerOptions: OpenConfigBlock | undefined;
+}
+
+/** Today's checkpoint bounds: 1 GiB of file bytes, 100 000 entries. */
+export const DEFAULT_CHECKPOINT_MAX_BYTES = 1024 * 1024 * 1024;
+export const DEFAULT_CHECKPOINT_MAX_ENTRIES = 100_000;
+/** Ceilings of the keys: a larger value is a typo, not a checkpoint a gateway should stream. */
+export const MAX_CHECKPOINT_BYTES = 1024 * 1024 * 1024 * 1024;
+export const MAX_CHECKPOINT_ENTRIES = 10_000_000;
+export const MAX_SNAPSHOT_TTL_SECONDS = 10 * 365 * 24 * 3600;
+
+export interface CheckpointConfig {
+  /** The sum of a checkpoint's file sizes, and the largest file (`CheckpointLimits`). */
+  readonly maxTotalBytes: number;
+  readonly maxEntries: number;
+  /** 0: snapshots do not expire. */
+  readonly snapshotTtlSeconds: number;
 }
