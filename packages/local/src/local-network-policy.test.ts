@@ -103,6 +103,19 @@ describe('the configured policy (sandbox.network)', () => {
     await cleanup();
   });
 
+  it('attack: a malformed configured policy is refused at construction with its key path', async () => {
+    const error = await makeProvider({
+      isolation: 'none',
+      config: {
+        specPolicy: {
+          images: [],
+          network: { mode: 'allowlist', allow: [{ host: '10.0.0.1' }], deny: [], credentials: [] },
+        },
+      },
+    }).catch((e: unknown) => e);
+    expect(String(error)).toContain('sandbox.network.allow[0]');
+  });
+
   it.runIf(confinable)(
     'attack: the thread-less sandbox (on the host) refuses mode none even where threads enforce it',
     async () => {

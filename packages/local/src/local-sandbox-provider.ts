@@ -15,6 +15,7 @@ import {
   SandboxProvider,
   SandboxRuntimeError,
   assertSafePathSegment,
+  parseNetworkPolicy,
   pathMapping,
   threadLayout,
 } from '@sbx/core';
@@ -218,7 +219,11 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       logger: this.logger,
     });
     this.egress = options.egress;
-    this.configuredSpecPolicy = config.specPolicy ?? DEFAULT_SPEC_POLICY;
+    const specPolicy = config.specPolicy ?? DEFAULT_SPEC_POLICY;
+    // Checked once here: a programmatic caller's policy has not been through the config schema.
+    this.configuredSpecPolicy = specPolicy.network
+      ? { ...specPolicy, network: parseNetworkPolicy(specPolicy.network, 'sandbox.network') }
+      : specPolicy;
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.envPolicy = options.envPolicy ?? config.envPolicy;
