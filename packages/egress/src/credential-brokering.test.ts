@@ -617,4 +617,58 @@ describe('credential brokering', () => {
     expect(tls.authorized).toBe(true);
     tls.destroy();
   });
+
+  it('attack: an upstream echoing the secret in a header and a body hands the sandbox a masked copy', async () => {
+    const h = harness();
+    const seen: string[] = [];
+    const server = createHttpsServer({
+      SNICallback: (name, done) => {
+        upstreamCa.secureContextFor(name).then(
+          (context) => done(null, context),
+          (error: Error) => done(error),
+        );
+      },
+    });
+    server.on('request', (req, res) => {
+      const auth = req.headers.authorization ?? '';
+      seen.push(`${req.method} ${req.url} ${req.headers['accept-encoding']}`);
+      res.setHeader('x-echo', auth);
+      if (req.url === '/chunked') {
+        // Split inside the secret, in two chunks of the chunked encoding.
+        res.write(`{"auth":"${auth.slice(0, 12)}`);
+        res.end(`${auth.slice(12)}"}`);
+      } else {
+        res.end(`{"auth":"${auth}"}`);
+      }
+    });
+    server.on('tlsClientError', () => {});
+    const upstreamPort = await listening(server as unknown as Server);
+    const listener = await h.open(POLICY);
+    const placeholder = listener.placeholders[0]!.placeholder;
+    const tls = await tlsThrough(portOf(listener), 'api.test', upstreamPort);
+    const host = `api.test:${upstreamPort}`;
+    const answer = await converse(tls, [
+      `GET /plain HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${placeholder}\r\nAccept-Encoding: gzip\r\n\r\n`,
+      `HEAD /head HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${placeholder}\r\n\r\n`,
+      `GET /chunked HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${placeholder}\r\nConnection: close\r\n\r\n`,
+    ]);
+    expect(seen).toEqual(['GET /plain identity', 'HEAD /head identity', 'GET /chunked identity']);
+    expect(answer.match(/HTTP\/1\.1 200/g)).toHaveLength(3);
+    expect(answer).not.toContain(SECRET);
+    const mask = '*'.repeat(SECRET.length);
+    expect(answer).toContain(`x-echo: Bearer ${mask}`);
+    expect(answer).toContain(`{"auth":"Bearer ${mask}"}`);
+    // The chunked body still de-chunks to the masked text.
+    const last = answer.lastIndexOf('HTTP/1.1 200');
+    let rest = answer.slice(answer.indexOf('\r\n\r\n', last) + 4);
+    let dechunked = '';
+    for (;;) {
+      const size = parseInt(rest.slice(0, rest.indexOf('\r\n')), 16);
+      if (size === 0) break;
+      rest = rest.slice(rest.indexOf('\r\n') + 2);
+      dechunked += rest.slice(0, size);
+      rest = rest.slice(size + 2);
+    }
+    expect(dechunked).toBe(`{"auth":"Bearer ${mask}"}`);
+  });
 });

@@ -125,8 +125,9 @@ export async function relayRequest(
   requestLine: string,
   plan: RequestPlan,
   extraHeaders: readonly (readonly [string, string])[] = [],
+  onSecret: (secret: string) => void = () => {},
 ): Promise<Refusal | undefined> {
-  const headers = plan.headers.map(([n, v]) => [n, v] as [string, string]);
+  let headers = plan.headers.map(([n, v]) => [n, v] as [string, string]);
   for (const swap of plan.swaps) {
     let secret: string;
     try {
@@ -142,19 +143,25 @@ export async function relayRequest(
       return new Refusal(502, 'secret-unavailable');
     }
     headers[swap.index]![1] = swap.parts.join(secret);
+    onSecret(secret);
+  }
+  if (plan.swaps.length > 0) {
+    // An echo of the secret is masked in the response; a compressed echo could not be.
+    headers = headers.filter(([n]) => n !== 'accept-encoding');
+    headers.push(['accept-encoding', 'identity']);
   }
   const head =
     `${requestLine}\r\n` +
     [...headers, ...extraHeaders].map(([n, v]) => `${n}: ${v}\r\n`).join('') +
     '\r\n';
-  if (!(await write(upstream, Buffer.from(head, 'latin1')))) {
+  if (!(await writeWithBackpressure(upstream, Buffer.from(head, 'latin1')))) {
     return new Refusal(502, 'upstream-failed');
   }
   return streamBody(reader, upstream, plan.framing);
 }
 
-/** Writes `chunk`, waiting for `drain` when the upstream's buffer is full; false once it closed. */
-async function write(upstream: Writable, chunk: Buffer): Promise<boolean> {
+/** Writes `chunk`, waiting for `drain` when the peer's buffer is full; false once it closed. */
+export async function writeWithBackpressure(upstream: Writable, chunk: Buffer): Promise<boolean> {
   if (upstream.destroyed || !upstream.writable) return false;
   if (upstream.write(chunk)) return true;
   await new Promise<void>((resolve) => {
@@ -184,7 +191,8 @@ async function streamBody(
       reader.unshift(chunk.subarray(piece.length));
       // Scanned before it is written: the bytes that complete a placeholder never leave.
       if (scanner.push(piece)) return new Refusal(403, 'placeholder-in-body');
-      if (!(await write(upstream, piece))) return new Refusal(502, 'upstream-failed');
+      if (!(await writeWithBackpressure(upstream, piece)))
+        return new Refusal(502, 'upstream-failed');
       remaining -= piece.length;
     }
     return undefined;
@@ -202,12 +210,12 @@ async function streamBody(
       if (trailer instanceof Refusal) return trailer;
       // Trailers would be headers nobody inspected; requests do not need them.
       if (trailer !== '') return new Refusal(400, 'trailers-refused');
-      return (await write(upstream, Buffer.from('0\r\n\r\n')))
+      return (await writeWithBackpressure(upstream, Buffer.from('0\r\n\r\n')))
         ? undefined
         : new Refusal(502, 'upstream-failed');
     }
     // Extensions are dropped, not forwarded: the upstream sees only what was scanned.
-    if (!(await write(upstream, Buffer.from(`${length.toString(16)}\r\n`)))) {
+    if (!(await writeWithBackpressure(upstream, Buffer.from(`${length.toString(16)}\r\n`)))) {
       return new Refusal(502, 'upstream-failed');
     }
     const copied = await copy(length);
@@ -215,7 +223,8 @@ async function streamBody(
     const end = await readLine(reader);
     if (end instanceof Refusal) return end;
     if (end !== '') return new Refusal(400, 'bad-request');
-    if (!(await write(upstream, Buffer.from('\r\n')))) return new Refusal(502, 'upstream-failed');
+    if (!(await writeWithBackpressure(upstream, Buffer.from('\r\n'))))
+      return new Refusal(502, 'upstream-failed');
   }
 }
 

@@ -7,14 +7,16 @@
  * the tunnel: the proxy never forwards to an upstream it could not authenticate.
  *
  * Only HTTP/1.1 is offered to the client (ALPN `http/1.1`): HTTP/2 frames are not parsed here.
- * Responses go back unread, byte for byte.
+ * Responses are read back (`http-response-relay.ts`) so a secret echoed by the upstream is masked.
  */
 import { isIP, type Socket } from 'node:net';
 import { TLSSocket, connect as tlsConnect } from 'node:tls';
 import type { Admitted, EgressContext, SandboxState } from './egress-context.js';
 import { Refusal, endWithRefusal } from './egress-refusal.js';
 import { inspectHead, relayRequest, type RelayTarget } from './http-request-relay.js';
+import { relayResponses } from './http-response-relay.js';
 import { parseRequestHead } from './request-head.js';
+import { SecretMasker } from './response-secret-mask.js';
 import { StreamReader } from './socket-reader.js';
 
 export async function interceptTunnel(
@@ -96,12 +98,30 @@ export async function interceptTunnel(
   upstream.setTimeout(idle, () => upstream.destroy());
   client.setTimeout(idle, () => client.destroy());
   client.once('close', () => upstream.destroy());
-  upstream.once('close', () => client.destroySoon());
-  upstream.pipe(client);
+  // Responses are read, not piped: a secret the upstream echoes is masked on the way back.
+  const masker = new SecretMasker();
+  const methods: string[] = [];
+  let refused = false;
+  relayResponses({
+    upstream: new StreamReader(upstream),
+    client,
+    masker,
+    nextMethod: () => methods.shift(),
+  }).catch((error: unknown) => {
+    if (refused) return;
+    ctx.logger.debug('egress intercepted response ended the connection', {
+      sandboxId: state.sandboxId,
+      host,
+      error,
+    });
+    upstream.destroy();
+    client.destroy();
+  });
 
   const target: RelayTarget = { state, broker, method: 'HTTPS', host, port };
   const reader = new StreamReader(client);
   const refuse = (refusal: Refusal) => {
+    refused = true;
     ctx.decide(state, 'HTTPS', host, port, 'deny', refusal.reason);
     if (refusal.reason.startsWith('placeholder-')) {
       ctx.logger.warn('egress placeholder refused', {
@@ -113,7 +133,6 @@ export async function interceptTunnel(
       });
     }
     // Whatever the upstream still sends belongs to no request the client may see completed.
-    upstream.unpipe(client);
     upstream.destroy();
     endWithRefusal(client, refusal);
   };
@@ -132,8 +151,11 @@ export async function interceptTunnel(
     const plan = inspectHead(target, head);
     if (plan instanceof Refusal) return refuse(plan);
     const line = `${head.method} ${head.target} ${head.version}`;
-    const refused = await relayRequest(ctx, target, reader, upstream, line, plan);
-    if (refused) return refuse(refused);
+    methods.push(head.method);
+    const failed = await relayRequest(ctx, target, reader, upstream, line, plan, [], (secret) =>
+      masker.add(secret),
+    );
+    if (failed) return refuse(failed);
     ctx.decide(
       state,
       'HTTPS',
