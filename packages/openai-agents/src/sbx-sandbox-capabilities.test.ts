@@ -112,6 +112,31 @@ describe('SbxSandboxClient capabilities behind a real SandboxAgent', () => {
     expect(outputs[2]?.[1]).not.toMatch(/Process running/);
   });
 
+  it('a session id that is not a whole number is refused before it names a process', async () => {
+    const client = new SbxSandboxClient({
+      provider,
+      threadId: 'stdin-3',
+      config: { processTools: true },
+    });
+    const session = await client.create();
+    for (const sessionId of [-1, 1.5, Number.NaN, Number.MAX_SAFE_INTEGER + 2]) {
+      await expect(session.writeStdin({ sessionId, chars: '' })).rejects.toThrow(
+        /session_id must be a non-negative integer/,
+      );
+    }
+  });
+
+  it('a yield past sbx’s bound is held to it, not refused: the command still runs', async () => {
+    const client = new SbxSandboxClient({
+      provider,
+      threadId: 'stdin-4',
+      config: { processTools: true },
+    });
+    const session = await client.create();
+    const text = await session.execCommand({ cmd: 'echo quick', yieldTimeMs: 1e12 });
+    expect(text).toMatch(/Process exited with code 0\nOutput:\nquick\n$/);
+  });
+
   it('without the process tools write_stdin is not offered, and a direct call is a PtyError', async () => {
     const { model } = await agentRun([], 'stdin-2');
     expect(model.requests[0]?.tools.map((t) => t.name)).not.toContain('write_stdin');
