@@ -7,6 +7,7 @@ import { execCommand, type ExecOptions } from './exec-command.js';
 import { gcCommand, type GcOptions } from './gc-command.js';
 import { lsCommand, type LsOptions } from './ls-command.js';
 import { mcpCommand, type McpOptions } from './mcp-command.js';
+import { pauseCommand, resumeCommand, type PauseOptions } from './pause-command.js';
 import { provisionerCommand, type ProvisionerOptions } from './provisioner-command.js';
 import { toolCommand, type ToolOptions } from './tool-command.js';
 import {
@@ -167,6 +168,19 @@ export function buildProgram(runtime: CommandRuntime, exit: { code: number }): C
     .requiredOption('--from <thread>', 'the thread to fork')
     .action(async (options: ForkOptions) => {
       exit.code = await forkCommand(options, runtime);
+    });
+
+  withThread(program.command('pause'))
+    .argument('[thread]', 'thread whose sandbox to pause (default: --thread)')
+    .description("suspend a thread's sandbox with its processes (providers with pause)")
+    .action(async (thread: string | undefined, options: PauseOptions) => {
+      exit.code = await pauseCommand(thread, options, runtime);
+    });
+  withThread(program.command('resume'))
+    .argument('[thread]', 'thread whose sandbox to resume (default: --thread)')
+    .description("continue a thread's paused sandbox")
+    .action(async (thread: string | undefined, options: PauseOptions) => {
+      exit.code = await resumeCommand(thread, options, runtime);
     });
 
   withProvider(program.command('gc'))
