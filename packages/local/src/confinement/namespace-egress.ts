@@ -114,6 +114,8 @@ export async function openNamespaceEgress(
       args,
       companion: [
         FORWARDER_NODE_PATH,
+        // A relay holds a few buffers per connection: its heap stays small, and is held there.
+        '--max-old-space-size=32',
         '-e',
         EGRESS_FORWARDER_SCRIPT,
         String(EGRESS_PROXY_PORT),
