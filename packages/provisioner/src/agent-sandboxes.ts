@@ -225,17 +225,13 @@ export class AgentSandboxes extends KubeSandboxBackend {
       this.kube.listServices(this.namespace, selector),
     ]);
     const ids = new Set(sandboxes.items.map((s) => s.metadata?.labels?.[SANDBOX_ID_LABEL]));
-    const collectable = this.collectable();
-    for (const service of services.items) {
-      const id = collectable(service);
-      if (id === undefined || ids.has(id)) continue;
-      await this.collect(
-        'service',
-        id,
-        () => this.kube.deleteService(this.namespace, serviceName(id)),
-        report.services,
-      );
-    }
+    await this.collector()(
+      'service',
+      services.items,
+      ids,
+      (id) => this.kube.deleteService(this.namespace, serviceName(id)),
+      report.services,
+    );
     return report;
   }
 }

@@ -279,13 +279,21 @@ export abstract class KubeSandboxBackend implements ProvisionerBackend {
   abstract collectGarbage(): Promise<GarbageReport>;
 
   /**
-   * For one collection: the sandbox id of an object the collector may delete, or undefined for
-   * one it must leave: no valid id, being created by this process (its create may not have
-   * reached the second half yet), being deleted, or younger than the grace.
+   * One collection pass: `orphans(what, objects, partners, remove, into)` deletes each object whose
+   * sandbox id is not in `partners` (the other half is gone) and notes the id in `into`. It leaves
+   * alone an object with no valid id, one being created by this process (its create may not have
+   * reached the second half yet), one being deleted, and one younger than the grace (from the
+   * pass's start). A failed delete is logged, not thrown: the next pass tries again.
    */
-  protected collectable(): (o: { metadata?: ObjectMeta }) => string | undefined {
+  protected collector(): (
+    what: 'pod' | 'service',
+    objects: readonly { metadata?: ObjectMeta }[],
+    partners: ReadonlySet<string | undefined>,
+    remove: (id: string) => Promise<void>,
+    into: string[],
+  ) => Promise<void> {
     const cutoff = this.clock.now() - this.settings.gcGraceMs;
-    return (o) => {
+    const collectable = (o: { metadata?: ObjectMeta }): string | undefined => {
       const id = o.metadata?.labels?.[SANDBOX_ID_LABEL];
       if (!id || !isValidSandboxIdForPods(id) || this.#creating.has(id)) return undefined;
       const created = o.metadata?.creationTimestamp;
@@ -293,22 +301,19 @@ export abstract class KubeSandboxBackend implements ProvisionerBackend {
         return undefined;
       return id;
     };
-  }
-
-  /** Deletes one collected object, noting its id in `into`; a failure is logged, not thrown. */
-  protected async collect(
-    what: 'pod' | 'service',
-    id: string,
-    remove: () => Promise<void>,
-    into: string[],
-  ): Promise<void> {
-    await remove().then(
-      () => into.push(id),
-      (err: unknown) =>
-        this.logger.warn(`could not collect a ${what}`, {
-          sandboxId: id,
-          error: errorMessage(err),
-        }),
-    );
+    return async (what, objects, partners, remove, into) => {
+      for (const o of objects) {
+        const id = collectable(o);
+        if (id === undefined || partners.has(id)) continue;
+        await remove(id).then(
+          () => into.push(id),
+          (err: unknown) =>
+            this.logger.warn(`could not collect a ${what}`, {
+              sandboxId: id,
+              error: errorMessage(err),
+            }),
+        );
+      }
+    };
   }
 }

@@ -177,28 +177,22 @@ export class SandboxPods extends KubeSandboxBackend {
     const idOf = (o: Pod | Service) => o.metadata?.labels?.[SANDBOX_ID_LABEL];
     const podIds = new Set(pods.items.map(idOf));
     const serviceIds = new Set(services.items.map(idOf));
-    const collectable = this.collectable();
+    const orphans = this.collector();
     const report: GarbageReport = { pods: [], services: [] };
-    for (const pod of pods.items) {
-      const id = collectable(pod);
-      if (id === undefined || serviceIds.has(id)) continue;
-      await this.collect(
-        'pod',
-        id,
-        () => this.kube.deletePod(this.namespace, podName(id)),
-        report.pods,
-      );
-    }
-    for (const service of services.items) {
-      const id = collectable(service);
-      if (id === undefined || podIds.has(id)) continue;
-      await this.collect(
-        'service',
-        id,
-        () => this.kube.deleteService(this.namespace, serviceName(id)),
-        report.services,
-      );
-    }
+    await orphans(
+      'pod',
+      pods.items,
+      serviceIds,
+      (id) => this.kube.deletePod(this.namespace, podName(id)),
+      report.pods,
+    );
+    await orphans(
+      'service',
+      services.items,
+      podIds,
+      (id) => this.kube.deleteService(this.namespace, serviceName(id)),
+      report.services,
+    );
     if (report.pods.length + report.services.length > 0)
       this.logger.info('collected half-created sandboxes', { ...report });
     return report;
