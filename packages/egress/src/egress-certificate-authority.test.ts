@@ -101,9 +101,9 @@ describe('EgressCertificateAuthority', () => {
     expect(await ca.secureContextFor('a.test')).not.toBe(x);
   });
 
-  it('loads a kept CA from PEM and refuses a key that is not its own', async () => {
+  it('loads a kept CA from PEM; refuses a key that is not its own, oversized PEM, a certificate that is no CA', async () => {
     const x509 = await loadX509();
-    const make = async () => {
+    const make = async (ca = true) => {
       const keys = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
         'sign',
         'verify',
@@ -112,7 +112,7 @@ describe('EgressCertificateAuthority', () => {
         name: 'CN=kept',
         keys,
         signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
-        extensions: [new x509.BasicConstraintsExtension(true, 0, true)],
+        extensions: [new x509.BasicConstraintsExtension(ca, ca ? 0 : undefined, true)],
       });
       const pkcs8 = Buffer.from(await crypto.subtle.exportKey('pkcs8', keys.privateKey));
       return {
@@ -134,5 +134,10 @@ describe('EgressCertificateAuthority', () => {
       privateKey: kept.privateKey,
     }).catch((e: unknown) => e);
     expect(isSbxError(huge, 'INVALID_ARGUMENT')).toBe(true);
+    // A certificate that is no CA would issue leaves no client accepts: refused at load.
+    const notCa = await EgressCertificateAuthority.fromPem(await make(false)).catch(
+      (e: unknown) => e,
+    );
+    expect(isSbxError(notCa, 'INVALID_ARGUMENT')).toBe(true);
   });
 });
