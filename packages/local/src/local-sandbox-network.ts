@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { DEFAULT_SPEC_POLICY, NO_SPEC_SUPPORT, checkSandboxSpec } from '@sbx/core/internal';
 import {
   NetworkPolicyUnenforceableError,
   OPEN_NETWORK_POLICY,
@@ -8,11 +9,63 @@ import {
   type EgressAttachment,
   type EgressGateway,
   type NetworkPolicy,
+  type AcquireOptions,
   type SandboxSpec,
   type SandboxSpecPolicy,
   type SandboxSpecSupport,
 } from '@sbx/core';
 import type { SandboxOwner } from './confinement/sandbox-owner.js';
+
+/**
+ * The network side of the local provider: what it enforces, the configured policy, the effective
+ * policy of each acquire and how a sandbox of it gets out. Kept apart from the provider's cache.
+ */
+export class LocalSandboxNetwork {
+  /** `sandbox.spec` with `sandbox.network` checked once (a caller's has not been through the schema). */
+  readonly specPolicy: SandboxSpecPolicy;
+
+  constructor(
+    configured: SandboxSpecPolicy | undefined,
+    private readonly egress: EgressGateway | undefined,
+    private readonly confined: () => boolean,
+  ) {
+    const specPolicy = configured ?? DEFAULT_SPEC_POLICY;
+    this.specPolicy = specPolicy.network
+      ? { ...specPolicy, network: parseNetworkPolicy(specPolicy.network, 'sandbox.network') }
+      : specPolicy;
+  }
+
+  /** Network policies only (see `localNetworkSupport`); every other spec field is refused. */
+  get specSupport(): SandboxSpecSupport {
+    return { ...NO_SPEC_SUPPORT, network: localNetworkSupport(this.confined(), this.egress) };
+  }
+
+  /**
+   * The effective policy of an acquire `admit` has let through. The thread-less sandbox runs on
+   * the host, so only plain open egress is enforceable there.
+   */
+  policyOf(options: AcquireOptions, provider: string): NetworkPolicy {
+    const checked = checkSandboxSpec(options.spec, this.specSupport, this.specPolicy, provider);
+    const policy = effectiveNetworkPolicy(checked, this.specPolicy);
+    if (options.threadId === undefined && networkPolicyRestricts(policy)) {
+      throw new NetworkPolicyUnenforceableError(`${provider} (no thread)`, policy.mode);
+    }
+    return policy;
+  }
+
+  /** How a confined sandbox of `policy` gets out (see `egressOpener`). */
+  opener(
+    policy: NetworkPolicy,
+    request: {
+      sandboxId: string;
+      userId: string;
+      threadId: string;
+      owner: SandboxOwner | undefined;
+    },
+  ): (() => Promise<EgressAttachment>) | undefined {
+    return egressOpener(this.egress, policy, request);
+  }
+}
 
 /**
  * What the local provider enforces: nothing unconfined (commands on the host share its network);
@@ -69,11 +122,4 @@ export function egressOpener(
       policy,
       ...(request.owner ? { socketOwner: request.owner } : {}),
     });
-}
-
-/** The thread-less sandbox runs on the host: no policy but plain open egress is enforceable. */
-export function assertGenericNetwork(policy: NetworkPolicy): void {
-  if (networkPolicyRestricts(policy)) {
-    throw new NetworkPolicyUnenforceableError('LocalSandboxProvider (no thread)', policy.mode);
-  }
 }

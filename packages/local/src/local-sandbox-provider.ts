@@ -15,7 +15,6 @@ import {
   SandboxProvider,
   SandboxRuntimeError,
   assertSafePathSegment,
-  parseNetworkPolicy,
   pathMapping,
   threadLayout,
 } from '@sbx/core';
@@ -31,9 +30,6 @@ import {
   VIRTUAL_WORKSPACE_PATH,
   normalizeVirtualRoot,
   sharedSkillsViewPath,
-  DEFAULT_SPEC_POLICY,
-  NO_SPEC_SUPPORT,
-  checkSandboxSpec,
 } from '@sbx/core/internal';
 import { LocalSnapshotStore, localPauseRefusal } from './local-snapshots.js';
 import type {
@@ -43,7 +39,6 @@ import type {
   SandboxProviderEventListener,
   SandboxProviderEvents,
   AcquireOptions,
-  EgressGateway,
   EnvPolicyMode,
   NetworkPolicy,
   SandboxSpecPolicy,
@@ -67,13 +62,7 @@ import {
 import { collectIdleThreads } from './thread-gc.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { localSandboxId, localSandboxIdMode, type SkillsMode } from './local-sandbox-id.js';
-import {
-  assertGenericNetwork,
-  effectiveNetworkPolicy,
-  egressOpener,
-  localNetworkKey,
-  localNetworkSupport,
-} from './local-sandbox-network.js';
+import { LocalSandboxNetwork, localNetworkKey } from './local-sandbox-network.js';
 import { CommandSessions } from './command-sessions.js';
 import {
   DEFAULT_ISOLATION_MODE,
@@ -163,9 +152,8 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   readonly limits: ConfinementLimits;
   /** The command mode and the live namespace of each thread. */
   private readonly confinement: ThreadConfinement;
-  /** The way out of confined sandboxes with a network policy (see `localNetworkSupport`). */
-  private readonly egress: EgressGateway | undefined;
-  private readonly configuredSpecPolicy: SandboxSpecPolicy;
+  /** What network policies it enforces, and how a confined sandbox gets out. */
+  private readonly network: LocalSandboxNetwork;
 
   constructor(options: LocalProviderOptions = {}) {
     super();
@@ -218,12 +206,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       ...(options.seccompProgram ? { seccompProgram: options.seccompProgram } : {}),
       logger: this.logger,
     });
-    this.egress = options.egress;
-    const specPolicy = config.specPolicy ?? DEFAULT_SPEC_POLICY;
-    // Checked once here: a programmatic caller's policy has not been through the config schema.
-    this.configuredSpecPolicy = specPolicy.network
-      ? { ...specPolicy, network: parseNetworkPolicy(specPolicy.network, 'sandbox.network') }
-      : specPolicy;
+    this.network = new LocalSandboxNetwork(config.specPolicy, options.egress, () => this.confined);
     this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
     this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
     this.envPolicy = options.envPolicy ?? config.envPolicy;
@@ -276,13 +259,12 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     });
   }
 
-  /** Network policies only (see `localNetworkSupport`); every other spec field is refused. */
   override get specSupport(): SandboxSpecSupport {
-    return { ...NO_SPEC_SUPPORT, network: localNetworkSupport(this.confined, this.egress) };
+    return this.network.specSupport;
   }
 
   protected override get specPolicy(): SandboxSpecPolicy {
-    return this.configuredSpecPolicy;
+    return this.network.specPolicy;
   }
 
   /** How this provider's commands run, decided once at construction. */
@@ -374,12 +356,8 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       throw new ProviderClosedError('LocalSandboxProvider has been reset or shut down');
     const { signal } = options;
     if (signal?.aborted) throw new AbortedError(undefined, { cause: signal.reason });
-    const network = effectiveNetworkPolicy(
-      checkSandboxSpec(options.spec, this.specSupport, this.specPolicy, this.constructor.name),
-      this.specPolicy,
-    );
+    const network = this.network.policyOf(options, this.constructor.name);
     if (options.threadId === undefined) {
-      assertGenericNetwork(network);
       const reused = this.genericSandbox !== undefined;
       this.generic();
       return this.acquired(GENERIC_LOCAL_SANDBOX_ID, reused ? 'reuse' : 'create');
@@ -558,7 +536,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   ) {
     const egress =
       network &&
-      egressOpener(this.egress, network.policy, {
+      this.network.opener(network.policy, {
         sandboxId,
         userId: network.userId,
         threadId: network.threadId,
