@@ -14,7 +14,8 @@ import { CONNECT_STATUS, json, readBody } from './standin-http.js';
  *
  * - control plane (JSON, `X-API-KEY`): `POST /v2/sandboxes`, `GET /v2/sandboxes` (metadata filter,
  *   `limit`/`nextToken` paging through the `x-next-token` header), `POST /v2/sandboxes/{id}/connect`,
- *   `GET /sandboxes/{id}`, `POST /sandboxes/{id}/timeout`, `DELETE /sandboxes/{id}`;
+ *   `GET /sandboxes/{id}`, `POST /sandboxes/{id}/timeout`, `POST /sandboxes/{id}/pause` (409 when
+ *   already paused; a connect resumes it), `DELETE /sandboxes/{id}`;
  * - envd, demultiplexed by the `E2b-Sandbox-Id` header: `GET /health`, `GET /files` (raw bytes),
  *   `POST /files` (multipart or octet-stream), the Connect-protocol JSON unary RPCs
  *   `filesystem.Filesystem/{MakeDir,Stat,Remove}`, and envd's process service: `Start` and
@@ -32,6 +33,8 @@ export interface StandinVm {
   readonly envs: Record<string, string>;
   timeoutSeconds: number | undefined;
   alive: boolean;
+  /** Paused (`POST /sandboxes/{id}/pause`): envd does not answer until a connect resumes it. */
+  paused: boolean;
   readonly startedAt: Date;
   readonly vm: LocalVm;
 }
@@ -161,7 +164,7 @@ export class E2BStandinServer {
       metadata: vm.metadata,
       startedAt: vm.startedAt.toISOString(),
       endAt: new Date(vm.startedAt.getTime() + (vm.timeoutSeconds ?? 300) * 1000).toISOString(),
-      state: 'running',
+      state: vm.paused ? 'paused' : 'running',
       cpuCount: 2,
       memoryMB: 512,
       envdVersion: this.envdVersion,
@@ -200,6 +203,7 @@ export class E2BStandinServer {
         envs: { ...(body.envVars ?? {}) },
         timeoutSeconds: body.timeout,
         alive: true,
+        paused: false,
         startedAt: new Date(),
         vm,
       };
@@ -221,7 +225,7 @@ export class E2BStandinServer {
       const all = [...this.vms.values()].filter(
         (vm) =>
           vm.alive &&
-          (states.length === 0 || states.includes('running')) &&
+          (states.length === 0 || states.includes(vm.paused ? 'paused' : 'running')) &&
           Object.entries(wanted).every(([k, v]) => vm.metadata[k] === v),
       );
       const page = all.slice(offset, offset + limit);
@@ -248,7 +252,10 @@ export class E2BStandinServer {
       };
       if (body.timeout !== undefined && (vm.timeoutSeconds ?? 0) < body.timeout)
         vm.timeoutSeconds = body.timeout;
-      return json(res, 200, this.#sandboxReply(vm));
+      // Connecting to a paused sandbox resumes it (201), a running one answers 200.
+      const resumed = vm.paused;
+      vm.paused = false;
+      return json(res, resumed ? 201 : 200, this.#sandboxReply(vm));
     }
     if (parts[0] === 'sandboxes' && parts[1] !== undefined) {
       const id = parts[1];
@@ -261,6 +268,15 @@ export class E2BStandinServer {
         }
         if (!vm?.alive) return notFound(id);
         vm.alive = false;
+        res.writeHead(204).end();
+        return;
+      }
+      if (method === 'POST' && parts[2] === 'pause') {
+        await readBody(req);
+        if (!vm?.alive) return notFound(id);
+        if (vm.paused)
+          return json(res, 409, { code: 409, message: `Sandbox ${id} is already paused` });
+        vm.paused = true;
         res.writeHead(204).end();
         return;
       }
@@ -291,7 +307,8 @@ export class E2BStandinServer {
     sandboxId: string,
   ): Promise<void> {
     const record = this.vms.get(sandboxId);
-    if (!record?.alive) {
+    // A paused VM is as unreachable through the edge proxy as a gone one.
+    if (!record?.alive || record.paused) {
       await readBody(req);
       return json(res, 502, { code: 502, message: 'The sandbox was not found', sandboxId });
     }
