@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isSbxError, parseNetworkPolicy, type NetworkPolicyInput } from '@sbx/core';
 import { EgressProxy } from './egress-proxy.js';
 import { EgressProxyGateway } from './egress-gateway.js';
+import { EgressCertificateAuthority } from './egress-certificate-authority.js';
 
 const LOOPBACK = '127.0.0.1';
 const cleanups: (() => Promise<void>)[] = [];
@@ -105,6 +106,53 @@ describe('EgressProxyGateway', () => {
       })
       .catch((e: unknown) => e);
     expect(isSbxError(error) && error.code).toBe('NETWORK_POLICY_UNENFORCEABLE');
+  });
+
+  it('brokering: the attachment carries the placeholder under the secret_env name, and the CA', async () => {
+    const ca = await EgressCertificateAuthority.generate();
+    const proxy = new EgressProxy({ certificateAuthority: ca, secretEnv: {} });
+    const root = await mkdtemp(path.join(tmpdir(), 'egw-'));
+    cleanups.push(() => rm(root, { recursive: true, force: true }));
+    cleanups.push(() => proxy.close());
+    const gateway = new EgressProxyGateway(proxy, { socketRoot: root, brokersCredentials: true });
+    expect(gateway.brokersCredentials).toBe(true);
+    const attachment = await gateway.open({
+      sandboxId: 'b',
+      policy: {
+        ...policy({ mode: 'allowlist', allow: ['api.test'] }),
+        credentials: [
+          { host: 'api.test', header: 'authorization', source: { kind: 'env', name: 'API_TOKEN' } },
+          { host: 'api.test', header: 'x-key', source: { kind: 'provider', name: 'vault/key' } },
+          // A name the sandbox's environment check would refuse on every command.
+          { host: 'api.test', header: 'x-other', source: { kind: 'env', name: 'ODD.NAME' } },
+        ],
+      },
+    });
+    expect(Object.keys(attachment.env)).toEqual(['API_TOKEN']);
+    expect(attachment.env.API_TOKEN).toMatch(/^sbx-placeholder-/);
+    expect(attachment.caCertificatePem).toBe(ca.certificatePem);
+    await attachment.close();
+  });
+
+  it('attack: brokering configured on a proxy without a CA fails the open, and leaves nothing behind', async () => {
+    const proxy = new EgressProxy();
+    cleanups.push(() => proxy.close());
+    const root = await mkdtemp(path.join(tmpdir(), 'egw-'));
+    cleanups.push(() => rm(root, { recursive: true, force: true }));
+    const gateway = new EgressProxyGateway(proxy, { socketRoot: root, brokersCredentials: true });
+    const error = await gateway
+      .open({
+        sandboxId: 'b',
+        policy: {
+          ...policy({ mode: 'open' }),
+          credentials: [
+            { host: 'api.test', header: 'authorization', source: { kind: 'env', name: 'T' } },
+          ],
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(isSbxError(error) && error.code).toBe('INVALID_ARGUMENT');
+    expect(await readdir(root)).toEqual([]);
   });
 
   it('a second listener for one sandbox is refused and leaves no directory behind', async () => {

@@ -8,6 +8,7 @@ import {
   type EgressGateway,
   type EgressGatewayRequest,
 } from '@sbx/core';
+import type { EgressPlaceholder } from './credential-broker.js';
 import type { EgressProxy } from './egress-proxy.js';
 
 /** `sun_path` holds 108 bytes with its terminating NUL. */
@@ -22,7 +23,16 @@ export interface EgressProxyGatewayOptions {
    * directory. Must be short: a unix socket path has at most 107 bytes.
    */
   readonly socketRoot?: string;
+  /**
+   * Whether sandboxes whose policy has credentials are opened (brokered): set it when the proxy
+   * has a `certificateAuthority`. Default false: such a policy is refused, and a provider that
+   * asks `brokersCredentials` refuses it at acquire.
+   */
+  readonly brokersCredentials?: boolean;
 }
+
+/** A variable name every shell and the sandbox's environment check accept. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /**
  * The `EgressGateway` of `@sbx/core` over an `EgressProxy`: each sandbox's listener is a unix
@@ -33,10 +43,12 @@ export interface EgressProxyGatewayOptions {
 export class EgressProxyGateway implements EgressGateway {
   readonly #proxy: EgressProxy;
   readonly #socketRoot: string;
+  readonly #brokersCredentials: boolean;
 
   constructor(proxy: EgressProxy, options: EgressProxyGatewayOptions = {}) {
     this.#proxy = proxy;
     this.#socketRoot = path.resolve(options.socketRoot ?? tmpdir());
+    this.#brokersCredentials = options.brokersCredentials === true;
     const longest = Buffer.byteLength(this.#socketRoot) + DIRECTORY_BYTES + SOCKET_NAME.length;
     if (longest > MAX_SOCKET_PATH_BYTES) {
       throw new InvalidArgumentError(
@@ -45,9 +57,9 @@ export class EgressProxyGateway implements EgressGateway {
     }
   }
 
-  /** Not yet: the proxy does not terminate TLS to put secrets into headers. */
+  /** As configured (`EgressProxyGatewayOptions.brokersCredentials`). */
   get brokersCredentials(): boolean {
-    return false;
+    return this.#brokersCredentials;
   }
 
   /**
@@ -85,11 +97,30 @@ export class EgressProxyGateway implements EgressGateway {
     let closing: Promise<void> | undefined;
     return {
       socketPath,
-      env: {},
+      env: placeholderEnv(opened.placeholders),
+      ...(opened.caCertificatePem !== undefined
+        ? { caCertificatePem: opened.caCertificatePem }
+        : {}),
       close: () => {
         closing ??= opened.close().finally(() => rm(directory, { recursive: true, force: true }));
         return closing;
       },
     };
   }
+}
+
+/**
+ * The sandbox's variables of its brokered credentials: for a `secret_env` credential, the variable
+ * it names holds the placeholder (tools send it as they would the token). A credential from the
+ * secret provider, or whose variable name a shell could not carry, gets none: its placeholder is
+ * not something a tool would look for under a made-up name.
+ */
+function placeholderEnv(placeholders: readonly EgressPlaceholder[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of placeholders) {
+    if (entry.source?.kind === 'env' && ENV_NAME.test(entry.source.name)) {
+      env[entry.source.name] = entry.placeholder;
+    }
+  }
+  return env;
 }
