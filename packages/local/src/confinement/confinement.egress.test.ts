@@ -4,8 +4,8 @@ import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { isSbxError, silentLogger, type EgressGateway } from '@sbx/core';
-import { EgressProxy, EgressProxyGateway } from '@sbx/egress';
+import { isSbxError, parseNetworkPolicy, silentLogger, type EgressGateway } from '@sbx/core';
+import { EgressCertificateAuthority, EgressProxy, EgressProxyGateway } from '@sbx/egress';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LocalSandboxProvider } from '../local-sandbox-provider.js';
 import type { LocalSandbox } from '../local-sandbox.js';
@@ -304,6 +304,53 @@ describe.runIf(confinable)('a confined sandbox gets out through its egress gatew
     expect(counts).toEqual({ opened: 2, closed: 1 });
     await own.shutdown();
     expect(counts).toEqual({ opened: 2, closed: 2 });
+  }, 120_000);
+
+  it('brokering: the placeholder is in the environment and the gateway CA is trusted, read-only', async () => {
+    const ca = await EgressCertificateAuthority.generate();
+    const brokeringProxy = new EgressProxy({ certificateAuthority: ca, secretEnv: {} });
+    const own = new LocalSandboxProvider({
+      baseDir: base,
+      isolation: 'bwrap',
+      egress: new EgressProxyGateway(brokeringProxy, { socketRoot, brokersCredentials: true }),
+      config: {
+        specPolicy: {
+          images: [],
+          network: parseNetworkPolicy({
+            mode: 'allowlist',
+            allow: ['api.test'],
+            credentials: [
+              {
+                host: 'api.test',
+                header: 'authorization',
+                source: { kind: 'env', name: 'API_TOKEN' },
+              },
+            ],
+          }),
+        },
+      },
+      logger: silentLogger,
+    });
+    try {
+      const id = await own.acquire({ userId: 'u', threadId: 'broker' });
+      const firstLine = ca.certificatePem.split('\n')[1]!;
+      const out = await run(
+        own.get(id)!,
+        [
+          'echo "TOKEN=$API_TOKEN"',
+          `grep -c '${firstLine}' "$SSL_CERT_FILE"`,
+          '[ "$NODE_EXTRA_CA_CERTS" = "$SSL_CERT_FILE" ] && echo SAME',
+          '(echo x >> "$SSL_CERT_FILE") 2>/dev/null || echo READ_ONLY',
+        ].join('\n'),
+      );
+      expect(out).toMatch(/TOKEN=sbx-placeholder-/);
+      expect(out).toMatch(/^1$/m);
+      expect(out).toContain('SAME');
+      expect(out).toContain('READ_ONLY');
+    } finally {
+      await own.shutdown();
+      await brokeringProxy.close();
+    }
   }, 120_000);
 
   it('without a gateway a filtered policy is refused, and mode none is enforced', async () => {
