@@ -1,24 +1,15 @@
 import { getSandboxLeaseManager, isSbxError } from '@sbx/core';
 import { describeLifecycleContract, rejectionOf } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
 import type { SandboxBackend } from './sandbox-backend.js';
 import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
 
 // Pause and resume on the AIO provider over the in-memory container backend, whose stand-in keeps
 // the engine's rules (a paused container answers nothing; pausing one already paused and
 // unpausing one not paused are both fine; a gone one is an error). Real Docker: aio-pause.int.test.ts.
 
-const T = (threadId: string) => ({ userId: 'u1', threadId });
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness } = harnessContext();
 
 function codeOf(error: unknown): string | undefined {
   return isSbxError(error) ? error.code : undefined;
