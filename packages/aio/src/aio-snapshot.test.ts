@@ -3,27 +3,18 @@ import path from 'node:path';
 import { isSbxError, threadLayout } from '@sbx/core';
 import type { SnapshotRef } from '@sbx/core';
 import { rejectionOf } from '@sbx/core/testing';
-import { afterEach, describe, expect, it } from 'vitest';
-import { makeHarness } from './testing/provider-harness.js';
-import type { Harness, HarnessOptions } from './testing/provider-harness.js';
+import { describe, expect, it } from 'vitest';
+import { T, harnessContext } from './aio-test-context.js';
+import type { Harness } from './testing/provider-harness.js';
 
 // Snapshots on the AIO provider over the in-memory backend. A local container bind-mounts the
 // thread's user-data directories from the host, which is what a snapshot reads and a restore
 // writes; the stand-in keeps its files in memory, so these tests write the host directories
 // themselves, as the bind mount would. Through a real container: the lifecycle contract in aio-pause.int.test.ts.
 
-const harnesses: Harness[] = [];
-async function harness(options: HarnessOptions = {}): Promise<Harness> {
-  const h = await makeHarness(options);
-  harnesses.push(h);
-  return h;
-}
-afterEach(async () => {
-  for (const h of harnesses.splice(0).reverse()) await h.cleanup();
-});
+const { harness } = harnessContext();
 
 const codeOf = (error: unknown) => (isSbxError(error) ? error.code : undefined);
-const T = (threadId: string) => ({ userId: 'u1', threadId });
 const layoutOf = (h: Harness, threadId: string) => threadLayout(h.baseDir, 'u1', threadId);
 
 async function exists(p: string): Promise<boolean> {
