@@ -23,7 +23,7 @@ const ready = docker ? await imagesPresent(docker, [AIO_STANDIN_IMAGE]) : false;
 const prefixes: string[] = [];
 const dirs: string[] = [];
 
-async function makeProvider(prefix = runPrefix('pause'), baseDir?: string) {
+async function makeProvider(prefix = runPrefix('pause'), baseDir?: string, background = true) {
   if (!prefixes.includes(prefix)) prefixes.push(prefix);
   const dir = baseDir ?? (await mkdtemp(path.join(tmpdir(), 'sbx-aio-pause-')));
   if (!dirs.includes(dir)) dirs.push(dir);
@@ -39,7 +39,7 @@ async function makeProvider(prefix = runPrefix('pause'), baseDir?: string) {
     },
     { env: {} },
   );
-  const provider = new AioSandboxProvider({ config, logger: new RecordingLogger() });
+  const provider = new AioSandboxProvider({ config, logger: new RecordingLogger(), background });
   await provider.ready();
   return { provider, prefix, baseDir: dir };
 }
@@ -106,6 +106,23 @@ describe.skipIf(!ready)('AIO pause on real Docker', () => {
       expect(await b.provider.acquire({ userId: 'u1', threadId: 'handover' })).toBe(id);
       expect((await stateOf(`${a.prefix}-${id}`)).Paused).toBe(false);
       expect(await b.provider.get(id)!.readFile('/mnt/user-data/workspace/h.txt')).toBe('from a\n');
+    } finally {
+      await b.provider.shutdown();
+    }
+  });
+
+  it('without a reconciliation pass to adopt it, the acquire discovers the paused container and resumes it', async () => {
+    const a = await makeProvider();
+    const id = await a.provider.acquire({ userId: 'u1', threadId: 'discover' });
+    await a.provider.get(id)!.writeFile('/mnt/user-data/workspace/d.txt', 'found\n');
+    await a.provider.pause(id);
+    await a.provider.reset();
+    // No background work: the thread's acquire is the first to look (discovery, not adoption).
+    const b = await makeProvider(a.prefix, a.baseDir, false);
+    try {
+      expect(await b.provider.acquire({ userId: 'u1', threadId: 'discover' })).toBe(id);
+      expect((await stateOf(`${a.prefix}-${id}`)).Paused).toBe(false);
+      expect(await b.provider.get(id)!.readFile('/mnt/user-data/workspace/d.txt')).toBe('found\n');
     } finally {
       await b.provider.shutdown();
     }
