@@ -6,7 +6,7 @@ import type { AgentSandbox, Service } from './kube-objects.js';
 import { KubeSandboxBackend } from './kube-sandbox-backend.js';
 import type { KubeSandboxBackendOptions, SandboxPart } from './kube-sandbox-backend.js';
 import type { GarbageReport, SandboxResponse } from './provisioner-backend.js';
-import { isKubeStatus } from './provisioner-errors.js';
+import { ProvisionerHttpError, isKubeStatus } from './provisioner-errors.js';
 import {
   SANDBOX_ID_LABEL,
   accessUrl,
@@ -88,6 +88,15 @@ export class AgentSandboxes extends KubeSandboxBackend {
 
   protected async createOnce(request: CreateSandboxRequest): Promise<SandboxResponse> {
     const id = request.sandboxId;
+    if (request.networkMode !== 'open') {
+      // No per-sandbox NetworkPolicy is made for a Sandbox: refused, never run unrestricted.
+      throw new ProvisionerHttpError(422, [
+        {
+          loc: ['body', 'network_mode'],
+          msg: `${request.networkMode} is enforced by the pods backend only (SANDBOX_BACKEND=pods)`,
+        },
+      ]);
+    }
     const body = this.sandboxObject(request);
     const existing = await this.existing(id, () => this.answer(id));
     if (existing !== undefined) return existing;

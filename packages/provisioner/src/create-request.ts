@@ -45,7 +45,15 @@ const requestSchema = z.object({
   provision_lark_cli_runtime: z.boolean().default(false),
   provision_lark_cli_broker: z.boolean().default(false),
   skills_container_path: z.string().max(PATH_MAX).default(DEFAULT_SKILLS_ROOT),
+  network_mode: z.enum(['none', 'allowlist', 'open']).default('open'),
 });
+
+/**
+ * The egress a sandbox is created with: `none` (a NetworkPolicy allowing no egress) or `open`
+ * (through the egress proxy when one is configured, else unrestricted). `allowlist` is refused:
+ * the host rules are the proxy's own configuration, not something a create request can carry.
+ */
+export type SandboxEgressMode = 'none' | 'open';
 
 export interface ExtraMountRequest {
   hostPath: string;
@@ -66,6 +74,7 @@ export interface CreateSandboxRequest {
   provisionLarkCliBroker: boolean;
   /** Canonical. */
   skillsRoot: string;
+  networkMode: SandboxEgressMode;
 }
 
 export function isValidSandboxIdForPods(id: string): boolean {
@@ -88,6 +97,14 @@ export function parseCreateRequest(body: unknown): CreateSandboxRequest {
     throw new ProvisionerHttpError(422, problems);
   }
   const r = parsed.data;
+  if (r.network_mode === 'allowlist') {
+    throw new ProvisionerHttpError(422, [
+      {
+        loc: ['body', 'network_mode'],
+        msg: 'allowlist is not enforced per sandbox here: the egress proxy enforces its own configured policy; use none or open',
+      },
+    ]);
+  }
   let skillsRoot: string;
   try {
     skillsRoot = canonicalSkillsRoot(r.skills_container_path);
@@ -109,5 +126,6 @@ export function parseCreateRequest(body: unknown): CreateSandboxRequest {
     provisionLarkCliRuntime: r.provision_lark_cli_runtime,
     provisionLarkCliBroker: r.provision_lark_cli_broker,
     skillsRoot,
+    networkMode: r.network_mode,
   };
 }

@@ -44,7 +44,15 @@ export type { KubeSandboxBackendOptions } from './kube-sandbox-backend.js';
 export { TERMINATING_RETRY_AFTER_SECONDS } from './create-or-await.js';
 export type { SandboxPodsOptions } from './sandbox-pods.js';
 export { SANDBOX_ID_PATTERN, parseCreateRequest } from './create-request.js';
-export type { CreateSandboxRequest, ExtraMountRequest } from './create-request.js';
+export type {
+  CreateSandboxRequest,
+  ExtraMountRequest,
+  SandboxEgressMode,
+} from './create-request.js';
+export { egressProxyProblem } from './egress-proxy-setting.js';
+export { networkPolicyName, sandboxNetworkPolicy } from './sandbox-network-policy.js';
+export { egressProxyEnv, egressRoute } from './sandbox-egress-route.js';
+export type { EgressRoute } from './sandbox-egress-route.js';
 export { safeSubPath, validateExtraMounts } from './extra-mount-rules.js';
 export type { ValidatedExtraMount } from './extra-mount-rules.js';
 export { larkPattern, planSandboxVolumes } from './sandbox-volumes.js';
@@ -69,6 +77,7 @@ export {
   AGENT_SANDBOX_PERMISSIONS,
   AGENT_SANDBOX_PLURAL,
   KUBE_PERMISSIONS,
+  NETWORKING_PERMISSIONS,
   connectKubeApi,
   toKubeApiError,
   waitForKubeconfig,

@@ -1,7 +1,14 @@
 import { stat } from 'node:fs/promises';
 import { errorMessage, silentLogger, sleep, systemClock, loadOptionalDependency } from '@sbx/core';
 import type { Clock, Logger } from '@sbx/core';
-import type { AgentSandbox, Namespace, ObjectList, Pod, Service } from './kube-objects.js';
+import type {
+  AgentSandbox,
+  Namespace,
+  KubeNetworkPolicy,
+  ObjectList,
+  Pod,
+  Service,
+} from './kube-objects.js';
 import { KubeApiError } from './provisioner-errors.js';
 
 /**
@@ -22,6 +29,14 @@ export interface KubeApi {
   readService(namespace: string, name: string): Promise<Service>;
   deleteService(namespace: string, name: string): Promise<void>;
   listServices(namespace: string, labelSelector: string): Promise<ObjectList<Service>>;
+  /** `networking.k8s.io/v1` NetworkPolicies: one per sandbox when egress is restricted. */
+  createNetworkPolicy(namespace: string, body: KubeNetworkPolicy): Promise<KubeNetworkPolicy>;
+  readNetworkPolicy(namespace: string, name: string): Promise<KubeNetworkPolicy>;
+  deleteNetworkPolicy(namespace: string, name: string): Promise<void>;
+  listNetworkPolicies(
+    namespace: string,
+    labelSelector: string,
+  ): Promise<ObjectList<KubeNetworkPolicy>>;
   /** kubernetes-sigs/agent-sandbox `Sandbox` objects (`agents.x-k8s.io/<version>`). */
   createSandbox(namespace: string, version: string, body: AgentSandbox): Promise<AgentSandbox>;
   readSandbox(namespace: string, version: string, name: string): Promise<AgentSandbox>;
@@ -55,6 +70,14 @@ export const KUBE_PERMISSIONS: Readonly<Record<'pods' | 'services', readonly str
 };
 
 /**
+ * What the provisioner needs on top in the `networking.k8s.io` group, in the same namespace: the
+ * per-sandbox NetworkPolicies (`deploy/kubernetes/role.yaml` is checked against this).
+ */
+export const NETWORKING_PERMISSIONS: Readonly<Record<'networkpolicies', readonly string[]>> = {
+  networkpolicies: ['create', 'get', 'list', 'delete'],
+};
+
+/**
  * What the `agent-sandbox` backend needs on top, in the same namespace: its `Sandbox` objects
  * (`deploy/kubernetes/agent-sandbox/role.yaml` is checked against this). It still creates and
  * collects NodePort Services, which the base Role grants.
@@ -68,6 +91,7 @@ interface ClientModule {
   KubeConfig: new () => KubeConfigLike;
   CoreV1Api: unknown;
   CustomObjectsApi: unknown;
+  NetworkingV1Api: unknown;
 }
 interface KubeConfigLike {
   clusters: { name: string; server: string }[];
@@ -78,7 +102,7 @@ interface KubeConfigLike {
   loadFromCluster(): void;
   loadFromOptions(options: unknown): void;
   getCurrentCluster(): { name: string; server: string } | null;
-  makeApiClient(api: unknown): CoreApiLike & CustomApiLike;
+  makeApiClient(api: unknown): CoreApiLike & CustomApiLike & NetworkingApiLike;
 }
 type Call = (params: Record<string, unknown>) => Promise<unknown>;
 interface CoreApiLike {
@@ -93,6 +117,12 @@ interface CoreApiLike {
   readNamespacedService: Call;
   deleteNamespacedService: Call;
   listNamespacedService: Call;
+}
+interface NetworkingApiLike {
+  createNamespacedNetworkPolicy: Call;
+  readNamespacedNetworkPolicy: Call;
+  deleteNamespacedNetworkPolicy: Call;
+  listNamespacedNetworkPolicy: Call;
 }
 interface CustomApiLike {
   createNamespacedCustomObject: Call;
@@ -135,7 +165,7 @@ function crd(namespace: string, version: string) {
   return { group: AGENT_SANDBOX_GROUP, version, namespace, plural: AGENT_SANDBOX_PLURAL };
 }
 
-function wrap(api: CoreApiLike, custom: CustomApiLike): KubeApi {
+function wrap(api: CoreApiLike, custom: CustomApiLike, net: NetworkingApiLike): KubeApi {
   const call = async <T>(what: string, fn: () => Promise<unknown>): Promise<T> => {
     try {
       return (await fn()) as T;
@@ -169,6 +199,23 @@ function wrap(api: CoreApiLike, custom: CustomApiLike): KubeApi {
     },
     listServices: (namespace, labelSelector) =>
       call('list services', () => api.listNamespacedService({ namespace, labelSelector })),
+    createNetworkPolicy: (namespace, body) =>
+      call(`create networkpolicy ${body.metadata?.name}`, () =>
+        net.createNamespacedNetworkPolicy({ namespace, body }),
+      ),
+    readNetworkPolicy: (namespace, name) =>
+      call(`read networkpolicy ${name}`, () =>
+        net.readNamespacedNetworkPolicy({ namespace, name }),
+      ),
+    deleteNetworkPolicy: async (namespace, name) => {
+      await call(`delete networkpolicy ${name}`, () =>
+        net.deleteNamespacedNetworkPolicy({ namespace, name }),
+      );
+    },
+    listNetworkPolicies: (namespace, labelSelector) =>
+      call('list networkpolicies', () =>
+        net.listNamespacedNetworkPolicy({ namespace, labelSelector }),
+      ),
     createSandbox: (namespace, version, body) =>
       call(`create sandbox ${body.metadata?.name}`, () =>
         custom.createNamespacedCustomObject({ ...crd(namespace, version), body }),
@@ -299,5 +346,9 @@ export async function connectKubeApi(options: ConnectKubeOptions): Promise<KubeA
       currentContext: kc.currentContext,
     });
   }
-  return wrap(kc.makeApiClient(k8s.CoreV1Api), kc.makeApiClient(k8s.CustomObjectsApi));
+  return wrap(
+    kc.makeApiClient(k8s.CoreV1Api),
+    kc.makeApiClient(k8s.CustomObjectsApi),
+    kc.makeApiClient(k8s.NetworkingV1Api),
+  );
 }

@@ -2,12 +2,19 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dumpYaml, loadYaml } from '@kubernetes/client-node';
+import { parseNetworkPolicy } from '@sbx/core';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseCreateRequest } from './create-request.js';
-import { AGENT_SANDBOX_GROUP, AGENT_SANDBOX_PERMISSIONS, KUBE_PERMISSIONS } from './kube-api.js';
+import {
+  AGENT_SANDBOX_GROUP,
+  AGENT_SANDBOX_PERMISSIONS,
+  KUBE_PERMISSIONS,
+  NETWORKING_PERMISSIONS,
+} from './kube-api.js';
 import { resolveProvisionerSettings } from './provisioner-settings.js';
 import { SANDBOX_APP_LABEL, sandboxPod, sandboxService } from './sandbox-objects.js';
+import { sandboxNetworkPolicy } from './sandbox-network-policy.js';
 
 // Every object the project hands to Kubernetes, checked against @kubernetes/client-node's model
 // types: an object is read into the typed model and written back, and must come back unchanged.
@@ -39,16 +46,20 @@ async function manifests(): Promise<{ file: string; object: Record<string, unkno
 describe('deploy/kubernetes manifests', () => {
   it('each manifest is a valid object of its kind (survives the client’s model types unchanged)', async () => {
     const all = await manifests();
-    expect(all.map((m) => m.object.kind).sort()).toEqual([
-      'ConfigMap',
-      'Deployment',
-      'Namespace',
-      'NetworkPolicy',
-      'Role',
-      'RoleBinding',
-      'Secret',
-      'Service',
-      'ServiceAccount',
+    expect(all.map((m) => `${m.file}:${String(m.object.kind)}`)).toEqual([
+      'configmap.yaml:ConfigMap',
+      'deployment.yaml:Deployment',
+      'egress-proxy-configmap.yaml:ConfigMap',
+      'egress-proxy-deployment.yaml:Deployment',
+      'egress-proxy-networkpolicy.yaml:NetworkPolicy',
+      'egress-proxy-service.yaml:Service',
+      'namespace.yaml:Namespace',
+      'networkpolicy.yaml:NetworkPolicy',
+      'role.yaml:Role',
+      'rolebinding.yaml:RoleBinding',
+      'secret.yaml:Secret',
+      'service.yaml:Service',
+      'serviceaccount.yaml:ServiceAccount',
     ]);
     for (const { file, object } of all) {
       expect(roundTrip(object), file).toEqual(object);
@@ -71,10 +82,14 @@ describe('deploy/kubernetes manifests', () => {
       role.rules.map((r) => [r.resources.join(','), [...r.verbs].sort()]),
     );
     const used = Object.fromEntries(
-      Object.entries(KUBE_PERMISSIONS).map(([k, v]) => [k, [...v].sort()]),
+      Object.entries({ ...KUBE_PERMISSIONS, ...NETWORKING_PERMISSIONS }).map(([k, v]) => [
+        k,
+        [...v].sort(),
+      ]),
     );
     expect(granted).toEqual(used);
-    expect(role.rules.every((r) => r.apiGroups.length === 1 && r.apiGroups[0] === '')).toBe(true);
+    const group = (resource: string) => (resource === 'networkpolicies' ? 'networking.k8s.io' : '');
+    for (const r of role.rules) expect(r.apiGroups).toEqual([group(r.resources.join())]);
   });
 
   it('the Deployment runs the provisioner with the ConfigMap and Secret, as the Service account, not as root', async () => {
@@ -167,7 +182,7 @@ describe('the sandbox NetworkPolicy', () => {
     ports: { protocol: string; port: number }[];
   }
   async function policy() {
-    return (await manifests()).find((m) => m.object.kind === 'NetworkPolicy')!.object as {
+    return (await manifests()).find((m) => m.file === 'networkpolicy.yaml')!.object as {
       metadata: { namespace: string };
       spec: {
         podSelector: { matchLabels: Record<string, string> };
@@ -194,20 +209,64 @@ describe('the sandbox NetworkPolicy', () => {
     expect(p.spec.ingress[0]!.ports).toEqual([{ protocol: 'TCP', port: 8080 }]);
   });
 
-  it('a sandbox reaches DNS and the egress proxy, nothing else (no ipBlock, no empty peer)', async () => {
+  it('grants no egress: each sandbox’s own policy does (NetworkPolicies add up)', async () => {
     const p = await policy();
-    expect(p.spec.egress).toHaveLength(2);
-    for (const rule of p.spec.egress) {
-      expect(rule.to!.length).toBeGreaterThan(0);
-      for (const peer of rule.to!) {
-        expect(Object.keys(peer).sort()).not.toContain('ipBlock');
-        expect(peer.podSelector?.matchLabels ?? {}).not.toEqual({});
-      }
-    }
-    const targets = p.spec.egress.map((r) => r.to!.map((t) => t.podSelector!.matchLabels));
-    expect(targets).toEqual([
-      [{ 'k8s-app': 'kube-dns' }],
-      [{ 'app.kubernetes.io/name': 'sbx', 'app.kubernetes.io/component': 'egress-proxy' }],
+    expect(p.spec.egress).toBeUndefined();
+  });
+});
+
+describe('the egress proxy manifests', () => {
+  const find = async (file: string) => (await manifests()).find((m) => m.file === file)!.object;
+
+  it('SANDBOX_EGRESS_PROXY names the proxy Service, whose selector picks the proxy Pods and whose port targets theirs', async () => {
+    const config = (await find('configmap.yaml')) as { data: Record<string, string> };
+    const settings = resolveProvisionerSettings({ env: config.data });
+    const [name, port] = settings.egressProxy.split(':');
+    const service = (await find('egress-proxy-service.yaml')) as {
+      metadata: { name: string };
+      spec: {
+        selector: Record<string, string>;
+        ports: { port: number; targetPort: string }[];
+      };
+    };
+    expect(service.metadata.name).toBe(name);
+    const servicePort = service.spec.ports.find((p) => p.port === Number(port))!;
+    const deployment = (await find('egress-proxy-deployment.yaml')) as {
+      spec: {
+        template: {
+          metadata: { labels: Record<string, string> };
+          spec: {
+            automountServiceAccountToken: boolean;
+            securityContext: { runAsNonRoot: boolean };
+            containers: { ports: { name: string; containerPort: number }[] }[];
+          };
+        };
+      };
+    };
+    const pod = deployment.spec.template;
+    expect(pod.metadata.labels).toMatchObject(service.spec.selector);
+    expect(pod.spec.containers[0]!.ports.map((p) => p.name)).toContain(servicePort.targetPort);
+    expect(pod.spec.automountServiceAccountToken).toBe(false);
+    expect(pod.spec.securityContext.runAsNonRoot).toBe(true);
+  });
+
+  it('the proxy’s policy is one the network policy parser accepts, without credentials', async () => {
+    const config = (await find('egress-proxy-configmap.yaml')) as { data: Record<string, string> };
+    const policy = parseNetworkPolicy(JSON.parse(config.data.SBX_EGRESS_POLICY!));
+    expect(policy.mode).toBe('allowlist');
+    expect(policy.credentials).toEqual([]);
+  });
+
+  it('only sandbox Pods reach the proxy, on its port', async () => {
+    const p = (await find('egress-proxy-networkpolicy.yaml')) as {
+      spec: { policyTypes: string[]; ingress: unknown[] };
+    };
+    expect(p.spec.policyTypes).toEqual(['Ingress']);
+    expect(p.spec.ingress).toEqual([
+      {
+        from: [{ podSelector: { matchLabels: { app: SANDBOX_APP_LABEL } } }],
+        ports: [{ protocol: 'TCP', port: 3128 }],
+      },
     ]);
   });
 });
@@ -240,6 +299,14 @@ describe('the objects the provisioner creates', () => {
     const pod = sandboxPod(settings, request);
     expect(pod.spec).toMatchObject({ runtimeClassName: 'gvisor', activeDeadlineSeconds: 86400 });
     expect(roundTrip(pod)).toEqual(pod);
+  });
+
+  it('the sandbox NetworkPolicies (through the proxy, and none) are valid V1NetworkPolicies', () => {
+    const route = { proxyUrl: 'http://10.96.0.9:3128', podLabels: { a: 'b' }, podPort: 'proxy' };
+    for (const mode of ['open', 'none'] as const) {
+      const policy = sandboxNetworkPolicy(settings, 'abc123', mode, route)!;
+      expect(roundTrip(policy)).toEqual(policy);
+    }
   });
 
   it('the sandbox Service is a valid V1Service', () => {

@@ -160,3 +160,28 @@ export interface Namespace {
 export interface ObjectList<T> {
   items: T[];
 }
+
+/** A `networking.k8s.io/v1` NetworkPolicy peer: Pods by label, optionally in other namespaces. */
+export interface KubeNetworkPolicyPeer {
+  podSelector?: { matchLabels?: Record<string, string> };
+  namespaceSelector?: { matchLabels?: Record<string, string> };
+  ipBlock?: { cidr: string; except?: string[] };
+}
+
+export interface KubeNetworkPolicyPort {
+  protocol?: 'TCP' | 'UDP' | 'SCTP';
+  port?: number | string;
+  endPort?: number;
+}
+
+/** The slice of `networking.k8s.io/v1` NetworkPolicy the provisioner writes. */
+export interface KubeNetworkPolicy {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  spec: {
+    podSelector: { matchLabels?: Record<string, string> };
+    policyTypes: ('Ingress' | 'Egress')[];
+    egress?: { to?: KubeNetworkPolicyPeer[]; ports?: KubeNetworkPolicyPort[] }[];
+  };
+}

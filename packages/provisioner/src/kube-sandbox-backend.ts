@@ -286,7 +286,7 @@ export abstract class KubeSandboxBackend implements ProvisionerBackend {
    * pass's start). A failed delete is logged, not thrown: the next pass tries again.
    */
   protected collector(): (
-    what: 'pod' | 'service',
+    what: 'pod' | 'service' | 'networkpolicy',
     objects: readonly { metadata?: ObjectMeta }[],
     partners: ReadonlySet<string | undefined>,
     remove: (id: string) => Promise<void>,

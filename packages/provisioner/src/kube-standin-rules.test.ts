@@ -128,3 +128,111 @@ describe('the stand-in applies the API server’s resource rules', () => {
     expect(standin.pods('rules')).toHaveLength(1);
   });
 });
+
+describe('the stand-in validates NetworkPolicies as the API server does', () => {
+  const policy = (spec: Record<string, unknown>, name = 'p1') =>
+    ({
+      metadata: { name },
+      spec: { podSelector: { matchLabels: { 'sandbox-id': 'r1' } }, ...spec },
+    }) as unknown as Parameters<KubeApi['createNetworkPolicy']>[1];
+
+  async function causes(body: Parameters<KubeApi['createNetworkPolicy']>[1]) {
+    try {
+      await kube.createNetworkPolicy('rules', body);
+    } catch (err) {
+      const e = err as KubeApiError;
+      expect(e.status).toBe(422);
+      expect(e.reason).toBe('Invalid');
+      return e.message;
+    }
+    throw new Error('the stand-in accepted the NetworkPolicy');
+  }
+
+  // Each refusal built at run time, with the field the server names.
+  for (const [name, spec, field] of [
+    [
+      'an unknown policy type',
+      { policyTypes: ['Egr' + 'ess', 'Side' + 'ways'] },
+      'spec.policyTypes[1]',
+    ],
+    [
+      'a port above 65535',
+      { policyTypes: ['Egress'], egress: [{ ports: [{ port: 65_535 + 1 }] }] },
+      'spec.egress[0].ports[0].port',
+    ],
+    [
+      'an unknown protocol',
+      { policyTypes: ['Egress'], egress: [{ ports: [{ protocol: 'I' + 'CMP', port: 53 }] }] },
+      'spec.egress[0].ports[0].protocol',
+    ],
+    [
+      'a port name longer than an IANA service name',
+      { policyTypes: ['Egress'], egress: [{ ports: [{ port: 'x'.repeat(16) }] }] },
+      'spec.egress[0].ports[0].port',
+    ],
+    [
+      'an endPort below the port',
+      { policyTypes: ['Egress'], egress: [{ ports: [{ port: 8000, endPort: 7999 }] }] },
+      'spec.egress[0].ports[0].endPort',
+    ],
+    [
+      'a peer naming nothing',
+      { policyTypes: ['Egress'], egress: [{ to: [{}] }] },
+      'spec.egress[0].to[0]',
+    ],
+    [
+      'an ipBlock beside a selector',
+      {
+        policyTypes: ['Egress'],
+        egress: [{ to: [{ ipBlock: { cidr: '10.0.0.0/8' }, podSelector: {} }] }],
+      },
+      'spec.egress[0].to[0]',
+    ],
+    [
+      'a malformed CIDR',
+      { policyTypes: ['Egress'], egress: [{ to: [{ ipBlock: { cidr: '10.0.0.0/' + '33' } }] }] },
+      'spec.egress[0].to[0].ipBlock.cidr',
+    ],
+    [
+      'a selector label value the server refuses',
+      {
+        policyTypes: ['Egress'],
+        egress: [{ to: [{ podSelector: { matchLabels: { app: '-bad-' } } }] }],
+      },
+      'spec.egress[0].to[0].podSelector.matchLabels',
+    ],
+  ] as const) {
+    it(`refuses ${name} with 422 naming ${field}`, async () => {
+      expect(await causes(policy(spec))).toContain(`${field}:`);
+    });
+  }
+
+  it('refuses a name that is no DNS-1123 subdomain', async () => {
+    expect(await causes(policy({ policyTypes: ['Egress'] }, 'Bad_Name'))).toContain(
+      'metadata.name:',
+    );
+  });
+
+  it('accepts the policies the provisioner writes, defaulted as a server defaults them', async () => {
+    const created = await kube.createNetworkPolicy(
+      'rules',
+      policy({
+        policyTypes: ['Egress'],
+        egress: [
+          {
+            to: [
+              { podSelector: { matchLabels: { 'app.kubernetes.io/component': 'egress-proxy' } } },
+            ],
+            ports: [{ port: 'proxy' }],
+          },
+        ],
+      }),
+    );
+    expect(created.spec.egress?.[0]?.ports).toEqual([{ port: 'proxy', protocol: 'TCP' }]);
+    const none = await kube.createNetworkPolicy(
+      'rules',
+      policy({ policyTypes: ['Egress'], egress: [] }, 'p2'),
+    );
+    expect(none.spec.egress).toBeUndefined();
+  });
+});

@@ -363,6 +363,8 @@ describe('provisioner HTTP surface', () => {
     expect((await call('GET', '/api/capabilities')).body).toEqual({
       lark_cli_init_image: false,
       lark_cli_broker_image: true,
+      network_none: true,
+      egress_proxy: false,
     });
   });
 

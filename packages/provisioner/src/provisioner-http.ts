@@ -12,6 +12,16 @@ export const MAX_REQUEST_BODY_BYTES = 64 * 1024;
 export interface ProvisionerCapabilitiesResponse {
   lark_cli_init_image: boolean;
   lark_cli_broker_image: boolean;
+  /**
+   * `network_mode: none` is enforced: each such sandbox gets a NetworkPolicy allowing no egress
+   * (pods backend; inert on a cluster whose network plugin ignores NetworkPolicy).
+   */
+  network_none: boolean;
+  /**
+   * `network_mode: open` goes through the configured egress proxy (`SANDBOX_EGRESS_PROXY`): a
+   * NetworkPolicy allows nothing else. What the proxy lets through is its own configured policy.
+   */
+  egress_proxy: boolean;
 }
 
 export interface ProvisionerHandlerOptions {

@@ -79,6 +79,8 @@ export async function startProvisioner(
       capabilities: {
         lark_cli_init_image: settings.larkCliInitImage !== '',
         lark_cli_broker_image: settings.larkCliBrokerImage !== '',
+        network_none: settings.backend === 'pods',
+        egress_proxy: settings.backend === 'pods' && settings.egressProxy !== '',
       },
     }),
   );

@@ -5,6 +5,7 @@
 import { posix } from 'node:path';
 import { QuantityError, compareQuantities, isNegative, parseQuantity } from './kube-quantity.js';
 import { dns1123LabelProblem, dns1123SubdomainProblem } from './kube-rules.js';
+import { egressProxyProblem } from './egress-proxy-setting.js';
 import type { ProvisionerSettings, ResourceQuantities } from './provisioner-settings-model.js';
 import { settingError } from './provisioner-setting-values.js';
 import type { SettingSources } from './provisioner-setting-values.js';
@@ -76,6 +77,21 @@ export function checkSettings(s: ProvisionerSettings, sources: SettingSources): 
       'SKILLS_PVC_SUBPATH_TEMPLATE',
       `may use only {user_id} and {thread_id}, found ${unknownPlaceholder[0]}`,
     );
+  }
+  if (s.egressProxy !== '') {
+    const problem = egressProxyProblem(s.egressProxy);
+    if (problem) {
+      throw settingError(
+        sources.get('egressProxy') ?? 'SANDBOX_EGRESS_PROXY',
+        `must be <service>:<port>, a Service in the sandbox namespace (${problem}), got '${s.egressProxy}'`,
+      );
+    }
+    if (s.backend !== 'pods') {
+      throw settingError(
+        sources.get('egressProxy') ?? 'SANDBOX_EGRESS_PROXY',
+        'is supported by the pods backend only: the agent-sandbox backend makes no per-sandbox NetworkPolicy',
+      );
+    }
   }
   if (s.sandboxImage === '') throw settingError('SANDBOX_IMAGE', 'must not be empty');
   if (s.userDataPvcName === '' && s.hostBaseDir === '') {

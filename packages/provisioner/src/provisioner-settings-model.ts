@@ -98,6 +98,13 @@ export interface ProvisionerSettings {
    * `deletionTimestamp`) waits for it to go before answering 503 with `Retry-After`.
    */
   terminatingWaitMs: number;
+  /**
+   * The egress proxy sandboxes reach the outside through: `<service>:<port>`, a Service in the
+   * sandbox namespace and its port. When set, each sandbox gets a NetworkPolicy letting it reach
+   * only that Service's Pods (no DNS, nothing else), and `HTTP_PROXY`/`HTTPS_PROXY` naming the
+   * Service's cluster IP. Empty: no proxy; sandboxes asking for `open` egress get no policy.
+   */
+  egressProxy: string;
   /** Garbage collection of half-created sandboxes; 0 disables it. */
   gcIntervalMs: number;
   /** A Pod without Service (or the reverse) younger than this is left alone: a create may be under way. */
@@ -137,6 +144,7 @@ export const DEFAULT_PROVISIONER_SETTINGS: Readonly<ProvisionerSettings> = Objec
   listenPort: 8002,
   deleteTimeoutMs: 10_000,
   terminatingWaitMs: 10_000,
+  egressProxy: '',
   gcIntervalMs: 60_000,
   gcGraceMs: 120_000,
 });

@@ -46,6 +46,7 @@ export const PROVISIONER_ENV: Readonly<Record<string, keyof ProvisionerSettings 
   SANDBOX_DELETE_TIMEOUT_SECONDS: 'deleteTimeoutMs',
   SANDBOX_TERMINATING_WAIT_SECONDS: 'terminatingWaitMs',
   SANDBOX_GC_INTERVAL_SECONDS: 'gcIntervalMs',
+  SANDBOX_EGRESS_PROXY: 'egressProxy',
 };
 
 /** Where the block sits in an sbx config file (issue paths are written from it). */
@@ -92,4 +93,5 @@ export const FILE_KEYS: Readonly<Record<string, string>> = {
   delete_timeout_seconds: 'deleteTimeoutMs',
   terminating_wait_seconds: 'terminatingWaitMs',
   gc_interval_seconds: 'gcIntervalMs',
+  egress_proxy: 'egressProxy',
 };

@@ -264,3 +264,41 @@ describe('names the API server checks', () => {
     ).toBe('sbx.user-data');
   });
 });
+
+describe('the egress proxy', () => {
+  it('SANDBOX_EGRESS_PROXY is <service>:<port>, a Service of the sandbox namespace', () => {
+    expect(DEFAULT_PROVISIONER_SETTINGS.egressProxy).toBe('');
+    expect(
+      resolveProvisionerSettings({ env: { SANDBOX_EGRESS_PROXY: 'sbx-egress-proxy:3128' } })
+        .egressProxy,
+    ).toBe('sbx-egress-proxy:3128');
+    expect(resolveProvisionerSettings({ file: { egress_proxy: 'proxy:8080' } }).egressProxy).toBe(
+      'proxy:8080',
+    );
+    for (const bad of [
+      'sbx-egress-proxy',
+      ':3128',
+      'proxy:0',
+      'proxy:65536',
+      'proxy:31x',
+      'Proxy:3128',
+      'proxy.other-ns:3128',
+      '10.0.0.1:3128',
+      `${'p'.repeat(64)}:3128`,
+    ]) {
+      expect(
+        configError(() => resolveProvisionerSettings({ env: { SANDBOX_EGRESS_PROXY: bad } })),
+      ).toContain('SANDBOX_EGRESS_PROXY');
+    }
+  });
+
+  it('is refused with the agent-sandbox backend, which makes no per-sandbox NetworkPolicy', () => {
+    expect(
+      configError(() =>
+        resolveProvisionerSettings({
+          env: { SANDBOX_EGRESS_PROXY: 'sbx-egress-proxy:3128', SANDBOX_BACKEND: 'agent-sandbox' },
+        }),
+      ),
+    ).toMatch(/SANDBOX_EGRESS_PROXY.*pods backend only/);
+  });
+});

@@ -5,6 +5,8 @@ import { planSandboxVolumes } from './sandbox-volumes.js';
 import { COMPAT } from './compat-profiles.js';
 import type { CompatProfileName } from './compat-profiles.js';
 import { containerSecurityContext, secureContainers } from './container-security.js';
+import { egressProxyEnv } from './sandbox-egress-route.js';
+import type { EgressRoute } from './sandbox-egress-route.js';
 
 /**
  * The label every sandbox Pod and Service carries (sbx's profile); listing and garbage collection
@@ -55,7 +57,11 @@ function probe(initialDelaySeconds: number, periodSeconds: number): Probe {
  * settings; a uid can be set for images that run as non-root; and a deleted Pod gets 5 s, not
  * 30, before it is killed.
  */
-export function sandboxPod(settings: ProvisionerSettings, request: CreateSandboxRequest): Pod {
+export function sandboxPod(
+  settings: ProvisionerSettings,
+  request: CreateSandboxRequest,
+  route?: EgressRoute,
+): Pod {
   const plan = planSandboxVolumes(settings, request);
   const { requests, limits } = settings;
   const sandbox: Container = {
@@ -83,6 +89,13 @@ export function sandboxPod(settings: ProvisionerSettings, request: CreateSandbox
   };
   const containers = [sandbox, ...plan.sidecars];
   secureContainers([...containers, ...plan.initContainers], settings);
+  // Every container shares the Pod's NetworkPolicy: each is pointed at the proxy, or none is.
+  if (route !== undefined && request.networkMode === 'open') {
+    for (const c of [...containers, ...plan.initContainers]) {
+      const names = new Set(egressProxyEnv(route).map((e) => e.name));
+      c.env = [...(c.env ?? []).filter((e) => !names.has(e.name)), ...egressProxyEnv(route)];
+    }
+  }
   return {
     apiVersion: 'v1',
     kind: 'Pod',

@@ -1,11 +1,13 @@
 import { errorMessage } from '@sbx/core';
 import type { CreateSandboxRequest } from './create-request.js';
 import { isTerminating } from './create-or-await.js';
-import type { Pod, Service } from './kube-objects.js';
-import { KubeSandboxBackend } from './kube-sandbox-backend.js';
+import type { KubeNetworkPolicy, Pod, Service } from './kube-objects.js';
+import { KubeSandboxBackend, kubeReason } from './kube-sandbox-backend.js';
 import type { KubeSandboxBackendOptions, SandboxPart } from './kube-sandbox-backend.js';
 import type { GarbageReport, SandboxResponse } from './provisioner-backend.js';
-import { isKubeStatus } from './provisioner-errors.js';
+import { ProvisionerHttpError, isKubeStatus } from './provisioner-errors.js';
+import { egressRoute } from './sandbox-egress-route.js';
+import { networkPolicyName, sandboxNetworkPolicy } from './sandbox-network-policy.js';
 import {
   SANDBOX_ID_LABEL,
   accessUrl,
@@ -21,6 +23,32 @@ export type SandboxPodsOptions = KubeSandboxBackendOptions;
 const terminating = isTerminating;
 
 /**
+ * Whether two policy specs say the same. Compared on what this package writes, as a server
+ * returns it: an empty `egress` list comes back absent, key order is the server's.
+ */
+function sameSpec(a: KubeNetworkPolicy['spec'], b: KubeNetworkPolicy['spec']): boolean {
+  const canon = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(canon)
+      : typeof v === 'object' && v !== null
+        ? Object.fromEntries(
+            Object.entries(v)
+              .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+              .map(([k, w]) => [k, canon(w)]),
+          )
+        : v;
+  const essence = (spec: KubeNetworkPolicy['spec']) =>
+    JSON.stringify(
+      canon({
+        podSelector: spec.podSelector?.matchLabels ?? {},
+        policyTypes: [...(spec.policyTypes ?? [])].sort(),
+        egress: spec.egress ?? [],
+      }),
+    );
+  return essence(a) === essence(b);
+}
+
+/**
  * One Pod and one Service per sandbox, created idempotently: a create that finds a Service with an
  * access URL answers with it; a Pod or Service that already exists (a retry, a second provisioner
  * replica, a create that crashed half-way) is used as it is. Concurrent creates of one id in this
@@ -33,11 +61,26 @@ export class SandboxPods extends KubeSandboxBackend {
   protected async createOnce(request: CreateSandboxRequest): Promise<SandboxResponse> {
     const id = request.sandboxId;
     // Built first: a request that breaks a mount rule is refused before anything exists.
-    const pod = sandboxPod(this.settings, request);
+    const route =
+      request.networkMode === 'open' ? await egressRoute(this.kube, this.settings) : undefined;
+    const pod = sandboxPod(this.settings, request, route);
     const service = sandboxService(this.settings, id);
+    const policy = sandboxNetworkPolicy(this.settings, id, request.networkMode, route);
     const existing = await this.existing(id, () => this.#fastPath(id));
-    if (existing !== undefined) return existing;
+    if (existing !== undefined) {
+      await this.#checkPolicy(id, policy);
+      return existing;
+    }
 
+    // Before the Pod: a Pod never runs, even briefly, with egress its policy does not restrict.
+    if (policy !== undefined) {
+      await this.createPart(
+        'NetworkPolicy',
+        policy.metadata!.name!,
+        () => this.kube.createNetworkPolicy(this.namespace, policy),
+        () => this.kube.readNetworkPolicy(this.namespace, policy.metadata!.name!),
+      );
+    }
     await this.createPart(
       'Pod',
       podName(id),
@@ -59,12 +102,45 @@ export class SandboxPods extends KubeSandboxBackend {
           });
         }),
     );
+    // A policy that already existed (a retry, a second replica) was used as it is: it must be
+    // the one asked for, or this create would hand out a sandbox of another egress.
+    await this.#checkPolicy(id, policy);
     return this.awaitUrl(id, async () => {
       const url = await this.#serviceUrl(id);
       return url === undefined
         ? undefined
         : { sandbox_id: id, sandbox_url: url, status: await this.#phase(id) };
     });
+  }
+
+  /**
+   * Whether the sandbox's NetworkPolicy is `wanted` (none when undefined).
+   * @throws ProvisionerHttpError 409 when the sandbox exists with another egress, 503 when the
+   *   policy cannot be read
+   */
+  async #checkPolicy(id: string, wanted: KubeNetworkPolicy | undefined): Promise<void> {
+    let found: KubeNetworkPolicy | undefined;
+    try {
+      found = await this.transient(() =>
+        this.kube.readNetworkPolicy(this.namespace, networkPolicyName(id)),
+      );
+    } catch (err) {
+      if (!isKubeStatus(err, 404)) {
+        throw new ProvisionerHttpError(503, `NetworkPolicy read failed: ${kubeReason(err)}`, {
+          cause: err,
+        });
+      }
+    }
+    const same =
+      found === undefined || terminating(found)
+        ? wanted === undefined
+        : wanted !== undefined && sameSpec(found.spec, wanted.spec);
+    if (!same) {
+      throw new ProvisionerHttpError(
+        409,
+        `Sandbox '${id}' exists with another network policy; delete it first`,
+      );
+    }
   }
 
   /**
@@ -124,6 +200,11 @@ export class SandboxPods extends KubeSandboxBackend {
     return [
       { what: 'service', remove: () => this.kube.deleteService(this.namespace, serviceName(id)) },
       { what: 'pod', remove: () => this.kube.deletePod(this.namespace, podName(id)) },
+      // After the Pod: while it may still run, its egress stays restricted.
+      {
+        what: 'networkpolicy',
+        remove: () => this.kube.deleteNetworkPolicy(this.namespace, networkPolicyName(id)),
+      },
     ];
   }
 
@@ -170,11 +251,12 @@ export class SandboxPods extends KubeSandboxBackend {
    * have reached the second half yet.
    */
   async collectGarbage(): Promise<GarbageReport> {
-    const [pods, services] = await Promise.all([
+    const [pods, services, policies] = await Promise.all([
       this.kube.listPods(this.namespace, sandboxSelector(this.settings)),
       this.kube.listServices(this.namespace, sandboxSelector(this.settings)),
+      this.kube.listNetworkPolicies(this.namespace, sandboxSelector(this.settings)),
     ]);
-    const idOf = (o: Pod | Service) => o.metadata?.labels?.[SANDBOX_ID_LABEL];
+    const idOf = (o: Pod | Service | KubeNetworkPolicy) => o.metadata?.labels?.[SANDBOX_ID_LABEL];
     const podIds = new Set(pods.items.map(idOf));
     const serviceIds = new Set(services.items.map(idOf));
     const orphans = this.collector();
@@ -193,6 +275,19 @@ export class SandboxPods extends KubeSandboxBackend {
       (id) => this.kube.deleteService(this.namespace, serviceName(id)),
       report.services,
     );
+    // A policy outlives its Pod only when a create failed between the two: nothing it restricts.
+    const collectedPolicies: string[] = [];
+    await orphans(
+      'networkpolicy',
+      policies.items,
+      podIds,
+      (id) => this.kube.deleteNetworkPolicy(this.namespace, networkPolicyName(id)),
+      collectedPolicies,
+    );
+    if (collectedPolicies.length > 0)
+      this.logger.info('collected network policies without a pod', {
+        sandboxIds: collectedPolicies,
+      });
     if (report.pods.length + report.services.length > 0)
       this.logger.info('collected half-created sandboxes', { ...report });
     return report;

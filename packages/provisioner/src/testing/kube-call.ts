@@ -2,7 +2,7 @@
 // (verb, namespace, name, body, the label selector) and how to answer, recorded.
 
 export type KubeVerb = 'create' | 'read' | 'list' | 'delete';
-export type KubeResource = 'namespaces' | 'pods' | 'services' | 'sandboxes';
+export type KubeResource = 'namespaces' | 'pods' | 'services' | 'sandboxes' | 'networkpolicies';
 
 export interface KubeCall {
   verb: KubeVerb;

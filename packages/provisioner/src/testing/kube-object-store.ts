@@ -5,7 +5,7 @@
 // that deletes what a deleted owner owned.
 
 import { randomUUID } from 'node:crypto';
-import type { AgentSandbox, ObjectMeta, Pod, Service } from '../kube-objects.js';
+import type { AgentSandbox, KubeNetworkPolicy, ObjectMeta, Pod, Service } from '../kube-objects.js';
 import { minimalPodServer, openNodePortProxy } from './local-servers.js';
 import type { PodServer, PodServerFactory } from './local-servers.js';
 
@@ -40,6 +40,7 @@ export class KubeObjectStore {
   readonly pods = new Map<string, StoredPod>();
   readonly services = new Map<string, Service>();
   readonly sandboxes = new Map<string, StoredSandbox>();
+  readonly networkPolicies = new Map<string, KubeNetworkPolicy>();
   readonly #options: KubeObjectStoreOptions;
   readonly #held = new Map<string, () => void>();
   readonly #proxies = new Map<string, PodServer>();
@@ -231,6 +232,8 @@ export class KubeObjectStore {
       void stopPod(s);
     }
     for (const key of [...this.services.keys()]) if (inside(key)) this.#removeService(key);
+    for (const key of [...this.networkPolicies.keys()])
+      if (inside(key)) this.networkPolicies.delete(key);
   }
 
   /** Stops every Pod server and every node-port proxy, and every expiry timer. */

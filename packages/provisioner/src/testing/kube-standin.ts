@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import type { AgentSandbox, Pod, Service } from '../kube-objects.js';
+import type { AgentSandbox, KubeNetworkPolicy, Pod, Service } from '../kube-objects.js';
 import { AGENT_SANDBOX_VERSIONS_SERVED } from './agent-sandbox-validation.js';
 import { servePodsAndServices, serveNamespaces } from './core-resources.js';
 import type { KubeCall, KubeResource, KubeVerb } from './kube-call.js';
@@ -10,6 +10,7 @@ import { KubeObjectStore } from './kube-object-store.js';
 import type { KubeObjectStoreOptions } from './kube-object-store.js';
 import { injectedStatus, kubeStatus } from './kube-status.js';
 import { serveSandboxes } from './sandbox-resource.js';
+import { serveNetworkPolicies } from './network-policy-resource.js';
 
 /**
  * A local stand-in for the Kubernetes API server (core/v1 Namespaces, Pods and Services: create,
@@ -65,6 +66,8 @@ interface Route {
   name: string | undefined;
   /** The Sandbox version, for the custom resource. */
   sandboxVersion: string | undefined;
+  /** `networking.k8s.io/v1`: NetworkPolicies. */
+  networking: boolean;
 }
 
 /**
@@ -80,15 +83,27 @@ function route(pathname: string, method: string): Route | undefined {
     parts[3] === 'namespaces' &&
     parts[5] === 'sandboxes' &&
     parts.length <= 7;
-  if (!custom && (parts[0] !== 'api' || parts[1] !== 'v1' || parts[2] !== 'namespaces'))
+  const networking =
+    parts[0] === 'apis' &&
+    parts[1] === 'networking.k8s.io' &&
+    parts[2] === 'v1' &&
+    parts[3] === 'namespaces' &&
+    parts[5] === 'networkpolicies' &&
+    parts.length <= 7;
+  if (
+    !custom &&
+    !networking &&
+    (parts[0] !== 'api' || parts[1] !== 'v1' || parts[2] !== 'namespaces')
+  )
     return undefined;
-  const at = custom ? parts.slice(1) : parts;
+  const at = custom || networking ? parts.slice(1) : parts;
   const namespace = at[3];
   return {
     resource: (at[4] ?? 'namespaces') as KubeResource,
     namespace,
     name: at[4] === undefined ? (method === 'POST' ? undefined : namespace) : at[5],
     sandboxVersion: custom ? parts[2] : undefined,
+    networking,
   };
 }
 
@@ -165,6 +180,13 @@ export class KubeStandin {
   services(namespace?: string): Service[] {
     return [...this.#store.services.values()].filter(
       (s) => !namespace || s.metadata?.namespace === namespace,
+    );
+  }
+
+  /** NetworkPolicies, optionally of one namespace (as stored: validated and defaulted). */
+  networkPolicies(namespace?: string): KubeNetworkPolicy[] {
+    return [...this.#store.networkPolicies.values()].filter(
+      (p) => !namespace || p.metadata?.namespace === namespace,
     );
   }
 
@@ -293,12 +315,14 @@ export class KubeStandin {
 
     if (resource === 'namespaces') return serveNamespaces(this.#store, call);
     const isSandboxes = resource === 'sandboxes' && at.sandboxVersion !== undefined;
-    if (!isSandboxes && resource !== 'pods' && resource !== 'services') {
+    const isPolicies = resource === 'networkpolicies' && at.networking;
+    if (!isSandboxes && !isPolicies && resource !== 'pods' && resource !== 'services') {
       return call.reply(404, kubeStatus(404, 'NotFound', `unknown resource ${resource}`));
     }
     if (!ns || !this.#store.namespaces.has(ns))
       return call.reply(404, kubeStatus(404, 'NotFound', `namespaces "${ns}" not found`));
     if (isSandboxes) return serveSandboxes(this.#store, at.sandboxVersion!, call);
+    if (isPolicies) return serveNetworkPolicies(this.#store, call);
     return servePodsAndServices(this.#store, resource as 'pods' | 'services', call);
   }
 
