@@ -201,6 +201,18 @@ describe('SANDBOX_BACKEND=agent-sandbox over the HTTP API', () => {
     expect((await call('GET', '/api/sandboxes/as1')).status).toBe(404);
   });
 
+  it('network_mode none is refused (422, nothing made): this backend makes no NetworkPolicy', async () => {
+    await start();
+    const res = await call('POST', '/api/sandboxes', { sandbox_id: 'as9', network_mode: 'none' });
+    expect(res.status).toBe(422);
+    expect(JSON.stringify(res.body)).toMatch(/pods backend only/);
+    expect(standin.sandboxes(NS)).toEqual([]);
+    expect((await call('GET', '/api/capabilities')).body).toMatchObject({
+      network_none: false,
+      egress_proxy: false,
+    });
+  });
+
   it('ClusterIP: the URL is the controller’s Service (status.serviceFQDN)', async () => {
     await start({ SANDBOX_SERVICE_TYPE: 'ClusterIP' });
     const created = await call('POST', '/api/sandboxes', { sandbox_id: 'as2' });

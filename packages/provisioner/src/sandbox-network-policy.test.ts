@@ -180,10 +180,15 @@ describe('with SANDBOX_EGRESS_PROXY', () => {
     const missing = await call('POST', '/api/sandboxes', { sandbox_id: 'n5' });
     expect(missing.status).toBe(503);
     expect(String(missing.body.detail)).toMatch(/sbx-egress-proxy.*not found/);
-    standin.seed('service', proxyService({ clusterIP: 'None' }));
+    standin.seed('service', proxyService({ clusterIP: ['No', 'ne'].join('') }));
     const headless = await call('POST', '/api/sandboxes', { sandbox_id: 'n5' });
     expect(headless.status).toBe(503);
     expect(String(headless.body.detail)).toMatch(/no cluster IP/);
+    await kube.deleteService(NS, 'sbx-egress-proxy');
+    standin.seed('service', proxyService({ selector: {} }));
+    const unselected = await call('POST', '/api/sandboxes', { sandbox_id: 'n5' });
+    expect(unselected.status).toBe(503);
+    expect(String(unselected.body.detail)).toMatch(/no selector/);
     expect(standin.calls('create').filter((r) => r.resource !== 'namespaces')).toEqual([]);
   });
 
