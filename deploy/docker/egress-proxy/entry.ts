@@ -3,7 +3,7 @@
 // policy for all of them. Configured from the environment:
 //   SBX_EGRESS_POLICY       the policy as JSON (`{"mode":"allowlist","allow":["pypi.org"]}`); required
 //   SBX_EGRESS_LISTEN_HOST  default 0.0.0.0
-//   SBX_EGRESS_LISTEN_PORT  default 3128
+//   SBX_EGRESS_LISTEN_PORT  default 3128 (0: any free port, logged)
 // Credentials are refused: brokering needs a CA the sandboxes trust, which this image does not set up.
 import { errorMessage, parseNetworkPolicy } from '@sbx/core';
 import type { Logger } from '@sbx/core';
@@ -38,8 +38,8 @@ if (policy.credentials.length > 0)
   fail('SBX_EGRESS_POLICY: credentials are not brokered by the in-cluster proxy');
 const portText = process.env.SBX_EGRESS_LISTEN_PORT ?? '3128';
 const port = /^[0-9]{1,5}$/.test(portText) ? Number(portText) : NaN;
-if (!(port >= 1 && port <= 65_535))
-  fail(`SBX_EGRESS_LISTEN_PORT must be 1..65535, got '${portText}'`);
+if (!(port >= 0 && port <= 65_535))
+  fail(`SBX_EGRESS_LISTEN_PORT must be 0..65535, got '${portText}'`);
 const host = process.env.SBX_EGRESS_LISTEN_HOST ?? '0.0.0.0';
 
 const proxy = new EgressProxy({ logger });
