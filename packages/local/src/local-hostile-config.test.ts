@@ -71,6 +71,15 @@ describe('configuration that would expose the host is refused', () => {
   it('the local provider refuses base_dir "/" given directly', () => {
     expect(() => new LocalSandboxProvider({ baseDir: '/' })).toThrow(ConfigError);
   });
+
+  it.each([0, -1, 1.5, Number.NaN])(
+    'a cache of %s thread sandboxes is refused: it is also the bound on live namespaces',
+    (max) => {
+      expect(() => new LocalSandboxProvider({ baseDir: base, maxCachedThreads: max })).toThrow(
+        /maxCachedThreads: must be a positive integer/,
+      );
+    },
+  );
 });
 
 describe('a confined local sandbox reaches only what its mounts map', () => {

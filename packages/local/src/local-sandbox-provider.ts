@@ -1,6 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
 import { createRequire } from 'node:module';
 import { SandboxProviderEventEmitter } from '@sbx/core/internal';
 import type { LRUCache } from 'lru-cache';
@@ -8,27 +7,20 @@ import type * as LruCacheModule from 'lru-cache';
 import {
   AbortedError,
   ProviderClosedError,
-  ConfigError,
   InvalidArgumentError,
   SandboxNotFoundError,
-  DEFAULT_SKILLS_CONTAINER_PATH,
   SandboxProvider,
   SandboxRuntimeError,
-  assertSafePathSegment,
   pathMapping,
   threadLayout,
 } from '@sbx/core';
 import {
-  HOST_SYSTEM_TREES,
-  hostDataDirProblem,
-  DEFAULT_USER_ID,
   SKILL_CATEGORIES,
   VIRTUAL_ACP_WORKSPACE_PATH,
   VIRTUAL_OUTPUTS_PATH,
   VIRTUAL_PATH_PREFIX,
   VIRTUAL_UPLOADS_PATH,
   VIRTUAL_WORKSPACE_PATH,
-  normalizeVirtualRoot,
   sharedSkillsViewPath,
 } from '@sbx/core/internal';
 import { LocalSnapshotStore, localPauseRefusal } from './local-snapshots.js';
@@ -51,27 +43,17 @@ import type {
   ThreadDataPaths,
   ThreadLayout,
 } from '@sbx/core';
-import { canonicalPathSync } from './canonical-path.js';
 import { staticMappings } from './static-mappings.js';
 import type { LocalProviderOptions } from './local-provider-options.js';
-import {
-  DEFAULT_MAX_CACHED_THREAD_SANDBOXES,
-  DEFAULT_THREAD_MAX_AGE_DAYS,
-  resolveLocalBlock,
-} from './local-config-block.js';
 import { collectIdleThreads } from './thread-gc.js';
 import { LocalSandbox } from './local-sandbox.js';
 import { localSandboxId, localSandboxIdMode, type SkillsMode } from './local-sandbox-id.js';
 import { LocalSandboxNetwork, localNetworkKey } from './local-sandbox-network.js';
 import { CommandSessions } from './command-sessions.js';
-import {
-  DEFAULT_ISOLATION_MODE,
-  type CommandMode,
-  type IsolationMode,
-} from './confinement/isolation-mode.js';
+import { type CommandMode, type IsolationMode } from './confinement/isolation-mode.js';
 import { probeConfinement } from './confinement/bwrap-probe.js';
-import { sandboxOwnerFor } from './confinement/sandbox-owner.js';
-import { resolveConfinementLimits, type ConfinementLimits } from './confinement/cgroup-limits.js';
+import { localProviderLogger, resolveLocalProviderSettings } from './local-provider-settings.js';
+import type { ConfinementLimits } from './confinement/cgroup-limits.js';
 import {
   ThreadConfinement,
   type ThreadConfinementLayout,
@@ -88,9 +70,7 @@ function lruCache(): typeof LruCacheModule {
 
 /** Id of the sandbox handed to callers without a thread. */
 export const GENERIC_LOCAL_SANDBOX_ID = 'local';
-/** Environment variable naming the data directory when neither options nor config do. */
-export const SBX_HOME_ENV = 'SBX_HOME';
-export const DEFAULT_BASE_DIR_NAME = '.sbx';
+export { SBX_HOME_ENV, DEFAULT_BASE_DIR_NAME } from './local-provider-settings.js';
 
 /** One configured extra mount (the `sandbox.mounts[]` entries of the configuration). */
 interface ThreadEntry {
@@ -100,13 +80,6 @@ interface ThreadEntry {
   readonly threadId: string;
   readonly network: NetworkPolicy;
 }
-
-const requiredLogger: Logger = {
-  debug: () => {},
-  info: () => {},
-  warn: (msg, fields) => console.warn(`[sbx/local] ${msg}`, fields ?? ''),
-  error: (msg, fields) => console.error(`[sbx/local] ${msg}`, fields ?? ''),
-};
 
 /**
  * Host-backed provider. `acquire()` without a thread returns the generic sandbox `local`; with a
@@ -163,43 +136,18 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       );
     }
     const config = options.config ?? {};
-    const local = config.local ?? {};
-    const env = options.env ?? process.env;
-    this.logger = options.logger ?? requiredLogger;
+    const settings = resolveLocalProviderSettings(options);
+    this.logger = localProviderLogger(options);
     this.commandSessions = new CommandSessions(this.processTag, this.logger);
-    // Canonical from the start: mount tables are strict (a mount root must still resolve to the
-    // host directory it was built from), so the thread directories are spelled without links.
-    this.baseDir = canonicalPathSync(
-      path.resolve(
-        options.baseDir ??
-          config.baseDir ??
-          (env[SBX_HOME_ENV] || undefined) ??
-          DEFAULT_BASE_DIR_NAME,
-      ),
-    );
-    const baseDirProblem = hostDataDirProblem(this.baseDir);
-    if (baseDirProblem) {
-      throw new ConfigError([{ path: 'sandbox.base_dir', message: baseDirProblem }]);
-    }
-    this.allowHostBash = options.allowHostBash ?? config.allowHostBash ?? false;
-    const localBlock = resolveLocalBlock(local);
-    this.isolation = options.isolation ?? localBlock.isolation ?? DEFAULT_ISOLATION_MODE;
-    const owner = sandboxOwnerFor(process.getuid?.(), {
-      ...((options.sandboxUid ?? localBlock.sandboxUid) !== undefined
-        ? { uid: options.sandboxUid ?? localBlock.sandboxUid }
-        : {}),
-      ...((options.sandboxGid ?? localBlock.sandboxGid) !== undefined
-        ? { gid: options.sandboxGid ?? localBlock.sandboxGid }
-        : {}),
-    });
-    this.limits = options.limits
-      ? resolveConfinementLimits({ ...localBlock.limits, ...options.limits })
-      : localBlock.limits;
+    this.baseDir = settings.baseDir;
+    this.allowHostBash = settings.allowHostBash;
+    this.isolation = settings.isolation;
+    this.limits = settings.limits;
     this.confinement = new ThreadConfinement({
       isolation: this.isolation,
       allowHostBash: this.allowHostBash,
       baseDir: this.baseDir,
-      owner,
+      owner: settings.owner,
       limits: this.limits,
       tmpBytes: options.tmpBytes ?? this.limits.tmpBytes,
       probe: options.confinementProbe ?? probeConfinement,
@@ -207,40 +155,15 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
       logger: this.logger,
     });
     this.network = new LocalSandboxNetwork(config.specPolicy, options.egress, () => this.confined);
-    this.bashCommandTimeout = options.bashCommandTimeout ?? config.bashCommandTimeout;
-    this.searchTimeoutSeconds = options.searchTimeoutSeconds ?? config.searchTimeoutSeconds;
-    this.envPolicy = options.envPolicy ?? config.envPolicy;
-    this.envAllow = options.envAllow ?? config.envAllow;
-    const block = localBlock;
-    this.threadMaxAgeDays = block.threadMaxAgeDays ?? DEFAULT_THREAD_MAX_AGE_DAYS;
-    this.shell = options.shell ?? block.shell;
-    this.skillsContainerPath = normalizeVirtualRoot(
-      options.skillsContainerPath ?? config.skills?.containerPath ?? DEFAULT_SKILLS_CONTAINER_PATH,
-    );
-    // A host-backed sandbox maps virtual paths onto the host: a skills root over a host system
-    // tree would make every path below it look like a (mapped) virtual path to the tool layer.
-    const systemTree = HOST_SYSTEM_TREES.find(
-      (t) =>
-        this.skillsContainerPath === t ||
-        this.skillsContainerPath.startsWith(`${t}/`) ||
-        this.skillsContainerPath === '/',
-    );
-    if (systemTree) {
-      throw new ConfigError([
-        {
-          path: 'sandbox.skills.container_path',
-          message: `must not overlap the host system directory ${systemTree} (the local provider maps it onto the host)`,
-        },
-      ]);
-    }
-    this.defaultUserId = assertSafePathSegment('userId', options.defaultUserId ?? DEFAULT_USER_ID);
-    const max =
-      options.maxCachedThreads ?? block.maxCachedThreads ?? DEFAULT_MAX_CACHED_THREAD_SANDBOXES;
-    if (!Number.isSafeInteger(max) || max < 1) {
-      throw new ConfigError([
-        { path: 'maxCachedThreads', message: `must be a positive integer, got ${max}` },
-      ]);
-    }
+    this.bashCommandTimeout = settings.bashCommandTimeout;
+    this.searchTimeoutSeconds = settings.searchTimeoutSeconds;
+    this.envPolicy = settings.envPolicy;
+    this.envAllow = settings.envAllow;
+    this.threadMaxAgeDays = settings.threadMaxAgeDays;
+    this.shell = settings.shell;
+    this.skillsContainerPath = settings.skillsContainerPath;
+    this.defaultUserId = settings.defaultUserId;
+    const max = settings.maxCachedThreads;
     this.threads = new (lruCache().LRUCache)<string, ThreadEntry>({
       max,
       // A confined thread evicted from the cache ends with its namespace: the cache's bound is
