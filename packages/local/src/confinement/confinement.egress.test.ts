@@ -229,6 +229,29 @@ describe.runIf(confinable)('a confined sandbox gets out through its egress gatew
     expect(out).not.toContain(token);
   }, 120_000);
 
+  it('attack: the forwarder and the init run without the seccomp filter, and no command can write their memory or trace them', async () => {
+    // Every process of the namespace without a filter (the init's shell, the forwarder): a
+    // command that could write one's memory would run unfiltered code outside the thread's cgroup.
+    const out = await run(
+      sandbox,
+      [
+        'for d in /proc/[0-9]*; do',
+        '  grep -q "^Seccomp:[[:space:]]*0" "$d/status" 2>/dev/null || continue',
+        '  echo "UNFILTERED=${d#/proc/}"',
+        '  if (exec 3<>"$d/mem") 2>/dev/null; then echo "MEM_WRITABLE=${d#/proc/}"; fi',
+        '  if head -c 1 "$d/maps" >/dev/null 2>&1; then echo "MAPS_READABLE=${d#/proc/}"; fi',
+        'done',
+        // The probe's own way of opening works where the kernel allows it (its own memory).
+        'if (exec 3<>/proc/self/mem) 2>/dev/null; then echo SELF_MEM_WRITABLE; fi',
+      ].join('\n'),
+    );
+    expect(out).toContain('SELF_MEM_WRITABLE');
+    // The forwarder is one of them (node running its script), so the check saw it.
+    expect(out.match(/UNFILTERED=/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
+    expect(out).not.toContain('MEM_WRITABLE=');
+    expect(out).not.toContain('MAPS_READABLE=');
+  }, 120_000);
+
   it('mode none: no forwarder and no proxy variables, even with a gateway', async () => {
     const id = await provider.acquire({
       userId: 'u',
