@@ -76,6 +76,11 @@ export const MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024;
  * File operations reach only what the mount table maps (paths no mount covers are refused, unless
  * `confined: false`). With host bash on this is NOT an isolation boundary: an enabled host shell
  * can reach anything the server can.
+ *
+ * One concept, kept whole: the `Sandbox` contract over host directories. Each method is the
+ * contract's entry and delegates the work — commands to `posix-runner` and the confinement, opening
+ * files to `sandbox-file-open`, text reads and writes to `text-file`, search to core — so what
+ * stays here is the order of the checks every entry makes (path, mount, confinement, masking).
  */
 export class LocalSandbox extends Sandbox {
   readonly table: PathMappingTable;

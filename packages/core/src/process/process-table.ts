@@ -66,6 +66,11 @@ export interface ProcessTableOptions {
  * `SandboxProcesses` over a provider's `ProcessLauncher`: ids, the bounded output buffer of each
  * process, its optional time limit, the running-process limit, and cleanup when the sandbox
  * client closes. One implementation, so every provider bounds and reports the same way.
+ *
+ * One concept, kept whole: the table's entries and the transitions between them (started,
+ * attached, exited, killed, timed out, closed) share the same bookkeeping, and the races the
+ * lifecycle guards close (an attach landing after close, a kill after exit) are readable only
+ * with every transition in view.
  */
 export class ProcessTable implements SandboxProcesses {
   readonly #options: ProcessTableOptions;
