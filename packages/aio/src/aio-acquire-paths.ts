@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import {
+  parseNetworkPolicy,
   SandboxBeingDestroyedError,
   SandboxRuntimeError,
   errorMessage,
   isSbxError,
 } from '@sbx/core';
-import type { AcquirePath, Sandbox } from '@sbx/core';
+import type { AcquirePath, NetworkPolicy, Sandbox } from '@sbx/core';
 import { checkIdentity, checkWarmIdentity, identityKey } from './aio-identity.js';
 import type { AioThreadIdentity } from './aio-identity.js';
 import { renewLease } from './aio-lease-renewal.js';
@@ -31,16 +32,21 @@ export class AioAcquirePaths {
   readonly #sandboxIdFor: (identity: AioThreadIdentity) => string;
   readonly #pauses: AioPauses;
 
+  /** `sandbox.network`: the policy of a sandbox whose acquire names none (anonymous ones too). */
+  readonly #configuredNetwork: NetworkPolicy | undefined;
+
   constructor(
     ctx: AioProviderContext,
     teardown: AioTeardown,
     sandboxIdFor: (identity: AioThreadIdentity) => string,
     pauses: AioPauses,
+    configuredNetwork: NetworkPolicy | undefined,
   ) {
     this.#ctx = ctx;
     this.#teardown = teardown;
     this.#sandboxIdFor = sandboxIdFor;
     this.#pauses = pauses;
+    this.#configuredNetwork = configuredNetwork;
   }
 
   async acquireAnonymous(): Promise<string> {
@@ -232,6 +238,12 @@ export class AioAcquirePaths {
     mounts: Awaited<ReturnType<typeof prepareSandboxMounts>>,
   ): Promise<SandboxInfo> {
     const spec = identity?.spec;
+    // A spec's network is already the effective (narrowed) policy; without one the configured
+    // policy binds, so the backend is told it either way.
+    const network =
+      spec?.network !== undefined
+        ? parseNetworkPolicy(spec.network, 'spec.network')
+        : this.#configuredNetwork;
     const info = await this.#ctx.backend.create({
       sandboxId: id,
       threadId: identity?.threadId ?? null,
@@ -240,6 +252,7 @@ export class AioAcquirePaths {
       ...(spec?.image ? { image: spec.image } : {}),
       ...(spec?.resources ? { resources: spec.resources } : {}),
       ...(spec?.labels ? { labels: spec.labels } : {}),
+      ...(network !== undefined ? { network } : {}),
     });
     let ready: boolean;
     try {

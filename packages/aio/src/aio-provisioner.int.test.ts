@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { requireService, servicesRequired } from '@sbx/core/testing';
 import { connectKubeApi, resolveProvisionerSettings, startProvisioner } from '@sbx/provisioner';
-import type { KubeApi, RunningProvisioner } from '@sbx/provisioner';
+import { networkPolicyName } from '@sbx/provisioner';
+import type { KubeApi, KubeNetworkPolicy, RunningProvisioner } from '@sbx/provisioner';
 import { KubeStandin } from '@sbx/provisioner/testing';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startAioStandin } from '../../../tools/images/aio-standin/server.mjs';
@@ -14,7 +15,7 @@ import {
   freePort,
   startPrivateRedis,
 } from './testing/multi-instance-support.js';
-import type { PrivateRedis } from './testing/multi-instance-support.js';
+import type { PrivateRedis, WorkerError } from './testing/multi-instance-support.js';
 
 // Many gateways on Kubernetes, end to end: gateway processes (the AIO provider with the remote
 // backend and the Redis ownership store, on the real Redis) → the provisioner (@sbx/provisioner,
@@ -50,6 +51,8 @@ interface ClusterUnderTest {
   podNames(namespace: string): Promise<string[]>;
   /** The sandboxes' Services that sbx made (a controller's own headless ones are not counted). */
   serviceCount(namespace: string): Promise<number>;
+  /** The NetworkPolicies of a namespace, when the cluster can tell. */
+  networkPolicies?(namespace: string): Promise<KubeNetworkPolicy[]>;
   /** Deletes a test's namespace and all in it. */
   deleteNamespace(namespace: string): Promise<void>;
   /** Pod creates the API served, when the cluster can tell. */
@@ -84,6 +87,7 @@ async function standinCluster(
     podNames: async (ns) => live(ns).map((p) => p.metadata!.name!),
     serviceCount: async (ns) =>
       cluster.services(ns).filter((s) => s.metadata?.labels?.app === 'sbx-sandbox').length,
+    networkPolicies: async (ns) => cluster.networkPolicies(ns),
     deleteNamespace: async () => {}, // the stand-in goes with the test
     // The agent-sandbox controller makes Pods without API calls: count the Sandboxes made.
     podCreates: () => cluster.calls('create', backend === 'pods' ? 'pods' : 'sandboxes').length,
@@ -287,6 +291,39 @@ describe.each(targets)(
       expect(await pods()).toEqual([`sandbox-${id}`]);
       expect(await services()).toBe(1);
       if (cluster.podCreates) expect(cluster.podCreates()).toBe(1);
+    }, 120_000);
+
+    // The pods backend enforces mode none (`network_none`): the sandbox gets a NetworkPolicy with
+    // no egress. The agent-sandbox backend does not: mode none is refused before any create.
+    it('mode none is enforced with a no-egress NetworkPolicy where the provisioner can, else refused', async () => {
+      const [a] = await gateways(1);
+      const none = { network: { mode: 'none' } };
+      if (backend === 'pods') {
+        const id = await a!.call<string>('acquire', { ...T('no-egress'), spec: none });
+        expect(await a!.call('exec', { sandboxId: id, command: 'echo up' })).toContain('up');
+        const open = await a!.call<string>('acquire', T('open-egress'));
+        expect(open).not.toBe(id);
+        if (cluster.networkPolicies) {
+          const policies = await cluster.networkPolicies(namespace);
+          const mine = policies.find((p) => p.metadata?.name === networkPolicyName(id));
+          expect(mine?.spec?.policyTypes).toEqual(['Egress']);
+          expect(mine?.spec?.egress ?? []).toEqual([]);
+          // Open egress without a proxy: no policy of its own.
+          expect(policies.map((p) => p.metadata?.name)).not.toContain(networkPolicyName(open));
+        }
+      } else {
+        const err = await a!
+          .call('acquire', { ...T('no-egress'), spec: none })
+          .catch((e: WorkerError) => e);
+        expect((err as WorkerError).code).toBe('NETWORK_POLICY_UNENFORCEABLE');
+        expect(await pods()).toEqual([]);
+        if (cluster.networkPolicies) expect(await cluster.networkPolicies(namespace)).toEqual([]);
+      }
+      const allowlist = { network: { mode: 'allowlist', allow: ['example.com:443'] } };
+      const refused = await a!
+        .call('acquire', { ...T('allowlist'), spec: allowlist })
+        .catch((e: WorkerError) => e);
+      expect((refused as WorkerError).code).toBe('NETWORK_POLICY_UNENFORCEABLE');
     }, 120_000);
 
     it('a gateway killed mid-turn has its sandbox adopted by the other after one TTL, the Pod kept', async () => {

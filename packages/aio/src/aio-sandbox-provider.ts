@@ -27,6 +27,7 @@ import type {
   SnapshotRef,
   SandboxSpecPolicy,
   SandboxSpecSupport,
+  NetworkPolicySupport,
   SkillsView,
 } from '@sbx/core';
 import {
@@ -196,6 +197,7 @@ export class AioSandboxProvider
       this.#teardown,
       (identity) => this.sandboxIdFor(identity),
       this.#pauses,
+      this.#specPolicy.network,
     );
     this.#reconciler = new AioReconciler(ctx, this.#teardown);
     this.#leases = new AioLeaseRenewal(ctx, this.#teardown);
@@ -283,6 +285,7 @@ export class AioSandboxProvider
   // acquire, get, release, destroy
 
   override async acquire(options: AcquireOptions = {}): Promise<string> {
+    await this.#learnNetworkSupport();
     this.admit(options);
     if (this.#closed || this.#retired) throw new ProviderClosedError();
     if (this.#serializer.closed) throw new SerializerClosedError();
@@ -326,9 +329,34 @@ export class AioSandboxProvider
     return work();
   }
 
-  /** See `containerSpecSupport`: local containers honour a spec, a provisioner none. */
+  /**
+   * See `containerSpecSupport`: local containers honour a spec, a provisioner only the network
+   * policies it says it enforces (known after the first acquire asked it; before that, none).
+   */
   override get specSupport(): SandboxSpecSupport {
-    return containerSpecSupport(this.backend.kind);
+    return containerSpecSupport(this.backend.kind, this.#networkSupport);
+  }
+
+  #networkSupport: NetworkPolicySupport | undefined;
+  #networkProbe: Promise<void> | undefined;
+
+  /**
+   * Asks the backend once which network policies it enforces, before the first admit: the answer
+   * decides whether a restricting policy is refused. A failed ask is not remembered (the next
+   * acquire asks again) and fails this acquire: never guessed, in either direction.
+   */
+  async #learnNetworkSupport(): Promise<void> {
+    const ask = this.backend.networkSupport;
+    if (ask === undefined || this.#networkSupport !== undefined) return;
+    this.#networkProbe ??= ask
+      .call(this.backend)
+      .then((support) => {
+        this.#networkSupport = support;
+      })
+      .finally(() => {
+        this.#networkProbe = undefined;
+      });
+    await this.#networkProbe;
   }
 
   protected override get specPolicy(): SandboxSpecPolicy {

@@ -7,7 +7,7 @@ import {
   type ContainerSecurityProfile,
 } from './container-profile.js';
 import { NO_SPEC_SUPPORT } from '@sbx/core/internal';
-import type { SandboxSpecSupport } from '@sbx/core';
+import type { NetworkPolicySupport, SandboxSpecSupport } from '@sbx/core';
 import type { DockerCreateOptions } from './docker-client.js';
 import type { MountSpec } from './sandbox-backend.js';
 
@@ -25,10 +25,14 @@ export const LABEL_SKILLS_ROOT = 'sbx.skills-root';
 /**
  * What an acquire's spec may ask of a sandbox: local containers honour its image (from
  * `sandbox.spec.images`), resources and labels; the provisioner API carries none of them, so a
- * remote backend refuses every spec.
+ * remote backend refuses them, and enforces only the network policies its provisioner says it does
+ * (`network`, learnt from its capabilities; absent: none).
  */
-export function containerSpecSupport(kind: 'local' | 'remote'): SandboxSpecSupport {
-  if (kind !== 'local') return NO_SPEC_SUPPORT;
+export function containerSpecSupport(
+  kind: 'local' | 'remote',
+  network?: NetworkPolicySupport,
+): SandboxSpecSupport {
+  if (kind !== 'local') return network ? { ...NO_SPEC_SUPPORT, network } : NO_SPEC_SUPPORT;
   return {
     image: true,
     resources: ['memoryMb', 'cpus', 'pids', 'diskGb'],

@@ -1,6 +1,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { canonicalSkillsRoot, isSbxError, provisionerExtraMountPaths } from '@sbx/core';
+import {
+  canonicalSkillsRoot,
+  isSbxError,
+  parseNetworkPolicy,
+  provisionerExtraMountPaths,
+  SandboxRuntimeError,
+} from '@sbx/core';
 import { PROVISIONER_MAX_EXTRA_MOUNTS } from '@sbx/core/internal';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startStandin } from './aio-standin.fixture.js';
@@ -287,11 +293,74 @@ describe('RemoteSandboxBackend', () => {
     expect(await backend.listRunning()).toEqual([]);
   });
 
-  it('reads the capabilities', async () => {
+  it('reads the capabilities; a provisioner without the network fields enforces nothing', async () => {
     expect(await backend.capabilities()).toEqual({
       larkCliInitImage: true,
       larkCliBrokerImage: false,
+      networkNone: false,
+      egressProxy: false,
     });
+    expect(await backend.networkSupport()).toEqual({
+      none: false,
+      filtered: false,
+      credentials: false,
+    });
+  });
+
+  it('reads network_none and egress_proxy, and advertises mode none only', async () => {
+    prov.override = (r) =>
+      r.path === '/api/capabilities'
+        ? { status: 200, body: { network_none: true, egress_proxy: true } }
+        : undefined;
+    expect(await backend.capabilities()).toMatchObject({ networkNone: true, egressProxy: true });
+    expect(await backend.networkSupport()).toEqual({
+      none: true,
+      filtered: false,
+      credentials: false,
+    });
+  });
+
+  it('refuses a capability flag that is not a boolean, never reading it as enforced', async () => {
+    // Truthy non-booleans, built at run time so no literal check can match them.
+    const odd: unknown[] = [JSON.parse('"true"'), Number('1'), JSON.parse('{}'), null];
+    for (const field of ['network_none', 'egress_proxy', 'lark_cli_init_image']) {
+      for (const value of odd) {
+        prov.override = (r) =>
+          r.path === '/api/capabilities' ? { status: 200, body: { [field]: value } } : undefined;
+        const err = await backend.capabilities().catch((e: unknown) => e);
+        expect(isSbxError(err) && err.code, `${field}=${JSON.stringify(value)}`).toBe(
+          SandboxRuntimeError.CODE,
+        );
+        await expect(backend.networkSupport()).rejects.toThrow(/capabilities/);
+      }
+    }
+    prov.override = (r) =>
+      r.path === '/api/capabilities' ? { status: 200, body: [true] } : undefined;
+    await expect(backend.capabilities()).rejects.toThrow(/not a JSON object/);
+  });
+
+  it('sends network_mode none for a mode none sandbox, nothing for open egress', async () => {
+    await backend.create({ sandboxId: 'n1', network: parseNetworkPolicy({ mode: 'none' }) });
+    await backend.create({ sandboxId: 'o1', network: parseNetworkPolicy({ mode: 'open' }) });
+    await backend.create({ sandboxId: 'u1' });
+    const bodies = api()
+      .filter((r) => r.method === 'POST')
+      .map((r) => r.body);
+    expect(bodies[0]).toMatchObject({ sandbox_id: 'n1', network_mode: 'none' });
+    expect(bodies[1]).not.toHaveProperty('network_mode');
+    expect(bodies[2]).not.toHaveProperty('network_mode');
+  });
+
+  it('never creates a sandbox whose restricting policy the provisioner cannot enforce', async () => {
+    const policies = [
+      parseNetworkPolicy({ mode: 'allowlist', allow: ['example.com:443'] }),
+      parseNetworkPolicy({ mode: 'open', deny: ['*.example.com'] }),
+    ];
+    for (const network of policies) {
+      const err = await backend.create({ sandboxId: 'x1', network }).catch((e: unknown) => e);
+      expect(isSbxError(err) && err.code).toBe('NETWORK_POLICY_UNENFORCEABLE');
+    }
+    expect(api().filter((r) => r.method === 'POST')).toEqual([]);
   });
 
   it('sends a non-default skills root and derives the category allowlist from it', async () => {

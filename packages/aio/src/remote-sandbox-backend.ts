@@ -2,13 +2,15 @@ import {
   canonicalSkillsRoot,
   errorMessage,
   InvalidArgumentError,
+  NetworkPolicyUnenforceableError,
+  networkPolicyRestricts,
   SandboxRuntimeError,
   resolveEffectiveUserId,
   silentLogger,
   sleep,
 } from '@sbx/core';
 import { DEFAULT_SKILLS_ROOT } from '@sbx/core/internal';
-import type { Logger } from '@sbx/core';
+import type { Logger, NetworkPolicySupport } from '@sbx/core';
 import { AioHttpClient } from './aio-http.js';
 import { AioHttpError } from './aio-http-error.js';
 import { provisionerExtraMounts } from './provisioner-mounts.js';
@@ -48,6 +50,26 @@ export interface RemoteSandboxBackendOptions {
 export interface ProvisionerCapabilities {
   larkCliInitImage: boolean;
   larkCliBrokerImage: boolean;
+  /** `network_mode: none` is enforced (a NetworkPolicy with no egress per such sandbox). */
+  networkNone: boolean;
+  /** `network_mode: open` goes through the provisioner's egress proxy (information only). */
+  egressProxy: boolean;
+}
+
+/**
+ * One boolean capability. Absent is false (a provisioner older than the field); any other type is
+ * refused, so a malformed answer never turns into "enforced".
+ */
+function capabilityFlag(body: Json, field: string): boolean {
+  const value = body[field];
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') {
+    throw new SandboxRuntimeError(
+      `Provisioner capabilities: ${field} must be a boolean, got ${value === null ? 'null' : typeof value}`,
+      { details: { field } },
+    );
+  }
+  return value;
 }
 
 type Json = Record<string, unknown>;
@@ -116,6 +138,15 @@ export class RemoteSandboxBackend implements SandboxBackend {
       provision_lark_cli_runtime: request.provisionLarkCliRuntime === true,
       provision_lark_cli_broker: request.provisionLarkCliBroker === true,
     };
+    const network = request.network;
+    if (network !== undefined && networkPolicyRestricts(network)) {
+      // The provisioner enforces mode none only; anything else restricting was refused at acquire,
+      // and must not reach a create that would run it with open egress.
+      if (network.mode !== 'none') {
+        throw new NetworkPolicyUnenforceableError('RemoteSandboxBackend', network.mode);
+      }
+      body.network_mode = 'none';
+    }
     if (this.skillsRoot !== DEFAULT_SKILLS_ROOT) body.skills_container_path = this.skillsRoot;
     const mounts = provisionerExtraMounts(request.extraMounts ?? [], {
       skillsRoot: this.skillsRoot,
@@ -267,17 +298,42 @@ export class RemoteSandboxBackend implements SandboxBackend {
     return out;
   }
 
-  /** `GET /api/capabilities`. Throws when the provisioner cannot be asked. */
+  /**
+   * `GET /api/capabilities`. Throws when the provisioner cannot be asked, or a flag it sends is not
+   * a boolean (`SandboxRuntimeError`); an absent flag is false.
+   */
   async capabilities(options: BackendCallOptions = {}): Promise<ProvisionerCapabilities> {
     const res = await this.http.json('GET', '/api/capabilities', undefined, {
       timeoutMs: PROVISIONER_QUERY_TIMEOUT_MS,
       signal: options.signal,
     });
-    const body = asObject(res.body) ?? {};
+    const body = asObject(res.body);
+    if (body === undefined) {
+      throw new SandboxRuntimeError('Provisioner capabilities: the answer is not a JSON object');
+    }
     return {
-      larkCliInitImage: body.lark_cli_init_image === true,
-      larkCliBrokerImage: body.lark_cli_broker_image === true,
+      larkCliInitImage: capabilityFlag(body, 'lark_cli_init_image'),
+      larkCliBrokerImage: capabilityFlag(body, 'lark_cli_broker_image'),
+      networkNone: capabilityFlag(body, 'network_none'),
+      egressProxy: capabilityFlag(body, 'egress_proxy'),
     };
+  }
+
+  /**
+   * The network policies this provisioner enforces: mode none when it says `network_none`; never
+   * filtering or credentials (its egress proxy applies its own policy, not a sandbox's).
+   */
+  async networkSupport(options: BackendCallOptions = {}): Promise<NetworkPolicySupport> {
+    let caps: ProvisionerCapabilities;
+    try {
+      caps = await this.capabilities(options);
+    } catch (err) {
+      throw new SandboxRuntimeError(
+        `Provisioner capabilities unavailable, so no network policy can be admitted: ${errorText(err)}`,
+        { cause: err },
+      );
+    }
+    return { none: caps.networkNone, filtered: false, credentials: false };
   }
 
   /** `GET /health` answered `{"status":"ok"}`. Never throws. */

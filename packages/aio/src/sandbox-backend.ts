@@ -1,5 +1,5 @@
 import type { SandboxInfo } from './sandbox-info.js';
-import type { SandboxResources } from '@sbx/core';
+import type { NetworkPolicy, NetworkPolicySupport, SandboxResources } from '@sbx/core';
 
 /** A host directory mounted into a sandbox. */
 export interface MountSpec {
@@ -23,6 +23,11 @@ export interface CreateSandboxRequest {
   readonly image?: string;
   readonly resources?: SandboxResources;
   readonly labels?: Readonly<Record<string, string>>;
+  /**
+   * The sandbox's effective network policy (the acquire's, else the configured one), already
+   * admitted against `networkSupport`. Absent: open egress.
+   */
+  readonly network?: NetworkPolicy;
   readonly signal?: AbortSignal;
 }
 
@@ -75,4 +80,9 @@ export interface SandboxBackend {
    * both succeed. A sandbox that is gone throws.
    */
   unpause?(info: SandboxInfo, options?: BackendCallOptions): Promise<void>;
+  /**
+   * The network policies this backend enforces, asked of where sandboxes run (a provisioner's
+   * capabilities). Absent: none; a restricting policy is refused at acquire.
+   */
+  networkSupport?(options?: BackendCallOptions): Promise<NetworkPolicySupport>;
 }

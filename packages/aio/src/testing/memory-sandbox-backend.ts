@@ -9,6 +9,7 @@ import type {
   GrepOptions,
   GrepResult,
   ListDirOptions,
+  NetworkPolicySupport,
   ReadFileOptions,
   ScopedExecuteCommandOptions,
   WriteFileOptions,
@@ -40,6 +41,8 @@ export interface FakeContainer {
 export interface MemorySandboxBackendOptions {
   kind?: 'local' | 'remote';
   usesThreadDataMounts?: boolean;
+  /** What `networkSupport` answers; absent: the backend has no `networkSupport` (enforces none). */
+  networkSupport?: NetworkPolicySupport;
 }
 
 export interface BackendCallRecord {
@@ -73,7 +76,11 @@ export class MemorySandboxBackend implements SandboxBackend {
   constructor(options: MemorySandboxBackendOptions = {}) {
     this.kind = options.kind ?? 'local';
     this.usesThreadDataMounts = options.usesThreadDataMounts ?? this.kind === 'local';
+    const support = options.networkSupport;
+    if (support !== undefined) this.networkSupport = async () => support;
   }
+
+  networkSupport?: (options?: BackendCallOptions) => Promise<NetworkPolicySupport>;
 
   #newContainer(sandboxId: string, request: CreateSandboxRequest | undefined): FakeContainer {
     this.#seq += 1;

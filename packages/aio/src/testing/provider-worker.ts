@@ -15,7 +15,7 @@ import {
   parseSandboxConfig,
   resolveOwnershipConfig,
 } from '@sbx/core';
-import type { Logger, OwnershipRedisModule } from '@sbx/core';
+import type { Logger, OwnershipRedisModule, SandboxSpec } from '@sbx/core';
 import type { AioSandboxProvider } from '../aio-sandbox-provider.js';
 import * as aio from '../index.js';
 
@@ -60,7 +60,11 @@ async function main(): Promise<void> {
   const handlers: Record<string, (args: Record<string, unknown>) => Promise<unknown>> = {
     ownerId: () => provider.ownerId(),
     acquire: (a) =>
-      provider.acquire({ userId: a.userId as string, threadId: a.threadId as string }),
+      provider.acquire({
+        userId: a.userId as string,
+        threadId: a.threadId as string,
+        ...(a.spec !== undefined ? { spec: a.spec as SandboxSpec } : {}),
+      }),
     exec: (a) => sandbox(a.sandboxId).executeCommand(String(a.command)),
     startProcess: async (a) => (await sandbox(a.sandboxId).processes.start(String(a.command))).id,
     processOutput: async (a) => {
