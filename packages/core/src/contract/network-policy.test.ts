@@ -211,6 +211,20 @@ describe('network policy in the spec', () => {
     );
   });
 
+  it('attack: a restricting configured policy names its own sandbox, so one made under an open configuration is never reused once the configuration restricts', () => {
+    const underOpen = checkSandboxSpec(undefined, support, { images: [] }, 'P');
+    const underRestriction = checkSandboxSpec(undefined, support, policy, 'P');
+    expect(specIdentityScope(underRestriction)).not.toEqual(specIdentityScope(underOpen));
+    // A spec that asks for something else but says nothing of the network carries it too.
+    const withImage = { images: ['x'], network: policy.network };
+    const images = { ...support, image: true };
+    expect(specIdentityScope(checkSandboxSpec({ image: 'x' }, images, withImage, 'P'))).not.toEqual(
+      specIdentityScope(checkSandboxSpec({ image: 'x' }, images, { images: ['x'] }, 'P')),
+    );
+    // Open configured: no spec, the identity it always had.
+    expect(underOpen).toBeUndefined();
+  });
+
   it('attack: admit refuses a restricting policy on a provider without the flag before anything is made', async () => {
     class Admitting extends SandboxProvider {
       made = 0;

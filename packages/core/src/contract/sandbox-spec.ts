@@ -173,7 +173,10 @@ export function checkSandboxSpec(
     if (!networkPolicyEnforced(support.network, configuredNetwork)) {
       throw new NetworkPolicyUnenforceableError(provider, configuredNetwork.mode);
     }
-    return undefined;
+    // A restricting configured policy is part of what the sandbox is: carried in the checked spec
+    // so the identity names it, and a sandbox made under an earlier configuration (say, open) is
+    // never reused once the configuration restricts it.
+    return networkPolicyRestricts(configuredNetwork) ? { network: configuredNetwork } : undefined;
   }
   if (typeof spec !== 'object') throw new InvalidArgumentError('spec must be an object');
   const requestedNetwork =
@@ -264,7 +267,7 @@ export function checkSandboxSpec(
     }
     if (entries.length > 0) out.labels = Object.fromEntries(entries);
   }
-  if (requestedNetwork !== undefined) out.network = network;
+  if (requestedNetwork !== undefined || networkPolicyRestricts(network)) out.network = network;
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
