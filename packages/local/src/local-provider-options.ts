@@ -1,4 +1,10 @@
-import type { EgressGateway, EnvPolicyMode, Logger, SandboxSpecPolicy } from '@sbx/core';
+import type {
+  CheckpointConfig,
+  EgressGateway,
+  EnvPolicyMode,
+  Logger,
+  SandboxSpecPolicy,
+} from '@sbx/core';
 import type { IsolationMode } from './confinement/isolation-mode.js';
 import type { ConfinementLimits } from './confinement/cgroup-limits.js';
 import type { ConfinementProbe } from './confinement/bwrap-probe.js';
@@ -25,6 +31,8 @@ export interface LocalProviderConfig {
   readonly baseDir?: string;
   /** `sandbox.spec` and `sandbox.network`: the configured network policy binds every acquire. */
   readonly specPolicy?: SandboxSpecPolicy;
+  /** `sandbox.checkpoint`: the bounds of snapshots (export and restore alike) and their life. */
+  readonly checkpoint?: CheckpointConfig;
   /**
    * `sandbox.local` block: `max_cached_threads`, `shell`, `thread_max_age_days`, `isolation`,
    * `sandbox_uid`, `sandbox_gid`.

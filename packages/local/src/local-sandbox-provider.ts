@@ -23,8 +23,10 @@ import {
   VIRTUAL_WORKSPACE_PATH,
   sharedSkillsViewPath,
 } from '@sbx/core/internal';
-import { LocalSnapshotStore, localPauseRefusal } from './local-snapshots.js';
+import { localPauseRefusal, localSnapshotStore } from './local-snapshots.js';
 import type {
+  CheckpointConfig,
+  SnapshotArchiveStore,
   SandboxLifecycleSupport,
   SnapshotRef,
   AcquirePath,
@@ -94,7 +96,7 @@ interface ThreadEntry {
  *
  * Kept here: the cache of per-thread sandboxes and the `SandboxProvider` contract over it. The
  * confinement of their commands is `ThreadConfinement`, the configured mounts `staticMappings`,
- * checkpoints `LocalSnapshotStore` (the snapshot methods below only find the thread).
+ * checkpoints `localSnapshotStore` (the snapshot methods below only find the thread).
  */
 export class LocalSandboxProvider extends SandboxProvider implements SandboxProviderEvents {
   private readonly events = new SandboxProviderEventEmitter();
@@ -127,6 +129,8 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
   private readonly confinement: ThreadConfinement;
   /** What network policies it enforces, and how a confined sandbox gets out. */
   private readonly network: LocalSandboxNetwork;
+  /** `sandbox.checkpoint`: the bounds of its snapshots and their life. */
+  private readonly checkpointConfig: CheckpointConfig | undefined;
 
   constructor(options: LocalProviderOptions = {}) {
     super();
@@ -137,6 +141,7 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     }
     const config = options.config ?? {};
     const settings = resolveLocalProviderSettings(options);
+    this.checkpointConfig = config.checkpoint;
     this.logger = localProviderLogger(options);
     this.commandSessions = new CommandSessions(this.processTag, this.logger);
     this.baseDir = settings.baseDir;
@@ -265,11 +270,15 @@ export class LocalSandboxProvider extends SandboxProvider implements SandboxProv
     return this.snapshotStore.create(this.threadLayout(entry.userId, entry.threadId));
   }
 
-  private snapshotStoreInstance: LocalSnapshotStore | undefined;
+  private snapshotStoreInstance: SnapshotArchiveStore | undefined;
 
   /** The base dir's snapshot area (`<base>/snapshots`). */
-  get snapshotStore(): LocalSnapshotStore {
-    this.snapshotStoreInstance ??= new LocalSnapshotStore(this.baseDir);
+  get snapshotStore(): SnapshotArchiveStore {
+    this.snapshotStoreInstance ??= localSnapshotStore(
+      this.baseDir,
+      this.checkpointConfig,
+      this.logger,
+    );
     return this.snapshotStoreInstance;
   }
 

@@ -1,18 +1,19 @@
-import { mkdtemp, readdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rename, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isSbxError, silentLogger } from '@sbx/core';
+import { isSbxError, silentLogger, type CheckpointConfig } from '@sbx/core';
 import { describeLifecycleContract, rejectionOf } from '@sbx/core/testing';
 import { LocalSandboxProvider } from './local-sandbox-provider.js';
 
-async function makeProvider() {
+async function makeProvider(checkpoint?: CheckpointConfig) {
   const baseDir = await mkdtemp(path.join(os.tmpdir(), 'sbx-snapshots-'));
   const provider = new LocalSandboxProvider({
     baseDir,
     isolation: 'none',
     allowHostBash: true,
     logger: silentLogger,
+    ...(checkpoint ? { config: { checkpoint } } : {}),
   });
   return { provider, baseDir, cleanup: () => rm(baseDir, { recursive: true, force: true }) };
 }
@@ -110,6 +111,51 @@ describe('local snapshots', () => {
         provider.acquire({ userId: 'u', threadId: 'n', fromSnapshot: ref }),
       );
       expect(isSbxError(err) && err.code).toBe('SNAPSHOT_NOT_FOUND');
+    } finally {
+      await provider.shutdown();
+      await cleanup();
+    }
+  });
+
+  it('sandbox.checkpoint bounds a snapshot: over max_entries it is CHECKPOINT_LIMIT and leaves no archive', async () => {
+    const { provider, baseDir, cleanup } = await makeProvider({
+      maxTotalBytes: 1024 * 1024,
+      maxEntries: 4,
+      snapshotTtlSeconds: 0,
+    });
+    try {
+      const id = await provider.acquire({ userId: 'u', threadId: 'big' });
+      const ws = provider.threadLayout('u', 'big').workspacePath;
+      for (let i = 0; i < 8; i++) await writeFile(path.join(ws, `f${i}.txt`), `${i}`);
+      const error = await rejectionOf(provider.snapshot(id));
+      expect(isSbxError(error) && error.code).toBe('CHECKPOINT_LIMIT');
+      expect(await readdir(path.join(baseDir, 'snapshots'))).toEqual([]);
+    } finally {
+      await provider.shutdown();
+      await cleanup();
+    }
+  });
+
+  it('a snapshot older than snapshot_ttl_seconds is SNAPSHOT_EXPIRED and restores nothing; the sweep removes it', async () => {
+    const { provider, baseDir, cleanup } = await makeProvider({
+      maxTotalBytes: 1024 * 1024,
+      maxEntries: 100,
+      snapshotTtlSeconds: 60,
+    });
+    try {
+      const id = await provider.acquire({ userId: 'u', threadId: 'ttl' });
+      const ref = await provider.snapshot(id);
+      expect(ref.expiresAt).toBeDefined();
+      // The store judges by its own file, never by the reference: age the file.
+      const archive = path.join(baseDir, 'snapshots', `${ref.id}.tar.gz`);
+      const old = new Date(Date.now() - 120_000);
+      await utimes(archive, old, old);
+      const error = await rejectionOf(
+        provider.acquire({ userId: 'u', threadId: 'ttl-fork', fromSnapshot: ref }),
+      );
+      expect(isSbxError(error) && error.code).toBe('SNAPSHOT_EXPIRED');
+      expect(provider.cachedThreadCount).toBe(1);
+      expect(await provider.snapshotStore.sweep()).toEqual([ref.id]);
     } finally {
       await provider.shutdown();
       await cleanup();
