@@ -104,6 +104,9 @@ describe('compileGlob agrees with picomatch where both define the meaning', () =
           if (/\/\/|\*\*[^/]|[^/]\*\*/.test(normalized)) return true; // picomatch-specific corners
           // picomatch lets `a/**` match `a` but not `*/**`; here a trailing `**` always may be empty.
           if (normalized.endsWith('/**')) return true;
+          // picomatch reads a last segment of exactly `*.*` as needing a character after the dot
+          // (`a.` does not match); fnmatch, whose meaning the glob tool keeps, lets `*` be empty.
+          if (/(^|\/)\*\.\*$/.test(normalized)) return true;
           const regex = picomatch.makeRe(normalized, { dot: true, posix: true, windows: false });
           const name = path.slice(path.lastIndexOf('/') + 1);
           const expected = normalized.includes('/') ? regex.test(path) : regex.test(name);
@@ -112,6 +115,12 @@ describe('compileGlob agrees with picomatch where both define the meaning', () =
       ),
       { numRuns: 3000 },
     );
+  });
+
+  it('*.* matches a name ending in a dot, as fnmatch does (where picomatch does not)', () => {
+    expect(compileGlob('*.*')('a.')).toBe(true);
+    expect(compileGlob('**/*.*')('d/a.')).toBe(true);
+    expect(compileGlob('*.*')('a')).toBe(false);
   });
 
   it('keeps the promise of the glob tool description (src/*.ts vs **/src/*.ts)', () => {
