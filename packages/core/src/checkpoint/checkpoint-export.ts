@@ -3,8 +3,9 @@ import { open, opendir, readlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable, type Writable } from 'node:stream';
-import { createGzip } from 'node:zlib';
-import tar from 'tar-stream';
+import type * as Zlib from 'node:zlib';
+import type * as TarStream from 'tar-stream';
+import { lazyModule } from '../modules/lazy-module.js';
 import { CheckpointLimitError } from '../errors/checkpoint-errors.js';
 import {
   InvalidArgumentError,
@@ -27,6 +28,10 @@ import {
   type CheckpointManifestEntry,
   type CheckpointRootName,
 } from './checkpoint-format.js';
+
+// Loaded by the first checkpoint, not with @sbx/core: most hosts never write one.
+const tarStream = lazyModule<typeof TarStream>('tar-stream');
+const zlib = lazyModule<typeof Zlib>('node:zlib');
 
 /** Canonical host directories of a thread's data; an absent one is left out of the archive. */
 export type CheckpointSources = Partial<Record<CheckpointRootName, string>>;
@@ -78,9 +83,9 @@ export async function writeCheckpoint(
       throw new InvalidArgumentError(`checkpoint source ${name} must be an absolute directory`);
     }
   }
-  const pack = tar.pack();
+  const pack = tarStream().pack();
   const archive = new ByteMeter();
-  const piped = pipeline(pack, createGzip(), archive, output, { signal: options.signal });
+  const piped = pipeline(pack, zlib().createGzip(), archive, output, { signal: options.signal });
   // Kept observed: a failure of the output surfaces through `piped` once awaited below.
   piped.catch(() => undefined);
 

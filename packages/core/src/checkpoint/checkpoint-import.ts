@@ -3,8 +3,9 @@ import { lstat, mkdir, realpath, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGunzip } from 'node:zlib';
-import tar from 'tar-stream';
+import type * as Zlib from 'node:zlib';
+import type * as TarStream from 'tar-stream';
+import { lazyModule } from '../modules/lazy-module.js';
 import {
   CheckpointEntryRefusedError,
   CheckpointIntegrityError,
@@ -26,6 +27,10 @@ import {
   type CheckpointManifest,
   type CheckpointManifestEntry,
 } from './checkpoint-format.js';
+
+// Loaded by the first checkpoint, not with @sbx/core: most hosts never write one.
+const tarStream = lazyModule<typeof TarStream>('tar-stream');
+const zlib = lazyModule<typeof Zlib>('node:zlib');
 
 export interface ReadCheckpointOptions {
   limits?: Partial<CheckpointLimits>;
@@ -98,8 +103,8 @@ async function extractInto(
 ): Promise<Omit<CheckpointImportSummary, 'destination'>> {
   const archive = new ByteMeter();
   const expanded = new ByteMeter({ limit: 'expandedBytes', max: maxExpandedBytes(limits) });
-  const extract = tar.extract();
-  const piped = pipeline(input, archive, createGunzip(), expanded, extract, {
+  const extract = tarStream().extract();
+  const piped = pipeline(input, archive, zlib().createGunzip(), expanded, extract, {
     signal: options.signal,
   });
   // Observed at once; its failure (corrupt gzip, the expansion bound) is rethrown below.
