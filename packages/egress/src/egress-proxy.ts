@@ -354,8 +354,9 @@ export class EgressProxy implements EgressEvents {
       Buffer.alloc(0),
       max,
       this.#limits.headerTimeoutMs,
-      (data) => {
-        const end = data.indexOf('\r\n\r\n', 0, 'latin1');
+      (data, seen) => {
+        // Only the new bytes (and the three before them) can complete the terminator.
+        const end = data.indexOf('\r\n\r\n', Math.max(0, seen - 3), 'latin1');
         if (end === -1) return 'more';
         return end + 4 > max ? new Refusal(431, 'header-too-large') : end;
       },
