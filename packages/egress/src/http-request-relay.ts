@@ -6,6 +6,7 @@
  * with back-pressure (one chunk in flight), de-chunked before it is scanned, so neither TCP writes
  * nor chunk framing can split a placeholder past the scan.
  */
+import { readChunkLine } from './chunk-line.js';
 import type { Writable } from 'node:stream';
 import type { CredentialBroker } from './credential-broker.js';
 import { EgressSecretUnavailableError } from './credential-broker.js';
@@ -17,7 +18,6 @@ import { headerValues, type RequestHead } from './request-head.js';
 import type { StreamReader } from './socket-reader.js';
 
 /** Longest chunk-size line (size and extensions) of a chunked body. */
-export const MAX_CHUNK_LINE_BYTES = 4096;
 
 export interface RelayTarget {
   readonly state: SandboxState;
@@ -230,17 +230,9 @@ async function streamBody(
 
 /** One CRLF-terminated line (without it), bounded by `MAX_CHUNK_LINE_BYTES`; a bare LF refused. */
 async function readLine(reader: StreamReader): Promise<string | Refusal> {
-  let data: Buffer = Buffer.alloc(0);
-  for (;;) {
-    const chunk = await reader.read();
-    if (chunk === null) return new Refusal(400, 'bad-request');
-    data = data.length === 0 ? chunk : Buffer.concat([data, chunk]);
-    const lf = data.indexOf(0x0a);
-    if (lf !== -1) {
-      if (lf === 0 || data[lf - 1] !== 0x0d) return new Refusal(400, 'bad-request');
-      reader.unshift(data.subarray(lf + 1));
-      return data.subarray(0, lf - 1).toString('latin1');
-    }
-    if (data.length > MAX_CHUNK_LINE_BYTES) return new Refusal(400, 'bad-request');
-  }
+  const read = await readChunkLine(reader);
+  if (read === 'ended' || read === 'too-long') return new Refusal(400, 'bad-request');
+  const { line } = read;
+  if (line.length === 0 || line[line.length - 1] !== 0x0d) return new Refusal(400, 'bad-request');
+  return line.subarray(0, line.length - 1).toString('latin1');
 }

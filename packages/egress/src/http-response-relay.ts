@@ -5,6 +5,7 @@
  * (de-chunked to be masked, re-chunked on the way out), `Content-Length`, or to the end of the
  * connection — so masking sees the body's bytes, never a chunk-size line in between.
  */
+import { readChunkLine } from './chunk-line.js';
 import type { Writable } from 'node:stream';
 import { writeWithBackpressure } from './http-request-relay.js';
 import type { SecretMasker } from './response-secret-mask.js';
@@ -12,7 +13,6 @@ import type { StreamReader } from './socket-reader.js';
 
 /** Largest response head read; an upstream sending more ends the connection. */
 export const MAX_RESPONSE_HEAD_BYTES = 64 * 1024;
-const MAX_CHUNK_LINE_BYTES = 4096;
 
 export interface ResponseRelayOptions {
   readonly upstream: StreamReader;
@@ -25,18 +25,10 @@ export interface ResponseRelayOptions {
 class ResponseError extends Error {}
 
 async function readLine(reader: StreamReader): Promise<string> {
-  let data: Buffer = Buffer.alloc(0);
-  for (;;) {
-    const chunk = await reader.read();
-    if (chunk === null) throw new ResponseError('upstream ended mid-body');
-    data = data.length === 0 ? chunk : Buffer.concat([data, chunk]);
-    const lf = data.indexOf(0x0a);
-    if (lf !== -1) {
-      reader.unshift(data.subarray(lf + 1));
-      return data.subarray(0, lf).toString('latin1').replace(/\r$/, '');
-    }
-    if (data.length > MAX_CHUNK_LINE_BYTES) throw new ResponseError('chunk line too long');
-  }
+  const read = await readChunkLine(reader);
+  if (read === 'ended') throw new ResponseError('upstream ended mid-body');
+  if (read === 'too-long') throw new ResponseError('chunk line too long');
+  return read.line.toString('latin1').replace(/\r$/, '');
 }
 
 /**
