@@ -83,7 +83,9 @@ const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
 
 export class CredentialBroker {
   readonly #options: CredentialBrokerOptions;
+  /** Keyed by placeholder, host and header: one placeholder may serve several hosts (below). */
   readonly #entries = new Map<string, Entry>();
+  #scoped = 0;
   readonly #policyPlaceholders: EgressPlaceholder[] = [];
 
   constructor(options: CredentialBrokerOptions) {
@@ -91,7 +93,7 @@ export class CredentialBroker {
     for (const credential of options.policy.credentials) {
       const placeholder = this.#derive(credential);
       const describe = `${credential.source.kind}:${credential.source.name}`;
-      this.#entries.set(placeholder, {
+      this.#entries.set(entryKey(placeholder, credential.host, credential.header), {
         host: credential.host,
         header: credential.header,
         placeholder,
@@ -119,7 +121,7 @@ export class CredentialBroker {
 
   /** The credential a placeholder stands for, if it is one of this sandbox's. */
   byPlaceholder(placeholder: string): Entry | undefined {
-    return this.#entries.get(placeholder);
+    return [...this.#entries.values()].find((e) => e.placeholder === placeholder);
   }
 
   /**
@@ -129,8 +131,7 @@ export class CredentialBroker {
    */
   broker(secrets: readonly EgressBrokeredSecret[]): EgressBrokeredEnv {
     if (!Array.isArray(secrets)) throw new InvalidArgumentError('egress: secrets must be a list');
-    const scoped = [...this.#entries.values()].length - this.#policyPlaceholders.length;
-    if (scoped + secrets.length > this.#options.maxBrokeredSecrets) {
+    if (this.#scoped + secrets.length > this.#options.maxBrokeredSecrets) {
       throw new InvalidArgumentError(
         `egress: at most ${this.#options.maxBrokeredSecrets} brokered secrets per sandbox at once`,
       );
@@ -169,11 +170,18 @@ export class CredentialBroker {
       });
       env[secret.name] = placeholder;
     }
-    for (const entry of added) this.#entries.set(entry.placeholder, entry);
+    for (const entry of added)
+      this.#entries.set(entryKey(entry.placeholder, entry.host, entry.header), entry);
+    this.#scoped += added.length;
+    let released = false;
     return {
       env: Object.freeze(env),
       release: () => {
-        for (const entry of added) this.#entries.delete(entry.placeholder);
+        if (released) return;
+        released = true;
+        for (const entry of added)
+          this.#entries.delete(entryKey(entry.placeholder, entry.host, entry.header));
+        this.#scoped -= added.length;
       },
     };
   }
@@ -181,13 +189,9 @@ export class CredentialBroker {
   #derive(credential: NetworkCredential): string {
     const mac = createHmac('sha256', this.#options.placeholderKey)
       .update(
-        JSON.stringify([
-          this.#options.sandboxId,
-          credential.host,
-          credential.header,
-          credential.source.kind,
-          credential.source.name,
-        ]),
+        // Not the host or header: a variable the sandbox holds one placeholder in may be the
+        // credential of several hosts, and each must recognise the same placeholder.
+        JSON.stringify([this.#options.sandboxId, credential.source.kind, credential.source.name]),
       )
       .digest('base64url');
     return PLACEHOLDER_PREFIX + mac;
@@ -237,4 +241,8 @@ export class CredentialBroker {
     this.#checkValue(value, 'the value', fail);
     return value;
   }
+}
+
+function entryKey(placeholder: string, host: string, header: string): string {
+  return `${placeholder}\0${host}\0${header}`;
 }

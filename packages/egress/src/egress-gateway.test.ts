@@ -134,6 +134,48 @@ describe('EgressProxyGateway', () => {
     await attachment.close();
   });
 
+  it('one secret_env serving two hosts: the sandbox holds one placeholder, and both hosts swap it', async () => {
+    const ca = await EgressCertificateAuthority.generate();
+    const proxy = new EgressProxy({ certificateAuthority: ca, secretEnv: { TOKEN: 'secret' } });
+    const root = await mkdtemp(path.join(tmpdir(), 'egw-'));
+    cleanups.push(() => rm(root, { recursive: true, force: true }));
+    cleanups.push(() => proxy.close());
+    const gateway = new EgressProxyGateway(proxy, { socketRoot: root, brokersCredentials: true });
+    const attachment = await gateway.open({
+      sandboxId: 'shared',
+      policy: {
+        ...policy({ mode: 'allowlist', allow: ['a.test', 'b.test'] }),
+        credentials: [
+          { host: 'a.test', header: 'authorization', source: { kind: 'env', name: 'TOKEN' } },
+          { host: 'b.test', header: 'x-token', source: { kind: 'env', name: 'TOKEN' } },
+        ],
+      },
+    });
+    expect(Object.keys(attachment.env)).toEqual(['TOKEN']);
+    expect(attachment.env.TOKEN).toMatch(/^sbx-placeholder-/);
+    await attachment.close();
+    // What the proxy swaps for each host: the very placeholder the variable holds.
+    const listener = await proxy.openSandbox({
+      sandboxId: 'shared-direct',
+      policy: parseNetworkPolicy(
+        {
+          mode: 'allowlist',
+          allow: ['a.test', 'b.test'],
+          credentials: [
+            { host: 'a.test', header: 'authorization', source: { kind: 'env', name: 'TOKEN' } },
+            { host: 'b.test', header: 'x-token', source: { kind: 'env', name: 'TOKEN' } },
+          ],
+        },
+        'policy',
+      ),
+      listen: { port: 0, host: '127.0.0.1' },
+    });
+    const [a, b] = listener.placeholders;
+    expect([a?.host, b?.host]).toEqual(['a.test', 'b.test']);
+    expect(a?.placeholder).toBe(b?.placeholder);
+    await listener.close();
+  });
+
   it('attack: brokering configured on a proxy without a CA fails the open, and leaves nothing behind', async () => {
     const proxy = new EgressProxy();
     cleanups.push(() => proxy.close());
