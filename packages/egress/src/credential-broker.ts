@@ -66,7 +66,7 @@ interface Entry {
 export interface CredentialBrokerOptions {
   readonly sandboxId: string;
   readonly policy: NetworkPolicy;
-  /** Per-proxy key: placeholders are deterministic per (sandbox, credential) for its life. */
+  /** Per-proxy key: placeholders are deterministic per (sandbox, secret source) for its life. */
   readonly placeholderKey: Buffer;
   readonly secretEnv: Readonly<Record<string, string | undefined>>;
   readonly secretProvider: EgressSecretProvider | undefined;

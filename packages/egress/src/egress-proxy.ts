@@ -171,7 +171,7 @@ export class EgressProxy implements EgressEvents {
   readonly #listeners = new Set<EgressEventListener>();
   readonly #sandboxes = new Map<string, SandboxState>();
   readonly #context: EgressContext;
-  /** Placeholders are an HMAC under this key: stable per (sandbox, credential) for its life. */
+  /** Placeholders are an HMAC under this key: stable per (sandbox, secret source) for its life. */
   readonly #placeholderKey = randomBytes(32);
 
   constructor(options: EgressProxyOptions = {}) {
