@@ -48,7 +48,7 @@ export interface DockerInspectInfo {
   State?: { Running?: boolean; Paused?: boolean; Status?: string };
   Config?: { Labels?: Record<string, string> | null };
   NetworkSettings?: { Ports?: Record<string, DockerPortBinding[] | null> | null } | null;
-  HostConfig?: { NetworkMode?: string };
+  HostConfig?: { NetworkMode?: string; AutoRemove?: boolean };
 }
 
 export interface DockerContainerSummary {

@@ -229,6 +229,42 @@ describe('LocalContainerBackend (fake engine)', () => {
     );
   });
 
+  it('a stop ends once the engine removed the container (AutoRemove), so its name is free for the next create', async () => {
+    const docker = new FakeDocker();
+    const b = backend(docker);
+    const seen: string[] = [];
+    let removed = false;
+    docker.stopResult = async () => {
+      // Stopped, and removed by the engine only after two more looks.
+      let looks = 0;
+      docker.inspectResult = async (name) => {
+        seen.push(name);
+        looks += 1;
+        if (looks > 2) {
+          removed = true;
+          throw engineError(404, `No such container: ${name}`);
+        }
+        return { Id: `id-${name}`, State: { Running: false }, HostConfig: { AutoRemove: true } };
+      };
+      return undefined;
+    };
+    await b.destroy({ sandboxId: 'a', sandboxUrl: '', containerName: 'pfx-a', createdAt: 0 });
+    expect(removed).toBe(true);
+    expect(seen).toEqual(['pfx-a', 'pfx-a', 'pfx-a']);
+  });
+
+  it('a stopped container made without AutoRemove is not waited for', async () => {
+    const docker = new FakeDocker();
+    const b = backend(docker, { stopTimeoutMs: 60_000 });
+    let looks = 0;
+    docker.inspectResult = async (name) => {
+      looks += 1;
+      return { Id: `id-${name}`, State: { Running: false }, HostConfig: { AutoRemove: false } };
+    };
+    await b.destroy({ sandboxId: 'a', sandboxUrl: '', containerName: 'pfx-a', createdAt: 0 });
+    expect(looks).toBe(1);
+  });
+
   it('§4.6 an already stopped or vanished container is a successful stop', async () => {
     const docker = new FakeDocker();
     const b = backend(docker);

@@ -21,6 +21,7 @@ import {
 import type { ContainerNetworkMode } from './container-spec.js';
 import { resolveDockerBindHost, resolveSandboxHost } from './docker-bind-host.js';
 import { dockerErrorText, dockerStatusCode } from './docker-client.js';
+import { awaitContainerRemoval } from './container-removal.js';
 import type { DockerClient, DockerContainerSummary, DockerInspectInfo } from './docker-client.js';
 import { PortAllocator } from './port-allocator.js';
 import {
@@ -337,6 +338,13 @@ export class LocalContainerBackend implements SandboxBackend {
         );
       }
     }
+    await awaitContainerRemoval(
+      docker,
+      target,
+      signal,
+      (err) => isDefinitelyMissing(err, target),
+      this.logger,
+    );
     const port = Number(/:(\d+)\/?$/.exec(info.sandboxUrl)?.[1]);
     if (Number.isInteger(port) && port > 0) this.ports.release(port);
   }
